@@ -1,0 +1,54 @@
+"""The one helper tests use to compare an exported model with eager PyTorch."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+
+import torch_onnx_fx
+
+
+def flat_tensors(value: Any) -> list[torch.Tensor]:
+    return [torch.as_tensor(x) for x in pytree.tree_leaves(value) if isinstance(x, (torch.Tensor, int, float, bool))]
+
+
+def assert_close_outputs(expected: Any, actual: Sequence[torch.Tensor], rtol: float, atol: float) -> None:
+    flat_expected = flat_tensors(expected)
+    actual = list(actual)
+    assert len(actual) >= len(flat_expected), (len(actual), len(flat_expected))
+    # Mutated buffers, if any, come first among the ONNX outputs.
+    actual = actual[len(actual) - len(flat_expected):]
+    for i, (exp, act) in enumerate(zip(flat_expected, actual)):
+        exp = exp.detach()
+        assert act.dtype == exp.dtype, f"output {i}: dtype {act.dtype} != eager {exp.dtype}"
+        assert tuple(act.shape) == tuple(exp.shape), f"output {i}: shape {tuple(act.shape)} != eager {tuple(exp.shape)}"
+        torch.testing.assert_close(act, exp, rtol=rtol, atol=atol, equal_nan=True, msg=lambda m: f"output {i}: {m}")
+
+
+def assert_matches_eager(
+    model: Any,
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any] | None = None,
+    *,
+    program: torch_onnx_fx.ONNXProgram | None = None,
+    more_inputs: Iterable[tuple[tuple[Any, ...], Mapping[str, Any]]] = (),
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
+    **export_options: Any,
+) -> torch_onnx_fx.ONNXProgram:
+    """Export (unless ``program`` is given), run in ONNX Runtime and compare with eager.
+
+    ``more_inputs`` are further ``(args, kwargs)`` pairs, e.g. other sizes for dynamic shapes.
+    """
+    kwargs = dict(kwargs or {})
+    if program is None:
+        export_options.setdefault("verbose", False)
+        program = torch_onnx_fx.export(model, args, kwargs=kwargs, **export_options)
+    for call_args, call_kwargs in [(args, kwargs), *more_inputs]:
+        with torch.no_grad():
+            expected = model(*call_args, **call_kwargs)
+        actual = program(*call_args, **call_kwargs)
+        assert_close_outputs(expected, actual, rtol, atol)
+    return program

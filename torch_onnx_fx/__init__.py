@@ -1,0 +1,33 @@
+"""torch_onnx_fx: a PyTorch → ONNX exporter built on torch.export.
+
+``torch_onnx_fx.export`` is a drop-in replacement for ``torch.onnx.export(..., dynamo=True)``.
+"""
+
+from __future__ import annotations
+
+from torch_onnx_fx._state import is_in_onnx_export
+from torch_onnx_fx.errors import (
+    CaptureError,
+    DecompositionError,
+    MissingTranslationError,
+    OnnxExporterError,
+    OnnxRuntimeError,
+    TranslationError,
+    UnsupportedArgumentError,
+)
+from torch_onnx_fx.export import DEFAULT_OPSET, export
+from torch_onnx_fx.program import ONNXProgram
+
+__all__ = [
+    "export",
+    "ONNXProgram",
+    "is_in_onnx_export",
+    "DEFAULT_OPSET",
+    "OnnxExporterError",
+    "CaptureError",
+    "DecompositionError",
+    "TranslationError",
+    "MissingTranslationError",
+    "UnsupportedArgumentError",
+    "OnnxRuntimeError",
+]

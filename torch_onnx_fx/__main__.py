@@ -1,0 +1,3 @@
+from torch_onnx_fx.cli import main
+
+raise SystemExit(main())

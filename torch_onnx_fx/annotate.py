@@ -1,0 +1,107 @@
+"""Annotate: carry torch.export's knowledge into ONNX metadata.
+
+Keys follow the PyTorch ONNX exporter's so tools built for it (Netron, scripts) keep working:
+
+* nodes: ``namespace``, ``pkg.torch.onnx.class_hierarchy``, ``pkg.torch.onnx.fx_node``,
+  ``pkg.torch.onnx.name_scopes``, ``pkg.torch.onnx.stack_trace``;
+* graph: ``pkg.torch.export.ExportedProgram.graph_signature`` and ``…range_constraints``;
+* inputs: ``pkg.torch.export.graph_signature.InputSpec.kind`` / ``.persistent``;
+* outputs: ``pkg.torch.export.graph_signature.OutputSpec.kind``;
+* values renamed by ``input_names``/``output_names``: ``pkg.torch.onnx.original_node_name``.
+
+Node metadata is computed per FX node (once) and stamped on every ONNX node made from it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import onnx_ir as ir
+import torch
+from torch.export import graph_signature as gs
+
+__all__ = ["node_metadata", "source_line", "annotate_graph", "ORIGINAL_NAME_KEY"]
+
+logger = logging.getLogger(__name__)
+
+ORIGINAL_NAME_KEY = "pkg.torch.onnx.original_node_name"
+_INPUT_KIND_KEY = "pkg.torch.export.graph_signature.InputSpec.kind"
+_INPUT_PERSISTENT_KEY = "pkg.torch.export.graph_signature.InputSpec.persistent"
+_OUTPUT_KIND_KEY = "pkg.torch.export.graph_signature.OutputSpec.kind"
+
+
+def _module_stack(node: torch.fx.Node) -> list[tuple[str, str]]:
+    stack = node.meta.get("nn_module_stack") or {}
+    entries = []
+    for key, value in stack.items():
+        if key.startswith("_empty_nn_module_stack"):
+            continue
+        path, cls = value
+        cls_name = cls if isinstance(cls, str) else f"{cls.__module__}.{cls.__qualname__}"
+        entries.append((path, cls_name))
+    return entries
+
+
+def node_metadata(node: torch.fx.Node) -> dict[str, str]:
+    """The metadata every ONNX node translated from ``node`` carries."""
+    stack = _module_stack(node)
+    scopes = [path.split(".")[-1] if path else "" for path, _ in stack]
+    classes = [cls for _, cls in stack]
+    target = node.target
+    target_name = target.name() if isinstance(target, torch._ops.OpOverload) else getattr(target, "__name__", str(target))
+    namespace_parts = [f"{scope}: {cls}" for scope, cls in zip(scopes, classes)]
+    namespace_parts.append(f"{node.name}: {target_name}")
+    meta = {
+        "namespace": "/".join(namespace_parts),
+        "pkg.torch.onnx.class_hierarchy": repr(classes),
+        "pkg.torch.onnx.fx_node": node.format_node() or str(node),
+        "pkg.torch.onnx.name_scopes": repr([*scopes, node.name]),
+    }
+    trace = node.meta.get("stack_trace")
+    if trace:
+        meta["pkg.torch.onnx.stack_trace"] = trace
+    return meta
+
+
+def source_line(node: torch.fx.Node) -> str | None:
+    """The innermost ``File …, line N`` and its code from the node's stack trace."""
+    trace = node.meta.get("stack_trace")
+    if not trace:
+        return None
+    lines = [line.strip() for line in trace.strip().splitlines()]
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i].startswith("File "):
+            code = lines[i + 1] if i + 1 < len(lines) else ""
+            return f"{lines[i]}: {code}"
+    return None
+
+
+def annotate_graph(graph: ir.Graph, program: torch.export.ExportedProgram) -> None:
+    """Graph-level metadata and input/output kinds."""
+    signature = program.graph_signature
+    graph.metadata_props["pkg.torch.export.ExportedProgram.graph_signature"] = str(signature)
+    graph.metadata_props["pkg.torch.export.ExportedProgram.range_constraints"] = str(program.range_constraints)
+    by_name: dict[str, ir.Value] = {}
+    for value in [*graph.inputs, *graph.initializers.values()]:
+        by_name.setdefault(value.meta.get("fx_name", value.name), value)
+    for spec in signature.input_specs:
+        arg_name = getattr(spec.arg, "name", None)
+        value = by_name.get(arg_name)
+        if value is None:
+            continue
+        value.metadata_props[_INPUT_KIND_KEY] = spec.kind.name
+        if spec.kind == gs.InputKind.BUFFER:
+            value.metadata_props[_INPUT_PERSISTENT_KEY] = str(bool(spec.persistent))
+    kinds = [spec.kind.name for spec in signature.output_specs]
+    for value, kind in zip(graph.outputs, kinds):
+        value.metadata_props[_OUTPUT_KIND_KEY] = kind
+
+
+def describe_value(value: Any) -> str:
+    """Short ``dtype[shape]`` description of an FX meta value for error messages."""
+    if isinstance(value, torch.Tensor):
+        return f"{str(value.dtype).replace('torch.', '')}{list(value.shape)}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(describe_value(v) for v in value) + "]"
+    return repr(value)

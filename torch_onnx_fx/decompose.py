@@ -1,0 +1,89 @@
+"""Decompose only what has no ONNX translation.
+
+torch.export hands over a graph of high-level ATen operators (``linear``, ``layer_norm``,
+``scaled_dot_product_attention``…) that ONNX expresses compactly. Decomposing them, as a blanket
+core-ATen lowering would, makes graphs larger and slower to export and run, and re-tracing is the
+slowest and most fragile part of an export. So the table given to ``run_decompositions`` is
+PyTorch's default one minus every operator our translation table covers, and when nothing needs
+decomposing (all operators translatable, no in-place or out= ops left to functionalize) the program
+is not re-traced at all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+from typing import Any
+
+import torch
+
+from torch_onnx_fx.errors import DecompositionError
+from torch_onnx_fx.registry import TranslationTable
+
+__all__ = ["DecomposeResult", "decompose"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class DecomposeResult:
+    exported_program: torch.export.ExportedProgram
+    # Targets that were decomposed (had no translation), for the report.
+    decomposed: list[str]
+    retraced: bool
+
+
+def _needs_functionalization(target: Any) -> bool:
+    if not isinstance(target, torch._ops.OpOverload):
+        return False
+    return target._schema.is_mutable
+
+
+def _targets(program: torch.export.ExportedProgram) -> set[Any]:
+    targets = set()
+    for module in program.graph_module.modules():
+        if isinstance(module, torch.fx.GraphModule):
+            for node in module.graph.nodes:
+                if node.op == "call_function":
+                    targets.add(node.target)
+    return targets
+
+
+@functools.lru_cache(maxsize=1)
+def _extra_decompositions() -> dict[Any, Any]:
+    from torch._decomp import decomposition_table
+
+    return {k: v for k, v in decomposition_table.items() if isinstance(k, torch._ops.OpOverload)}
+
+
+def decompose(program: torch.export.ExportedProgram, table: TranslationTable) -> DecomposeResult:
+    targets = _targets(program)
+    untranslatable = [t for t in targets if isinstance(t, torch._ops.OpOverload) and not table.has(t)]
+    mutating = [t for t in targets if _needs_functionalization(t)]
+    if not untranslatable and not mutating:
+        logger.info("every operator has a translation: no decomposition needed")
+        return DecomposeResult(program, [], retraced=False)
+    decomp_table = torch.export.default_decompositions()
+    for op_overload in list(decomp_table.keys()):
+        if table.has(op_overload):
+            del decomp_table[op_overload]
+    # Core ATen operators (``_adaptive_avg_pool2d``…) are not in the default table, but torch has
+    # decompositions for many; use them for whatever we cannot translate.
+    for op_overload, fn in _extra_decompositions().items():
+        if not table.has(op_overload) and op_overload not in decomp_table:
+            decomp_table[op_overload] = fn
+    try:
+        decomposed = program.run_decompositions(decomp_table)
+    except Exception as exc:  # noqa: BLE001 - wrapped with context below
+        names = sorted(t.name() for t in untranslatable)
+        raise DecompositionError(
+            f"Decomposing operators without an ONNX translation failed ({type(exc).__name__}: {exc}).\n"
+            f"Operators needing decomposition: {names or 'none'}; in-place ops to functionalize: "
+            f"{sorted(t.name() for t in mutating) or 'none'}.\n"
+            "Provide translations for these operators through custom_translation_table to avoid "
+            "the decomposition."
+        ) from exc
+    return DecomposeResult(decomposed, sorted(t.name() for t in untranslatable), retraced=True)
+
+

@@ -1,0 +1,227 @@
+"""Diagnostics of one export: ``report``, ``verify``, ``profile`` and ``dump_exported_program``.
+
+An :class:`ExportSession` watches the export (it is told what each stage produced) and, when the
+export ends — successfully or not — writes what was asked for into ``artifacts_dir``. File names
+carry a timestamp so reports never overwrite each other.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import cProfile
+import datetime
+import io
+import logging
+import os
+import pstats
+import traceback
+from typing import Any, Iterator, Mapping, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+
+from torch_onnx_fx.progress import Progress
+
+__all__ = ["ExportSession", "session", "compare_outputs"]
+
+logger = logging.getLogger(__name__)
+
+# (rtol, atol) by dtype for verify=True: float16/bfloat16 carry ~3 and ~2 significant digits.
+_TOLERANCES = {
+    torch.float16: (1e-2, 1e-3),
+    torch.bfloat16: (5e-2, 1e-2),
+    torch.float32: (1e-4, 1e-5),
+    torch.float64: (1e-7, 1e-7),
+}
+
+
+def compare_outputs(expected: Sequence[Any], actual: Sequence[torch.Tensor]) -> list[dict[str, Any]]:
+    """One record per output: max abs/rel difference and whether it is within tolerance."""
+    records = []
+    for i, (exp, act) in enumerate(zip(expected, actual)):
+        exp_t = exp if isinstance(exp, torch.Tensor) else torch.tensor(exp)
+        exp_t = exp_t.detach().cpu()
+        if exp_t.is_complex():
+            exp_t = torch.view_as_real(exp_t)
+        rtol, atol = _TOLERANCES.get(exp_t.dtype, (0.0, 0.0))
+        same_shape = tuple(exp_t.shape) == tuple(act.shape)
+        if same_shape and exp_t.numel():
+            diff = (exp_t.double() - act.double()).abs()
+            max_abs = float(diff.max())
+            max_rel = float((diff / exp_t.double().abs().clamp_min(1e-12)).max())
+            ok = bool(torch.allclose(act.double(), exp_t.double(), rtol=rtol, atol=atol, equal_nan=True))
+        else:
+            max_abs = max_rel = 0.0 if same_shape else float("inf")
+            ok = same_shape
+        records.append(
+            dict(
+                index=i, max_abs_diff=max_abs, max_rel_diff=max_rel, expected_dtype=str(exp_t.dtype),
+                actual_dtype=str(act.dtype), shape=tuple(act.shape), passed=ok and exp_t.dtype == act.dtype,
+            )
+        )
+    return records
+
+
+class ExportSession:
+    def __init__(
+        self,
+        model: Any,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        progress: Progress,
+        *,
+        report: bool,
+        verify: bool,
+        profile: bool,
+        dump_exported_program: bool,
+        artifacts_dir: str | os.PathLike[str],
+    ):
+        self.model = model
+        self.args = args
+        self.kwargs = kwargs
+        self.progress = progress
+        self.report = report
+        self.profile = profile
+        self.dump_exported_program = dump_exported_program
+        self.artifacts_dir = os.fspath(artifacts_dir)
+        self.stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S-%f")
+        self.capture_result: Any = None
+        self.decompose_result: Any = None
+        self.table: Any = None
+        self.program: Any = None
+        self.verification: list[dict[str, Any]] | None = None
+        self.error: BaseException | None = None
+        self.profile_text: str | None = None
+        self.files: list[str] = []
+
+    def _path(self, suffix: str) -> str:
+        os.makedirs(self.artifacts_dir, exist_ok=True)
+        return os.path.join(self.artifacts_dir, f"onnx_export_{self.stamp}{suffix}")
+
+    # -- notifications from export ----------------------------------------------------------
+
+    def captured(self, result: Any) -> None:
+        self.capture_result = result
+        if self.dump_exported_program:
+            path = self._path("_exported_program.pt2")
+            torch.export.save(result.exported_program, path)
+            text_path = self._path("_exported_program.txt")
+            with open(text_path, "w", encoding="utf-8") as handle:
+                handle.write(str(result.exported_program))
+            self.files += [path, text_path]
+
+    def decomposed(self, result: Any, table: Any) -> None:
+        self.decompose_result = result
+        self.table = table
+
+    def exported(self, program: Any) -> None:
+        self.program = program
+
+    def verify(self, program: Any) -> str:
+        module = self.model.module() if isinstance(self.model, torch.export.ExportedProgram) else self.model
+        with torch.no_grad():
+            expected = module(*self.args, **self.kwargs)
+        flat_expected = [x for x in pytree.tree_leaves(expected) if isinstance(x, (torch.Tensor, int, float, bool))]
+        actual = program(*self.args, **self.kwargs)
+        # Mutated buffers come first in the ONNX outputs; user outputs are the last ones.
+        actual = list(actual)[len(actual) - len(flat_expected):]
+        self.verification = compare_outputs(flat_expected, actual)
+        failed = [r for r in self.verification if not r["passed"]]
+        worst = max((r["max_abs_diff"] for r in self.verification), default=0.0)
+        if failed:
+            logger.warning("verification: %d of %d outputs differ from eager PyTorch", len(failed), len(self.verification))
+        return f"{len(self.verification) - len(failed)}/{len(self.verification)} outputs match, max abs diff {worst:.3g}"
+
+    # -- the report ---------------------------------------------------------------------------
+
+    def _histogram(self) -> list[tuple[str, int, str]]:
+        program = (self.decompose_result or self.capture_result)
+        if program is None:
+            return []
+        graph = program.exported_program.graph
+        counts: collections.Counter[Any] = collections.Counter(
+            n.target for n in graph.nodes if n.op == "call_function"
+        )
+        from torch_onnx_fx.translate import target_name
+
+        rows = []
+        for target, count in counts.most_common():
+            source = self.table.source_of(target) if self.table is not None else None
+            rows.append((target_name(target), count, source or "**no translation**"))
+        return rows
+
+    def write_report(self) -> str:
+        lines = [f"# torch_onnx_fx export report ({self.stamp})", ""]
+        status = "failed" if self.error else "succeeded"
+        lines += [f"Export **{status}**.", "", "## Phases", "", "| phase | status | seconds | detail |", "|---|---|---|---|"]
+        for phase in self.progress.phases:
+            lines.append(f"| {phase.name} | {'ok' if phase.ok else 'FAILED'} | {phase.seconds:.3f} | {phase.detail} |")
+        lines += ["", "## Capture strategies", ""]
+        failures = list(getattr(self.capture_result, "failures", []) or getattr(self.error, "failures", []) or [])
+        for strategy, exc in failures:
+            lines.append(f"- `{strategy}`: failed: `{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}`")
+        if self.capture_result is not None:
+            lines.append(f"- `{self.capture_result.strategy}`: succeeded")
+        if self.capture_result is not None:
+            program = self.capture_result.exported_program
+            by_dtype: collections.Counter[str] = collections.Counter()
+            count = 0
+            for tensor in program.state_dict.values():
+                by_dtype[str(tensor.dtype)] += tensor.numel() * tensor.element_size()
+                count += tensor.numel()
+            lines += ["", "## Model", "", f"Parameters and buffers: {count:,} elements."]
+            for dtype, size in by_dtype.items():
+                lines.append(f"- {dtype}: {size:,} bytes")
+            lines += ["", f"Range constraints: `{program.range_constraints}`"]
+        histogram = self._histogram()
+        if histogram:
+            lines += ["", "## Operators", "", "| operator | count | translation |", "|---|---|---|"]
+            lines += [f"| `{name}` | {count} | {source} |" for name, count, source in histogram]
+        if self.verification is not None:
+            lines += ["", "## Verification", "", "| output | max abs diff | max rel diff | expected dtype | actual dtype | passed |", "|---|---|---|---|---|---|"]
+            for r in self.verification:
+                lines.append(
+                    f"| {r['index']} | {r['max_abs_diff']:.3g} | {r['max_rel_diff']:.3g} | {r['expected_dtype']} | {r['actual_dtype']} | {r['passed']} |"
+                )
+        if self.error is not None:
+            lines += ["", "## Error", "", "```", "".join(traceback.format_exception(self.error)).strip(), "```"]
+        if self.profile_text:
+            lines += ["", "## Profile", "", "```", self.profile_text.strip(), "```"]
+        if self.files:
+            lines += ["", "## Artifacts", ""] + [f"- `{p}`" for p in self.files]
+        path = self._path(f"_{'failure' if self.error else 'success'}.md")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n")
+        return path
+
+
+@contextlib.contextmanager
+def session(
+    model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], progress: Progress, **options: Any
+) -> Iterator[ExportSession]:
+    """Run the export body under an :class:`ExportSession`; write artifacts at the end."""
+    state = ExportSession(model, args, kwargs, progress, **options)
+    profiler = cProfile.Profile() if state.profile else None
+    if profiler is not None:
+        profiler.enable()
+    try:
+        yield state
+    except BaseException as exc:
+        state.error = exc
+        raise
+    finally:
+        if profiler is not None:
+            profiler.disable()
+            buffer = io.StringIO()
+            pstats.Stats(profiler, stream=buffer).sort_stats("cumulative").print_stats(30)
+            state.profile_text = buffer.getvalue()
+            if not state.report:
+                path = state._path("_profile.txt")
+                with open(path, "w", encoding="utf-8") as handle:
+                    handle.write(state.profile_text)
+                logger.info("profile written to %s", path)
+        if state.report:
+            path = state.write_report()
+            if progress.enabled:
+                print(f"[torch_onnx_fx] report written to {path}")

@@ -1,0 +1,60 @@
+"""Exception types raised by torch_onnx_fx.
+
+Every error a user can meet derives from :class:`OnnxExporterError`, so one ``except`` clause is
+enough for callers that only want to know whether the export worked. Subclasses say which stage
+failed; their messages carry the context (node, target, shapes, source line) and a next step.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "OnnxExporterError",
+    "CaptureError",
+    "DecompositionError",
+    "TranslationError",
+    "MissingTranslationError",
+    "UnsupportedArgumentError",
+    "OnnxRuntimeError",
+]
+
+
+class OnnxExporterError(RuntimeError):
+    """Base class of every error raised by torch_onnx_fx."""
+
+
+class UnsupportedArgumentError(OnnxExporterError, ValueError):
+    """An argument of ``export`` has a value this exporter cannot honour."""
+
+
+class CaptureError(OnnxExporterError):
+    """torch.export could not capture the model with any strategy.
+
+    ``failures`` keeps one ``(strategy, exception)`` pair per strategy that was tried.
+    """
+
+    def __init__(self, message: str, failures: list[tuple[str, BaseException]] | None = None):
+        super().__init__(message)
+        self.failures = list(failures or [])
+
+
+class DecompositionError(OnnxExporterError):
+    """Decomposing the operators that have no ONNX translation failed."""
+
+
+class TranslationError(OnnxExporterError):
+    """Translating one FX node into ONNX failed."""
+
+
+class MissingTranslationError(TranslationError):
+    """Some operators have neither an ONNX translation nor a decomposition.
+
+    ``targets`` lists every untranslatable target found in the graph, not just the first.
+    """
+
+    def __init__(self, message: str, targets: list[str] | None = None):
+        super().__init__(message)
+        self.targets = list(targets or [])
+
+
+class OnnxRuntimeError(OnnxExporterError):
+    """Running the exported model in ONNX Runtime failed."""

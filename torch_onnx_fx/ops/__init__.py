@@ -1,0 +1,9 @@
+"""torch_onnx_fx's own translations, registered ahead of torchlib.
+
+Grouped by family; importing this package registers them all. Each translation is a plain
+function (or ONNX Script function) taking the FX node's arguments with tensors as ``ir.Value``.
+"""
+
+from torch_onnx_fx.ops import core, symbolic  # noqa: F401
+
+__all__: list[str] = []

@@ -1,0 +1,181 @@
+"""Symbolic shape arithmetic: SymInt/SymFloat/SymBool operations become ONNX ops.
+
+torch.export leaves size computations on dynamic dims in the graph as ``aten.sym_size.int`` plus
+Python ``operator.*``/``torch.sym_*`` calls. A symbolic value is a 0-d tensor here (INT64 for
+SymInt, FLOAT for SymFloat, BOOL for SymBool). When every operand is a Python number the result is
+computed in Python, so static arithmetic never reaches the graph.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import onnx_ir as ir
+import torch
+from onnxscript import opset18 as op
+
+from torch_onnx_fx.registry import register
+
+__all__ = ["aten_sym_size_int", "aten_sym_numel"]
+
+
+def _is_static(*values: Any) -> bool:
+    return all(not isinstance(v, ir.Value) for v in values)
+
+
+def _float(value: Any) -> Any:
+    if isinstance(value, ir.Value):
+        return value if value.dtype == ir.DataType.FLOAT else op.Cast(value, to=ir.DataType.FLOAT)
+    return float(value)
+
+
+def _common(a: Any, b: Any) -> tuple[Any, Any]:
+    """Bring two operands to one dtype: float wins over int, int over bool."""
+    da = a.dtype if isinstance(a, ir.Value) else None
+    db = b.dtype if isinstance(b, ir.Value) else None
+    floats = {ir.DataType.FLOAT, ir.DataType.DOUBLE}
+    if da in floats or db in floats or isinstance(a, float) or isinstance(b, float):
+        return _float(a), _float(b)
+    if da == ir.DataType.BOOL and isinstance(a, ir.Value):
+        a = op.Cast(a, to=ir.DataType.INT64)
+    if db == ir.DataType.BOOL and isinstance(b, ir.Value):
+        b = op.Cast(b, to=ir.DataType.INT64)
+    return a, b
+
+
+@register("aten::sym_size.int")
+def aten_sym_size_int(self: ir.Value, dim: int) -> ir.Value:
+    """sym_size.int(Tensor self, int dim) -> SymInt"""
+    rank = self.shape.rank() if self.shape is not None else None
+    if dim < 0:
+        if rank is None:
+            raise ValueError("sym_size with a negative dim needs a tensor of known rank")
+        dim += rank
+    return op.Squeeze(op.Shape(self, start=dim, end=dim + 1), [0])
+
+
+@register("aten::sym_numel")
+def aten_sym_numel(self: ir.Value) -> ir.Value:
+    """sym_numel(Tensor self) -> SymInt"""
+    return op.ReduceProd(op.Shape(self), keepdims=0)
+
+
+def _binary(python_op: Any, onnx_op: Any) -> Any:
+    def translation(a: Any, b: Any) -> Any:
+        if _is_static(a, b):
+            return python_op(a, b)
+        a, b = _common(a, b)
+        return onnx_op(a, b)
+
+    translation.__name__ = f"sym_{python_op.__name__}"
+    return translation
+
+
+for _py, _onnx in [
+    (operator.add, op.Add),
+    (operator.sub, op.Sub),
+    (operator.mul, op.Mul),
+    (operator.pow, op.Pow),
+    (operator.eq, op.Equal),
+    (operator.lt, op.Less),
+    (operator.le, op.LessOrEqual),
+    (operator.gt, op.Greater),
+    (operator.ge, op.GreaterOrEqual),
+    (torch.sym_max, op.Max),
+    (torch.sym_min, op.Min),
+]:
+    register(_py)(_binary(_py, _onnx))
+
+
+@register(operator.ne)
+def sym_ne(a: Any, b: Any) -> Any:
+    if _is_static(a, b):
+        return a != b
+    a, b = _common(a, b)
+    return op.Not(op.Equal(a, b))
+
+
+@register(operator.and_)
+def sym_and(a: Any, b: Any) -> Any:
+    if _is_static(a, b):
+        return a & b
+    if isinstance(a, ir.Value) and a.dtype == ir.DataType.BOOL or isinstance(b, ir.Value) and b.dtype == ir.DataType.BOOL:
+        return op.And(a, b)
+    return op.BitwiseAnd(*_common(a, b))
+
+
+@register(operator.or_)
+def sym_or(a: Any, b: Any) -> Any:
+    if _is_static(a, b):
+        return a | b
+    if isinstance(a, ir.Value) and a.dtype == ir.DataType.BOOL or isinstance(b, ir.Value) and b.dtype == ir.DataType.BOOL:
+        return op.Or(a, b)
+    return op.BitwiseOr(*_common(a, b))
+
+
+@register(operator.truediv)
+def sym_truediv(a: Any, b: Any) -> Any:
+    if _is_static(a, b):
+        return a / b
+    return op.Div(_float(a), _float(b))
+
+
+@register(operator.floordiv)
+def sym_floordiv(a: Any, b: Any) -> Any:
+    """Python floors; ONNX integer Div truncates. ``(a - a mod b) / b`` is exact for both signs."""
+    if _is_static(a, b):
+        return a // b
+    a, b = _common(a, b)
+    if isinstance(a, ir.Value) and a.dtype == ir.DataType.FLOAT or isinstance(b, ir.Value) and b.dtype == ir.DataType.FLOAT:
+        return op.Floor(op.Div(a, b))
+    return op.Div(op.Sub(a, op.Mod(a, b, fmod=0)), b)
+
+
+@register(operator.mod)
+def sym_mod(a: Any, b: Any) -> Any:
+    if _is_static(a, b):
+        return a % b
+    a, b = _common(a, b)
+    floats = isinstance(a, ir.Value) and a.dtype == ir.DataType.FLOAT
+    return op.Mod(a, b, fmod=1 if floats else 0)
+
+
+@register(operator.neg)
+def sym_neg(a: Any) -> Any:
+    return -a if _is_static(a) else op.Neg(a)
+
+
+@register(operator.not_, torch.sym_not)
+def sym_not(a: Any) -> Any:
+    return (not a) if _is_static(a) else op.Not(a)
+
+
+@register(torch.sym_float)
+def sym_float(a: Any) -> Any:
+    return _float(a)
+
+
+@register(torch.sym_int, math.trunc)
+def sym_int(a: Any) -> Any:
+    if _is_static(a):
+        return int(a)
+    return a if a.dtype == ir.DataType.INT64 else op.Cast(a, to=ir.DataType.INT64)
+
+
+@register(math.ceil)
+def sym_ceil(a: Any) -> Any:
+    return math.ceil(a) if _is_static(a) else op.Cast(op.Ceil(_float(a)), to=ir.DataType.INT64)
+
+
+@register(math.floor)
+def sym_floor(a: Any) -> Any:
+    return math.floor(a) if _is_static(a) else op.Cast(op.Floor(_float(a)), to=ir.DataType.INT64)
+
+
+@register(torch.sym_ite)
+def sym_ite(condition: Any, a: Any, b: Any) -> Any:
+    if _is_static(condition):
+        return a if condition else b
+    return op.Where(condition, *_common(a, b))

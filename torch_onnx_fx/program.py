@@ -1,0 +1,306 @@
+"""ONNXProgram: the exported model, its provenance, and ways to save and run it."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import tempfile
+import warnings
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+import torch
+from onnx_ir.tensor_adapters import TorchTensor
+from torch.export import graph_signature as gs
+
+from torch_onnx_fx import optimize as optimize_module
+from torch_onnx_fx.dynamic_shapes import flatten_user_inputs
+from torch_onnx_fx.errors import OnnxRuntimeError, UnsupportedArgumentError
+
+__all__ = ["ONNXProgram"]
+
+logger = logging.getLogger(__name__)
+
+# Protobuf cannot serialize a message over 2 GiB; larger models must keep weights outside.
+_PROTOBUF_LIMIT = 2 * 1024**3
+
+
+def _ort_session_initializer(model: str | bytes) -> Any:
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def _to_ort_input(value: Any, expected: ir.Value) -> Any:
+    import onnxruntime as ort
+
+    if isinstance(value, torch.Tensor):
+        tensor = value.detach().cpu().contiguous()
+        if tensor.is_complex():
+            tensor = torch.view_as_real(tensor)
+        if tensor.dtype == torch.bfloat16:
+            return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(
+                tensor.view(torch.uint16).numpy(), onnx.TensorProto.BFLOAT16
+            )
+        array = tensor.numpy()
+    else:
+        dtype = expected.dtype.numpy() if expected.dtype is not None else None
+        array = np.asarray(value, dtype=dtype)
+    return ort.OrtValue.ortvalue_from_numpy(array)
+
+
+def _from_ort_output(value: Any) -> torch.Tensor:
+    element_type = value.data_type()
+    if "bfloat16" in element_type:
+        array = np.array(value.numpy())
+        return torch.from_numpy(array.view(np.uint16)).view(torch.bfloat16)
+    array = value.numpy()
+    return torch.from_numpy(np.array(array) if not array.flags.writeable else array)
+
+
+def _byte_size(model: ir.Model) -> int:
+    total = 0
+    for value in model.graph.initializers.values():
+        if value.const_value is not None:
+            total += value.const_value.nbytes
+    return total
+
+
+class ONNXProgram:
+    """An exported ONNX model, callable with torch tensors.
+
+    Attributes:
+        model: the ONNX model as an ``onnx_ir.Model``.
+        exported_program: the ``torch.export.ExportedProgram`` it was translated from.
+        capture_strategy: how the program was captured (``ExportedProgram``,
+            ``torch.export(strict=False)`` or ``torch.export(strict=True)``).
+    """
+
+    def __init__(
+        self,
+        model: ir.Model,
+        exported_program: torch.export.ExportedProgram | None,
+        *,
+        capture_strategy: str | None = None,
+        capture_failures: Sequence[tuple[str, BaseException]] = (),
+        decomposed: Sequence[str] = (),
+    ):
+        self.model = model
+        self.exported_program = exported_program
+        self.capture_strategy = capture_strategy
+        self.capture_failures = list(capture_failures)
+        self.decomposed = list(decomposed)
+        self._inference_session: Any = None
+        self._tempdir: tempfile.TemporaryDirectory[str] | None = None
+
+    # -- views ------------------------------------------------------------------------------
+
+    @property
+    def model_proto(self) -> onnx.ModelProto:
+        """The model as an ``onnx.ModelProto`` (a fresh serialization each call)."""
+        return ir.serde.serialize_model(self.model)
+
+    def __repr__(self) -> str:
+        graph = self.model.graph
+
+        def describe(value: ir.Value) -> str:
+            dtype = value.dtype.name if value.dtype is not None else "?"
+            dims = "?" if value.shape is None else ", ".join(str(d) for d in value.shape)
+            return f"{value.name}: {dtype}[{dims}]"
+
+        lines = [
+            "ONNXProgram(",
+            f"  opset_imports={dict(graph.opset_imports)},",
+            f"  capture_strategy={self.capture_strategy!r},",
+            f"  nodes={len(graph)}, initializers={len(graph.initializers)},",
+            "  inputs=[" + ", ".join(describe(v) for v in graph.inputs) + "],",
+            "  outputs=[" + ", ".join(describe(v) for v in graph.outputs) + "],",
+            ")",
+        ]
+        return "\n".join(lines)
+
+    # -- saving -----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _initializer_layout(self, include_initializers: bool, keep_initializers_as_inputs: bool) -> Iterator[None]:
+        """Temporarily rearrange initializers for saving; the model is restored afterwards."""
+        graph = self.model.graph
+        original_inputs = list(graph.inputs)
+        original_initializers = dict(graph.initializers)
+        user_input_ids = {id(v) for v in original_inputs}
+        try:
+            if keep_initializers_as_inputs:
+                graph.inputs.extend(v for v in original_initializers.values() if id(v) not in user_input_ids)
+            if not include_initializers:
+                graph.initializers.clear()
+            yield
+        finally:
+            graph.inputs.clear()
+            graph.inputs.extend(original_inputs)
+            if not include_initializers:
+                for value in original_initializers.values():
+                    graph.register_initializer(value)
+
+    def save(
+        self,
+        destination: str | os.PathLike[str] | io.IOBase,
+        *,
+        include_initializers: bool = True,
+        keep_initializers_as_inputs: bool = False,
+        external_data: bool | None = None,
+    ) -> None:
+        """Save the model.
+
+        Weights go to an external data file ``<destination name>.data`` beside the model when
+        ``external_data`` is True, or when it is None and the weights exceed protobuf's 2 GB.
+        """
+        is_path = isinstance(destination, (str, os.PathLike))
+        if external_data is None:
+            external_data = is_path and _byte_size(self.model) > _PROTOBUF_LIMIT
+        if external_data and not is_path:
+            raise TypeError("external_data=True needs a file path as destination, not a file object.")
+        with self._initializer_layout(include_initializers, keep_initializers_as_inputs):
+            if is_path:
+                path = os.fspath(destination)
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+                data_name = os.path.basename(path) + ".data" if external_data else None
+                if data_name:
+                    # A stale data file from an earlier save would be appended to otherwise.
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(os.path.join(os.path.dirname(os.path.abspath(path)), data_name))
+                ir.save(self.model, path, external_data=data_name)
+            else:
+                destination.write(ir.serde.serialize_model(self.model).SerializeToString())  # type: ignore[union-attr]
+
+    def apply_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
+        """Replace initializer values by the tensors in ``state_dict`` (matched by name)."""
+        initializers = dict(self.model.graph.initializers)
+        # Initializers renamed through legacy input_names still answer to their state-dict name.
+        for value in list(initializers.values()):
+            original = value.metadata_props.get("pkg.torch.onnx.original_node_name")
+            if original:
+                initializers.setdefault(original, value)
+        unknown = [name for name in state_dict if name not in initializers]
+        if unknown:
+            warnings.warn(
+                f"apply_weights: {len(unknown)} names are not initializers of the model and were "
+                f"ignored: {unknown[:10]}",
+                stacklevel=2,
+            )
+        for name, tensor in state_dict.items():
+            value = initializers.get(name)
+            if value is None:
+                continue
+            if value.shape is not None and tuple(value.shape) != tuple(tensor.shape):
+                raise UnsupportedArgumentError(
+                    f"apply_weights: {name} has shape {tuple(tensor.shape)}, the model expects "
+                    f"{tuple(value.shape)}."
+                )
+            value.const_value = TorchTensor(tensor.detach(), name=name)
+        self.release()
+
+    # -- running ------------------------------------------------------------------------------
+
+    def initialize_inference_session(
+        self, initializer: Callable[[str | bytes], Any] = _ort_session_initializer
+    ) -> None:
+        """Create the ONNX Runtime session (done lazily by ``__call__`` otherwise)."""
+        if _byte_size(self.model) > _PROTOBUF_LIMIT:
+            self._tempdir = tempfile.TemporaryDirectory()
+            path = os.path.join(self._tempdir.name, "model.onnx")
+            self.save(path, external_data=True)
+            self._inference_session = initializer(path)
+        else:
+            self._inference_session = initializer(self.model_proto.SerializeToString())
+
+    def release(self) -> None:
+        """Drop the inference session and any temporary files it needed."""
+        self._inference_session = None
+        if self._tempdir is not None:
+            self._tempdir.cleanup()
+            self._tempdir = None
+
+    def _flat_inputs(self, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[Any]:
+        """The ONNX inputs for ``args``/``kwargs``, flattened as the export flattened them."""
+        graph_inputs = self.model.graph.inputs
+        if self.exported_program is None:
+            flat = [*args, *(kwargs or {}).values()]
+        else:
+            flat = flatten_user_inputs(self.exported_program, args, kwargs)
+            specs = [
+                s for s in self.exported_program.graph_signature.input_specs if s.kind == gs.InputKind.USER_INPUT
+            ]
+            if len(specs) == len(flat):
+                flat = [v for v, s in zip(flat, specs) if not isinstance(s.arg, gs.ConstantArgument)]
+            else:
+                flat = [v for v in flat if isinstance(v, (torch.Tensor, int, float, bool))]
+        if len(flat) < len(graph_inputs):
+            raise UnsupportedArgumentError(
+                f"The model has {len(graph_inputs)} inputs ({[v.name for v in graph_inputs]}) "
+                f"but {len(flat)} were given."
+            )
+        return flat[: len(graph_inputs)]
+
+    def _run(self, output_names: Sequence[str] | None, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[torch.Tensor]:
+        if self._inference_session is None:
+            self.initialize_inference_session()
+        session = self._inference_session
+        graph_inputs = self.model.graph.inputs
+        flat = self._flat_inputs(args, kwargs)
+        feeds = {v.name: _to_ort_input(x, v) for v, x in zip(graph_inputs, flat)}
+        names = list(output_names) if output_names is not None else [o.name for o in session.get_outputs()]
+        try:
+            results = session.run_with_ort_values(names, feeds)
+        except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
+            raise OnnxRuntimeError(f"ONNX Runtime failed to run the model: {exc}") from exc
+        return [_from_ort_output(r) for r in results]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Sequence[torch.Tensor]:
+        """Run the model in ONNX Runtime with the arguments the original model takes."""
+        return self._run(None, args, kwargs)
+
+    def compute_values(
+        self, value_names: Sequence[str], args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None
+    ) -> Sequence[torch.Tensor]:
+        """Compute intermediate values by name, by exposing them as extra outputs."""
+        values = {v.name: v for node in self.model.graph for v in node.outputs}
+        values.update({v.name: v for v in self.model.graph.inputs})
+        missing = [name for name in value_names if name not in values]
+        if missing:
+            raise UnsupportedArgumentError(f"compute_values: no values named {missing} in the model.")
+        original_outputs = list(self.model.graph.outputs)
+        existing = {v.name for v in original_outputs}
+        try:
+            self.model.graph.outputs.extend(values[n] for n in value_names if n not in existing)
+            program = ONNXProgram(self.model, self.exported_program)
+            return program._run(list(value_names), args, kwargs)
+        finally:
+            self.model.graph.outputs.clear()
+            self.model.graph.outputs.extend(original_outputs)
+
+    def call_reference(self, *args: Any, **kwargs: Any) -> Sequence[torch.Tensor]:
+        """Run the model with ONNX's reference evaluator (slow, but independent of ORT)."""
+        import onnx.reference
+
+        evaluator = onnx.reference.ReferenceEvaluator(self.model_proto)
+        flat = self._flat_inputs(args, kwargs)
+        feeds = {}
+        for value, x in zip(self.model.graph.inputs, flat):
+            if isinstance(x, torch.Tensor):
+                tensor = x.detach().cpu()
+                feeds[value.name] = (torch.view_as_real(tensor) if tensor.is_complex() else tensor).numpy()
+            else:
+                feeds[value.name] = np.asarray(x)
+        return [torch.from_numpy(np.array(r)) for r in evaluator.run(None, feeds)]
+
+    def optimize(self) -> None:
+        """Optimize the model in place (constant folding, dead code and redundancy removal)."""
+        optimize_module.optimize(self.model)
+        self.release()
+

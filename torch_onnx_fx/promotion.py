@@ -1,0 +1,98 @@
+"""Type promotion: make ATen's implicit dtype promotion explicit before a translation runs.
+
+ATen computes ``int_tensor + 0.5`` in float and ``int_tensor / 2`` in float; ONNX ops require
+their inputs to share one dtype, and torchlib's translations assume they do. For the elementwise
+operators listed here we ask torch's own promotion rules (``elementwise_dtypes``) which dtype the
+operation computes in, then cast tensor inputs and retype Python scalars to it.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Sequence
+
+import onnx_ir as ir
+import torch
+from onnx_ir.tensor_adapters import from_torch_dtype
+from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as Kind
+from torch._prims_common import elementwise_dtypes
+
+__all__ = ["promotion_rule", "promote_arguments"]
+
+logger = logging.getLogger(__name__)
+
+# name -> (kind, indices of the arguments taking part in promotion)
+_BINARY = (0, 1)
+_RULES: dict[str, tuple[Kind, tuple[int, ...]]] = {}
+
+
+def _add(names: str, kind: Kind, indices: tuple[int, ...] = _BINARY) -> None:
+    for name in names.split():
+        _RULES[f"aten::{name}"] = (kind, indices)
+
+
+_add(
+    "add.Tensor add.Scalar sub.Tensor sub.Scalar mul.Tensor mul.Scalar rsub.Tensor rsub.Scalar "
+    "maximum minimum fmax fmin remainder.Tensor remainder.Scalar fmod.Tensor fmod.Scalar "
+    "floor_divide floor_divide.Scalar bitwise_and.Tensor bitwise_or.Tensor bitwise_xor.Tensor "
+    "div.Tensor_mode div.Scalar_mode copysign.Tensor hypot xlogy.Tensor nextafter "
+    "logaddexp logaddexp2 heaviside",
+    Kind.DEFAULT,
+)
+_add("div.Tensor div.Scalar true_divide.Tensor atan2", Kind.INT_TO_FLOAT)
+_add("pow.Tensor_Tensor pow.Tensor_Scalar", Kind.BOOL_TO_LONG)
+_add(
+    "eq.Tensor eq.Scalar ne.Tensor ne.Scalar lt.Tensor lt.Scalar le.Tensor le.Scalar "
+    "gt.Tensor gt.Scalar ge.Tensor ge.Scalar logical_and logical_or logical_xor",
+    Kind.ALWAYS_BOOL,
+)
+_add("where.self where.ScalarSelf where.ScalarOther where.Scalar", Kind.NO_OPMATH, (1, 2))
+_add("lerp.Scalar lerp.Tensor", Kind.DEFAULT, (0, 1, 2))
+_add("addcmul addcdiv", Kind.DEFAULT, (0, 1, 2))
+
+
+def promotion_rule(target: Any) -> tuple[Kind, tuple[int, ...]] | None:
+    if isinstance(target, torch._ops.OpOverload):
+        return _RULES.get(target.name())
+    return None
+
+
+def promote_arguments(
+    rule: tuple[Kind, tuple[int, ...]],
+    args: list[Any],
+    example_args: Sequence[Any],
+    cast: Callable[[ir.Value, ir.DataType], ir.Value],
+) -> list[Any]:
+    """Return ``args`` with the promoting ones cast to the computation dtype.
+
+    ``example_args`` are the FX meta values (fake tensors / Python scalars) at the same positions;
+    ``cast`` inserts a Cast node.
+    """
+    kind, indices = rule
+    participants = [example_args[i] for i in indices if i < len(example_args)]
+    participants = [p for p in participants if isinstance(p, (torch.Tensor, bool, int, float, complex))]
+    if not participants:
+        return args
+    # Comparisons and logical ops return bool but compute in the common dtype of their inputs.
+    lookup_kind = Kind.DEFAULT if kind == Kind.ALWAYS_BOOL else kind
+    try:
+        _, target_dtype = elementwise_dtypes(*participants, type_promotion_kind=lookup_kind)
+    except Exception as exc:  # noqa: BLE001 - leave the arguments as they are
+        logger.debug("no promotion for %s: %s", participants, exc)
+        return args
+    if target_dtype.is_complex:
+        return args
+    onnx_dtype = from_torch_dtype(target_dtype)
+    promoted = list(args)
+    for i in indices:
+        if i >= len(args):
+            continue
+        example, value = example_args[i], args[i]
+        if isinstance(example, torch.Tensor) and isinstance(value, ir.Value):
+            if example.dtype != target_dtype:
+                promoted[i] = cast(value, onnx_dtype)
+        elif isinstance(value, bool) and target_dtype != torch.bool:
+            promoted[i] = float(value) if target_dtype.is_floating_point else int(value)
+        elif isinstance(value, int) and target_dtype.is_floating_point:
+            promoted[i] = float(value)
+    return promoted

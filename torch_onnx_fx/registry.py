@@ -1,0 +1,201 @@
+"""The translation table: which ONNX Script function translates which FX target.
+
+Three layers, searched in order: the user's ``custom_translation_table``, torch_onnx_fx's own ops
+(``torch_onnx_fx.ops``) and onnxscript's torchlib. The built-in layers are built once per process;
+an export only layers its custom entries on top, so looking up a target is a dict access.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import onnx_ir as ir
+import torch
+
+from torch_onnx_fx.errors import UnsupportedArgumentError
+
+__all__ = [
+    "Translation",
+    "TranslationTable",
+    "target_key",
+    "builtin_table",
+    "register",
+    "OURS",
+]
+
+logger = logging.getLogger(__name__)
+
+CUSTOM = "custom"
+OURS = "torch_onnx_fx"
+TORCHLIB = "torchlib"
+
+
+@dataclasses.dataclass(frozen=True)
+class Translation:
+    """One candidate translation of a target."""
+
+    function: Callable[..., Any]
+    source: str
+    complex: bool = False
+    # The lowest ONNX opset the translation's body is valid for.
+    min_opset: int = 1
+
+    @functools.cached_property
+    def signature(self) -> ir.schemas.OpSignature | None:
+        return getattr(self.function, "op_signature", None)
+
+    @property
+    def name(self) -> str:
+        return getattr(self.function, "name", None) or getattr(self.function, "__name__", repr(self.function))
+
+
+def target_key(target: Any) -> Any:
+    """The key a target is stored under: qualified names for ATen-style ops, else the callable."""
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        raise UnsupportedArgumentError(
+            f"custom_translation_table key {target} is an OpOverloadPacket; use a specific "
+            f"overload such as {target}.default."
+        )
+    if isinstance(target, torch._ops.OpOverload):
+        return target.name()
+    if isinstance(target, str):
+        return target
+    return target
+
+
+# Our own ops register here at import time of torch_onnx_fx.ops.
+_OUR_OPS: dict[Any, list[Translation]] = {}
+
+
+def register(
+    *targets: Any, complex: bool = False, min_opset: int = 1
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator registering a torch_onnx_fx translation for one or more targets.
+
+    Targets are qualified ATen names (``"aten::sym_size.int"``) or Python callables that appear
+    as FX targets (``operator.mul``). Registration order is dispatch preference.
+    """
+
+    def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for target in targets:
+            _OUR_OPS.setdefault(target_key(target), []).append(
+                Translation(fn, OURS, complex=complex, min_opset=min_opset)
+            )
+        return fn
+
+    return decorator
+
+
+@functools.lru_cache(maxsize=1)
+def builtin_table() -> dict[Any, tuple[Translation, ...]]:
+    """torch_onnx_fx ops first, then torchlib: built once per process."""
+    import torch_onnx_fx.ops  # noqa: F401 - registers our translations
+    from onnxscript.function_libs.torch_lib import registration
+    import onnxscript.function_libs.torch_lib.ops  # noqa: F401 - fills the registry
+
+    table: dict[Any, list[Translation]] = {}
+    for key, translations in _OUR_OPS.items():
+        table.setdefault(key, []).extend(translations)
+    for name, overloaded in registration.default_registry.items():
+        entries = table.setdefault(name, [])
+        entries.extend(Translation(f, TORCHLIB) for f in overloaded.overloads)
+        entries.extend(Translation(f, TORCHLIB, complex=True) for f in overloaded.complex)
+    return {k: tuple(v) for k, v in table.items()}
+
+
+def _custom_entries(value: Any) -> list[Translation]:
+    functions: Iterable[Any] = value if isinstance(value, (list, tuple)) else [value]
+    result = []
+    for fn in functions:
+        if not callable(fn):
+            raise UnsupportedArgumentError(
+                f"custom_translation_table values must be ONNX Script functions or lists of them, "
+                f"got {fn!r}."
+            )
+        is_complex = bool(getattr(fn, "_torch_onnx_fx_complex", False))
+        result.append(Translation(fn, CUSTOM, complex=is_complex))
+    return result
+
+
+class TranslationTable:
+    """The table one export dispatches through."""
+
+    def __init__(self, custom: Mapping[Any, Any] | None = None, opset_version: int = 18):
+        self.opset_version = opset_version
+        self._builtin = builtin_table()
+        self._custom: dict[Any, list[Translation]] = {}
+        for target, value in (custom or {}).items():
+            if not (
+                isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket, str))
+                or callable(target)
+            ):
+                raise UnsupportedArgumentError(
+                    f"custom_translation_table key {target!r} is not a torch operator or callable."
+                )
+            self._custom[target_key(target)] = _custom_entries(value)
+
+    @property
+    def custom_targets(self) -> set[Any]:
+        return set(self._custom)
+
+    def candidates(self, target: Any) -> list[Translation]:
+        """Every usable translation for ``target``, in dispatch preference order."""
+        try:
+            key = target_key(target)
+        except UnsupportedArgumentError:
+            return []
+        # A user entry replaces the built-in ones: they asked for their translation.
+        found = self._custom.get(key) or self._builtin.get(key, ())
+        return [t for t in found if t.min_opset <= self.opset_version]
+
+    def has(self, target: Any) -> bool:
+        return bool(self.candidates(target))
+
+    def source_of(self, target: Any) -> str | None:
+        found = self.candidates(target)
+        return found[0].source if found else None
+
+
+def _fits(param: Any, arg: Any) -> bool:
+    if not isinstance(param, ir.schemas.Parameter):
+        # An attribute: a tensor there cannot fit.
+        return not isinstance(arg, torch.Tensor)
+    if isinstance(arg, torch.Tensor):
+        dtype = ir.DataType.FLOAT if arg.is_complex() else _dtype(arg.dtype)
+        allowed = param.type_constraint.allowed_types
+        return any(getattr(t, "dtype", None) == dtype for t in allowed)
+    return True
+
+
+def _dtype(torch_dtype: torch.dtype) -> ir.DataType:
+    from onnx_ir.tensor_adapters import from_torch_dtype
+
+    return from_torch_dtype(torch_dtype)
+
+
+def choose(
+    candidates: Sequence[Translation], example_args: Sequence[Any], example_kwargs: Mapping[str, Any]
+) -> Translation:
+    """Pick the candidate whose signature accepts the inputs' dtypes; else the first.
+
+    ``example_args``/``example_kwargs`` are the FX node's arguments with tensors replaced by
+    their meta values, so dtypes and complexity are known.
+    """
+    is_complex = any(
+        isinstance(a, torch.Tensor) and a.is_complex()
+        for a in [*example_args, *example_kwargs.values()]
+    )
+    pool = [c for c in candidates if c.complex == is_complex] or list(candidates)
+    for candidate in pool:
+        sig = candidate.signature
+        if sig is None:
+            return candidate
+        params = list(sig.params)
+        ok = all(_fits(p, a) for p, a in zip(params, example_args))
+        ok = ok and all(_fits(sig.params_map[k], v) for k, v in example_kwargs.items() if k in sig.params_map)
+        if ok:
+            return candidate
+    return pool[0]

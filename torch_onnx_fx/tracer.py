@@ -1,0 +1,463 @@
+"""Record ONNX Script calls straight into an onnx-ir graph.
+
+torchlib's translations are written against onnxscript's evaluator protocol: calling ``op.Add``
+or a scripted function asks the *default evaluator* to run it. :class:`GraphTracer` is such an
+evaluator that, instead of computing, appends a node to an ``ir.Graph`` and returns its outputs as
+``ir.Value`` objects. It also does what the translations expect from a builder:
+
+* Python scalars and lists given to tensor inputs become ``Constant`` nodes whose dtype is taken
+  from the other inputs sharing the same type constraint (``op.Add(x, 1)`` with ``x: float16``
+  gives a float16 constant). Constants are cached, so ``1`` is one node however often it is used.
+* Lists that mix symbolic ints (``ir.Value``) with ints become one 1-D INT64 tensor.
+* Scripted (non trace-only) functions become calls to ONNX functions that are inlined later.
+* Every node gets ONNX's own per-node type and shape inference, because trace-only translations
+  branch on ``x.dtype`` and ``x.shape`` of the values they create.
+
+The tracer knows nothing about FX: :mod:`torch_onnx_fx.translate` drives it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any, Iterator, Mapping, Sequence
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+from onnxscript import evaluator as onnxscript_evaluator
+from onnxscript import onnx_opset
+from onnxscript import values as onnxscript_values
+
+__all__ = ["GraphTracer", "TracingError"]
+
+logger = logging.getLogger(__name__)
+
+_PY_DEFAULT_DTYPE = {bool: ir.DataType.BOOL, int: ir.DataType.INT64, float: ir.DataType.FLOAT}
+
+
+class TracingError(RuntimeError):
+    """A translation called an op or function in a way the tracer cannot record."""
+
+
+def _python_dtype(value: Any) -> ir.DataType:
+    if isinstance(value, (list, tuple)):
+        kinds = {type(v) for v in value}
+        if float in kinds:
+            return ir.DataType.FLOAT
+        if kinds == {bool}:
+            return ir.DataType.BOOL
+        return ir.DataType.INT64
+    if isinstance(value, bool):
+        return ir.DataType.BOOL
+    if isinstance(value, int):
+        return ir.DataType.INT64
+    if isinstance(value, float):
+        return ir.DataType.FLOAT
+    if isinstance(value, str):
+        return ir.DataType.STRING
+    raise TracingError(f"Cannot make an ONNX constant from {value!r} ({type(value).__name__}).")
+
+
+def _single_tensor_type(param: ir.schemas.Parameter) -> ir.DataType | None:
+    dtypes = {getattr(t, "dtype", None) for t in param.type_constraint.allowed_types}
+    dtypes.discard(None)
+    return dtypes.pop() if len(dtypes) == 1 else None
+
+
+def _accepts_sequence(param: ir.schemas.Parameter) -> bool:
+    return any(isinstance(t, ir.SequenceType) for t in param.type_constraint.allowed_types)
+
+
+def _value_dtype(value: Any) -> ir.DataType | None:
+    if isinstance(value, ir.Value):
+        return value.dtype
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            if isinstance(item, ir.Value) and item.dtype is not None:
+                return item.dtype
+    return None
+
+
+class GraphTracer:
+    """An onnxscript evaluator that appends nodes to ``graph`` instead of computing."""
+
+    def __init__(self, graph: ir.Graph, opset_version: int):
+        self.graph = graph
+        self.opset_version = opset_version
+        self.opset_imports: dict[str, int] = {"": opset_version}
+        # Scripted functions called by translations; inlined after translation.
+        self.functions: dict[ir.OperatorIdentifier, ir.Function] = {}
+        # Stamped on every node created while it is set (the FX node being translated).
+        self.node_metadata: dict[str, str] = {}
+        self.name_prefix = "val"
+        self._counter = 0
+        self._constants: dict[tuple[Any, ...], ir.Value] = {}
+        self._function_cache: dict[int, ir.Function] = {}
+
+    # -- naming and node creation ---------------------------------------------------------
+
+    def fresh_name(self, hint: str | None = None) -> str:
+        self._counter += 1
+        return f"{hint or self.name_prefix}_{self._counter}"
+
+    def append(self, node: ir.Node) -> None:
+        for output in node.outputs:
+            if output.name is None:
+                output.name = self.fresh_name()
+        if node.name is None:
+            node.name = f"node_{node.op_type}_{self._counter}"
+        node.metadata_props.update(self.node_metadata)
+        self.graph.append(node)
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[GraphTracer]:
+        """Make this tracer onnxscript's default evaluator for the duration."""
+        # Trace-only translations also write ``a + b`` on ir.Values; route those through the
+        # standard opset so they are recorded like any other op call.
+        previous = ir.set_value_magic_handler(onnx_opset.opset18)
+        try:
+            with onnxscript_evaluator.default_as(self):
+                yield self
+        finally:
+            ir.set_value_magic_handler(previous)
+
+    # -- constants ------------------------------------------------------------------------
+
+    def constant(self, value: Any, dtype: ir.DataType | None = None) -> ir.Value:
+        """A ``Constant`` node for a Python scalar, list, numpy array or tensor (cached)."""
+        if isinstance(value, ir.Value):
+            return value
+        key: tuple[Any, ...] | None = None
+        if isinstance(value, (bool, int, float, str)) or (
+            isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float)) for v in value)
+        ):
+            dtype = dtype or _python_dtype(value)
+            canonical = tuple(value) if isinstance(value, (list, tuple)) else value
+            key = (type(value) is list or type(value) is tuple, repr(canonical), dtype)
+            if key in self._constants:
+                return self._constants[key]
+            if dtype == ir.DataType.STRING:
+                tensor = ir.StringTensor(np.array(value, dtype=object).reshape(-1 if isinstance(value, (list, tuple)) else ()))
+            else:
+                tensor = ir.tensor(np.array(value, dtype=dtype.numpy()))
+        elif isinstance(value, np.ndarray) or isinstance(value, np.generic):
+            array = np.asarray(value)
+            if dtype is not None:
+                array = array.astype(dtype.numpy())
+            tensor = ir.tensor(array)
+        elif isinstance(value, ir.TensorProtocol):
+            tensor = value
+        else:
+            raise TracingError(f"Cannot make an ONNX constant from {value!r} ({type(value).__name__}).")
+        output = ir.Value(name=self.fresh_name("const"))
+        node = ir.Node("", "Constant", [], [ir.AttrTensor("value", tensor)], outputs=[output])
+        output.const_value = tensor
+        output.type = ir.TensorType(tensor.dtype)
+        output.shape = ir.Shape(tensor.shape)
+        self.append(node)
+        if key is not None:
+            self._constants[key] = output
+        return output
+
+    def int_vector(self, items: Sequence[Any]) -> ir.Value:
+        """One 1-D INT64 tensor from ints and scalar/1-element ``ir.Value`` items (symbolic ints)."""
+        if all(not isinstance(i, ir.Value) for i in items):
+            return self.constant([int(i) for i in items], ir.DataType.INT64)
+        shape_1d = self.constant([1], ir.DataType.INT64)
+        pieces = []
+        for item in items:
+            if isinstance(item, ir.Value):
+                if item.dtype not in (None, ir.DataType.INT64):
+                    item = self.op("Cast", [item], {"to": ir.DataType.INT64})
+                pieces.append(self.op("Reshape", [item, shape_1d]))
+            else:
+                pieces.append(self.constant([int(item)], ir.DataType.INT64))
+        return self.op("Concat", pieces, {"axis": 0})
+
+    # -- recording ops ----------------------------------------------------------------------
+
+    def op(
+        self,
+        op_type: str,
+        inputs: Sequence[ir.Value | None],
+        attributes: Mapping[str, Any] | None = None,
+        *,
+        domain: str = "",
+        num_outputs: int = 1,
+        version: int | None = None,
+        infer: bool = True,
+    ) -> Any:
+        """Append one node; return its output (or a tuple when ``num_outputs > 1``)."""
+        attrs = [
+            a if isinstance(a, ir.Attr) else ir.convenience.convert_attribute(k, a)
+            for k, a in (attributes or {}).items()
+            if a is not None
+        ]
+        node = ir.Node(domain, op_type, list(inputs), attrs, num_outputs=num_outputs, version=version)
+        self.append(node)
+        if infer and domain in ("", "ai.onnx"):
+            self.infer(node)
+        return node.outputs[0] if num_outputs == 1 else tuple(node.outputs)
+
+    def infer(self, node: ir.Node) -> None:
+        """ONNX type and shape inference for one node; best effort, never fatal."""
+        if any(i is not None and i.type is None for i in node.inputs):
+            return
+        try:
+            schema = onnx.defs.get_schema(node.op_type, self.opset_version, node.domain)
+            input_types = {}
+            input_data = {}
+            for value in node.inputs:
+                if value is None:
+                    continue
+                type_proto = ir.serde.serialize_type(value.type)
+                if value.shape is not None:
+                    ir.serde.serialize_shape_into(type_proto, value.shape)
+                input_types[value.name] = type_proto
+                const = value.const_value
+                if const is not None and const.size <= 64:
+                    input_data[value.name] = ir.serde.serialize_tensor(const)
+            inferred = onnx.shape_inference.infer_node_outputs(
+                schema, ir.serde.serialize_node(node), input_types, input_data
+            )
+        except Exception as exc:  # noqa: BLE001 - inference only refines types
+            logger.debug("shape inference failed for %s: %s", node.op_type, exc)
+            return
+        for output in node.outputs:
+            type_proto = inferred.get(output.name)
+            if type_proto is None:
+                continue
+            output.type = ir.serde.deserialize_type_proto_for_type(type_proto)
+            shape = ir.serde.deserialize_type_proto_for_shape(type_proto)
+            if shape is not None:
+                output.shape = shape
+
+    # -- binding arguments --------------------------------------------------------------------
+
+    @staticmethod
+    def bind(
+        signature: ir.schemas.OpSignature,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any],
+        *,
+        positional_inputs_only: bool,
+    ) -> tuple[list[tuple[ir.schemas.Parameter, Any]], dict[str, tuple[ir.schemas.AttributeParameter, Any]]]:
+        """Pair arguments with parameters.
+
+        ONNX ops take inputs positionally and attributes by keyword; onnxscript functions take
+        both in declaration order. Unknown keywords are dropped for functions (ATen schemas carry
+        arguments such as ``layout`` that the translations do not declare) and rejected for ops.
+        """
+        params = list(signature.inputs if positional_inputs_only else signature.params)
+        inputs: list[tuple[ir.schemas.Parameter, Any]] = []
+        attrs: dict[str, tuple[ir.schemas.AttributeParameter, Any]] = {}
+        position = 0
+        for param in params:
+            if position >= len(args):
+                break
+            if isinstance(param, ir.schemas.Parameter) and param.variadic:
+                for arg in args[position:]:
+                    inputs.append((param, arg))
+                position = len(args)
+                break
+            if isinstance(param, ir.schemas.Parameter):
+                inputs.append((param, args[position]))
+            else:
+                attrs[param.name] = (param, args[position])
+            position += 1
+        if position < len(args):
+            raise TracingError(
+                f"{signature.name} takes {len(params)} positional arguments, got {len(args)}."
+            )
+        for name, value in kwargs.items():
+            param = signature.get(name)
+            if param is None:
+                if positional_inputs_only:
+                    raise TracingError(f"{signature.name} has no attribute or input {name!r}.")
+                continue
+            if isinstance(param, ir.schemas.Parameter):
+                inputs.append((param, value))
+            else:
+                attrs[name] = (param, value)
+        # Keep declaration order so the node's inputs line up with the schema.
+        order = {p.name: i for i, p in enumerate(signature.params)}
+        inputs.sort(key=lambda pair: order[pair[0].name])
+        return inputs, attrs
+
+    def _type_binding(self, inputs: Sequence[tuple[ir.schemas.Parameter, Any]]) -> dict[str, ir.DataType]:
+        binding: dict[str, ir.DataType] = {}
+        for param, value in inputs:
+            dtype = _value_dtype(value)
+            if dtype is not None:
+                binding.setdefault(param.type_constraint.name, dtype)
+        return binding
+
+    def to_input(self, param: ir.schemas.Parameter, value: Any, binding: Mapping[str, ir.DataType], *, keep_sequences: bool) -> Any:
+        """Make ``value`` acceptable as the ONNX input ``param``."""
+        if value is None or isinstance(value, ir.Value):
+            return value
+        dtype = binding.get(param.type_constraint.name) or _single_tensor_type(param)
+        if isinstance(value, (list, tuple)):
+            if any(isinstance(v, ir.Value) for v in value):
+                if _accepts_sequence(param):
+                    items = [self.to_input(param, v, binding, keep_sequences=True) for v in value]
+                    if keep_sequences:
+                        return items
+                    return self.op("SequenceConstruct", items)
+                vector = self.int_vector(value)
+                if dtype is not None and dtype != ir.DataType.INT64:
+                    vector = self.op("Cast", [vector], {"to": dtype})
+                return vector
+            if _accepts_sequence(param) and not keep_sequences:
+                items = [self.constant(v, dtype) for v in value]
+                return self.op("SequenceConstruct", items)
+            return self.constant(list(value), dtype or _python_dtype(list(value)))
+        if isinstance(value, (bool, int, float)):
+            if dtype is None:
+                dtype = _python_dtype(value)
+            return self.constant(value, dtype)
+        if isinstance(value, (np.ndarray, np.generic, ir.TensorProtocol, str)):
+            return self.constant(value, dtype if not isinstance(value, ir.TensorProtocol) else None)
+        raise TracingError(f"Cannot pass {value!r} ({type(value).__name__}) as input {param.name!r}.")
+
+    @staticmethod
+    def to_attribute(param: ir.schemas.AttributeParameter, value: Any) -> ir.Attr | None:
+        if value is None:
+            return None
+        if isinstance(value, ir.Attr):
+            return value
+        if isinstance(value, onnxscript_values.OnnxClosure):
+            raise TracingError(f"Graph attribute {param.name!r} from a closure is not supported.")
+        attr_type = param.type
+        if attr_type == ir.AttributeType.FLOAT and isinstance(value, (int, bool)):
+            value = float(value)
+        elif attr_type == ir.AttributeType.INT and isinstance(value, (float, bool)) and float(value).is_integer():
+            value = int(value)
+        elif attr_type == ir.AttributeType.INTS and isinstance(value, (list, tuple)):
+            value = [int(v) for v in value]
+        elif attr_type == ir.AttributeType.FLOATS and isinstance(value, (list, tuple)):
+            value = [float(v) for v in value]
+        elif attr_type == ir.AttributeType.TENSOR and not isinstance(value, ir.TensorProtocol):
+            value = ir.tensor(np.asarray(value))
+        if attr_type == ir.AttributeType.UNDEFINED:
+            return ir.convenience.convert_attribute(param.name, value)
+        return ir.convenience.convert_attribute(param.name, value, attr_type)
+
+    # -- the onnxscript evaluator protocol -----------------------------------------------------
+
+    def eval_op(self, op: onnxscript_values.Op, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        signature = op.op_signature
+        if signature is None:
+            raise TracingError(f"ONNX op {op.name!r} has no schema in domain {op.domain!r}.")
+        kwargs = dict(kwargs)
+        inputs, attrs = self.bind(signature, args, kwargs, positional_inputs_only=True)
+        binding = self._type_binding(inputs)
+        values = [self.to_input(p, v, binding, keep_sequences=False) for p, v in inputs]
+        # Variadic inputs pass through as individual values.
+        flat: list[ir.Value | None] = []
+        for value in values:
+            if isinstance(value, list):
+                flat.extend(value)
+            else:
+                flat.append(value)
+        attributes = {
+            name: attr
+            for name, (param, value) in attrs.items()
+            if (attr := self.to_attribute(param, value)) is not None
+        }
+        num_outputs = self._num_outputs(op, signature, flat, attributes)
+        domain = op.domain
+        if domain:
+            self.opset_imports.setdefault(domain, op.opset.version or 1)
+        return self.op(op.name, flat, attributes, domain=domain, num_outputs=num_outputs)
+
+    @staticmethod
+    def _num_outputs(
+        op: onnxscript_values.Op,
+        signature: ir.schemas.OpSignature,
+        inputs: Sequence[ir.Value | None],
+        attributes: Mapping[str, ir.Attr],
+    ) -> int:
+        outputs = signature.outputs
+        if op.domain == "":
+            # Output counts onnxscript's eager convention gives these ops, which translations
+            # are written against: inference BatchNormalization has one output, not three.
+            if op.name == "BatchNormalization" and not (
+                "training_mode" in attributes and attributes["training_mode"].as_int()
+            ):
+                return 1
+            if op.name in ("Loop", "Scan") and "body" in attributes:
+                body = attributes["body"].as_graph()
+                return len(body.outputs) - (1 if op.name == "Loop" else 0)
+        if not outputs or not outputs[-1].variadic:
+            return len(outputs)
+        if "num_outputs" in attributes:
+            return attributes["num_outputs"].as_int()
+        if op.name == "Split" and len(inputs) > 1 and inputs[1] is not None:
+            split = inputs[1]
+            if split.const_value is not None:
+                return int(split.const_value.size)
+            if split.shape is not None and split.shape.is_static():
+                return int(split.shape[0])
+        raise TracingError(f"Cannot tell how many outputs {op.name} produces.")
+
+    def eval_function(
+        self, function: onnxscript_values.OnnxFunction, args: Sequence[Any], kwargs: Mapping[str, Any]
+    ) -> Any:
+        """A scripted function becomes a call to an ONNX function, inlined after translation."""
+        signature = function.op_signature
+        inputs, attrs = self.bind(signature, args, kwargs, positional_inputs_only=False)
+        binding = self._type_binding(inputs)
+        values = [self.to_input(p, v, binding, keep_sequences=False) for p, v in inputs]
+        attributes = {
+            name: attr
+            for name, (param, value) in attrs.items()
+            if (attr := self.to_attribute(param, value)) is not None
+        }
+        ir_function = self._function_of(function)
+        for domain, version in ir_function.opset_imports.items():
+            if domain != "":
+                self.opset_imports.setdefault(domain, version)
+        self.opset_imports.setdefault(ir_function.domain, 1)
+        result = self.op(
+            ir_function.name,
+            values,
+            attributes,
+            domain=ir_function.domain,
+            num_outputs=len(ir_function.outputs),
+            infer=False,
+        )
+        # The outputs have the dtype of the first typed input in most torchlib functions; the
+        # caller (translate) sets the exact type from FX metadata where it knows it.
+        return result
+
+    def _function_of(self, function: onnxscript_values.OnnxFunction) -> ir.Function:
+        cached = self._function_cache.get(id(function))
+        if cached is None:
+            cached = ir.serde.deserialize_function(function.to_function_proto())
+            self._function_cache[id(function)] = cached
+            self.functions[cached.identifier()] = cached
+        return cached
+
+    def call(self, function: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        """Call a translation with Python constants converted as its signature asks."""
+        signature = getattr(function, "op_signature", None)
+        if isinstance(function, onnxscript_values.OnnxFunction):
+            return self.eval_function(function, args, kwargs)
+        if signature is None or any(p.variadic for p in signature.inputs):
+            return function(*args, **kwargs)
+        inputs, attrs = self.bind(signature, args, kwargs, positional_inputs_only=False)
+        binding = self._type_binding(inputs)
+        # Trace-only translations read Python lists (``len(normalized_shape)``) and mix ints with
+        # symbolic values themselves, so only scalars become constants here.
+        call_kwargs: dict[str, Any] = {}
+        for param, value in inputs:
+            if isinstance(value, (bool, int, float)):
+                value = self.to_input(param, value, binding, keep_sequences=True)
+            call_kwargs[param.name] = value
+        for name, (_, value) in attrs.items():
+            call_kwargs[name] = value.value if isinstance(value, ir.Attr) else value
+        # A TracedOnnxFunction's own __call__ takes ``self``, which clashes with ATen's ``self``.
+        target = function.func if isinstance(function, onnxscript_values.TracedOnnxFunction) else function
+        return target(**call_kwargs)

@@ -1,0 +1,374 @@
+"""Translate: walk the FX graph of an ExportedProgram and build the ONNX graph.
+
+One pass over the nodes, in order. Placeholders become graph inputs (user inputs) or initializers
+(parameters, buffers, constants, carrying their state-dict names); ``call_function`` nodes are
+dispatched through the :class:`~torch_onnx_fx.registry.TranslationTable` and recorded by the
+:class:`~torch_onnx_fx.tracer.GraphTracer`; the output node gives the graph outputs (user
+outputs and mutated buffers/inputs, in FX order). Work per node is constant, so the whole stage is
+linear in the graph size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import operator
+from typing import Any, Callable, Mapping, Sequence
+
+import onnx_ir as ir
+import sympy
+import torch
+from onnx_ir.tensor_adapters import TorchTensor, from_torch_dtype
+from torch.export import graph_signature as gs
+
+from torch_onnx_fx import annotate, promotion
+from torch_onnx_fx.errors import MissingTranslationError, TranslationError, UnsupportedArgumentError
+from torch_onnx_fx.registry import TranslationTable, choose
+from torch_onnx_fx.tracer import GraphTracer
+
+__all__ = ["TranslationContext", "translate", "untranslatable_targets", "target_name"]
+
+logger = logging.getLogger(__name__)
+
+# FX targets the graph walk handles itself rather than through the table.
+_WALK_HANDLED: set[Any] = {operator.getitem}
+
+
+def target_name(target: Any) -> str:
+    if isinstance(target, torch._ops.OpOverload):
+        return target.name()
+    module = getattr(target, "__module__", None)
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or str(target)
+    return f"{module}.{name}" if module and module not in ("builtins",) else name
+
+
+@dataclasses.dataclass
+class TranslationContext:
+    """State of one translation; passed to translations that need more than their arguments."""
+
+    program: torch.export.ExportedProgram
+    table: TranslationTable
+    tracer: GraphTracer
+    symbol_names: dict[str, str]
+    values: dict[torch.fx.Node, Any] = dataclasses.field(default_factory=dict)
+    # ONNX value names already standing for an FX node, input or initializer.
+    named: set[str] = dataclasses.field(default_factory=set)
+    _dim_cache: dict[Any, int | str] = dataclasses.field(default_factory=dict)
+
+    # -- symbolic dims -------------------------------------------------------------------
+
+    def dim(self, size: Any) -> int | str | None:
+        """An ONNX dim (int or readable name) for a torch size entry."""
+        if isinstance(size, int):
+            return size
+        if isinstance(size, torch.SymInt):
+            expr = size.node.expr
+            if expr in self._dim_cache:
+                return self._dim_cache[expr]
+            if expr.is_number:
+                result: int | str = int(expr)
+            else:
+                rename = {s: sympy.Symbol(self.symbol_names[s.name]) for s in expr.free_symbols if s.name in self.symbol_names}
+                result = str(expr.xreplace(rename) if rename else expr)
+            self._dim_cache[expr] = result
+            return result
+        return None
+
+    def shape(self, tensor: torch.Tensor) -> ir.Shape:
+        return ir.Shape([self.dim(s) for s in tensor.shape])
+
+    def set_type(self, value: ir.Value, example: Any) -> None:
+        """Give ``value`` the dtype and shape of the FX meta value ``example``."""
+        if isinstance(example, torch.Tensor):
+            value.type = ir.TensorType(from_torch_dtype(example.dtype))
+            value.shape = self.shape(example)
+        elif isinstance(example, (torch.SymInt, int)) and not isinstance(example, bool):
+            value.type = ir.TensorType(ir.DataType.INT64)
+            value.shape = ir.Shape([])
+        elif isinstance(example, (torch.SymFloat, float)):
+            value.type = ir.TensorType(ir.DataType.FLOAT)
+            value.shape = ir.Shape([])
+        elif isinstance(example, (torch.SymBool, bool)):
+            value.type = ir.TensorType(ir.DataType.BOOL)
+            value.shape = ir.Shape([])
+
+    # -- helpers for translations ----------------------------------------------------------
+
+    def cast(self, value: ir.Value, dtype: ir.DataType) -> ir.Value:
+        return self.tracer.op("Cast", [value], {"to": dtype})
+
+
+def _meta(arg: Any) -> Any:
+    """The FX meta value standing for ``arg`` (fake tensors for nodes)."""
+    if isinstance(arg, torch.fx.Node):
+        return arg.meta.get("val")
+    if isinstance(arg, (list, tuple)):
+        return type(arg)(_meta(a) for a in arg)
+    return arg
+
+
+_DROPPED_TYPES = (torch.device, torch.layout, torch.memory_format)
+
+
+def _convert_argument(ctx: TranslationContext, arg: Any) -> Any:
+    if isinstance(arg, torch.fx.Node):
+        if arg not in ctx.values:
+            raise TranslationError(f"FX node {arg.name} is used before it was translated.")
+        return ctx.values[arg]
+    if isinstance(arg, (list, tuple)):
+        return [_convert_argument(ctx, a) for a in arg]
+    if isinstance(arg, torch.dtype):
+        return int(from_torch_dtype(arg))
+    if isinstance(arg, _DROPPED_TYPES):
+        return None
+    return arg
+
+
+def untranslatable_targets(graph: torch.fx.Graph, table: TranslationTable) -> list[Any]:
+    """Every distinct call_function target with no translation, in first-use order."""
+    missing: dict[Any, None] = {}
+    for node in graph.nodes:
+        if node.op != "call_function" or node.target in _WALK_HANDLED:
+            continue
+        if not table.has(node.target):
+            missing.setdefault(node.target, None)
+    return list(missing)
+
+
+def missing_translation_error(targets: Sequence[Any]) -> MissingTranslationError:
+    names = [target_name(t) for t in targets]
+    first = targets[0]
+    example_key = f"torch.ops.{first.namespace}.{first._opname}.{first._overloadname}" if isinstance(first, torch._ops.OpOverload) else names[0]
+    message = (
+        f"{len(names)} operator(s) have no ONNX translation and no decomposition: "
+        + ", ".join(names)
+        + ".\nSupply translations through custom_translation_table, for example:\n"
+        "    import onnxscript\n"
+        "    from onnxscript import opset18 as op\n"
+        "    def my_translation(x):\n"
+        "        return op.Identity(x)  # build the ONNX equivalent here\n"
+        f"    torch_onnx_fx.export(model, args, custom_translation_table={{{example_key}: my_translation}})"
+    )
+    return MissingTranslationError(message, names)
+
+
+# -- placeholders -------------------------------------------------------------------------------
+
+
+def _initializer(ctx: TranslationContext, name: str, fx_name: str, tensor: torch.Tensor | None, example: Any) -> ir.Value:
+    value = ir.Value(name=name)
+    ctx.set_type(value, example)
+    value.meta["fx_name"] = fx_name
+    if tensor is not None:
+        tensor = tensor.detach()
+        if tensor.is_complex():
+            tensor = torch.view_as_real(tensor)
+        value.const_value = TorchTensor(tensor, name=name)
+    ctx.tracer.graph.register_initializer(value)
+    return value
+
+
+def _lifted_tensor(program: torch.export.ExportedProgram, spec: gs.InputSpec) -> torch.Tensor | None:
+    target = spec.target
+    if spec.kind == gs.InputKind.PARAMETER:
+        return program.state_dict[target]
+    if spec.kind == gs.InputKind.BUFFER:
+        if target in program.state_dict:
+            return program.state_dict[target]
+        return program.constants.get(target)
+    if spec.kind == gs.InputKind.CONSTANT_TENSOR:
+        found = program.constants.get(target)
+        return found if isinstance(found, torch.Tensor) else None
+    return None
+
+
+def _placeholders(ctx: TranslationContext) -> list[ir.Value]:
+    program = ctx.program
+    placeholders = [n for n in program.graph.nodes if n.op == "placeholder"]
+    specs = program.graph_signature.input_specs
+    if len(placeholders) != len(specs):
+        raise TranslationError("The ExportedProgram's placeholders do not match its input specs.")
+    inputs: list[ir.Value] = []
+    for node, spec in zip(placeholders, specs):
+        example = node.meta.get("val")
+        if spec.kind == gs.InputKind.USER_INPUT:
+            if isinstance(spec.arg, gs.ConstantArgument):
+                ctx.values[node] = spec.arg.value
+                continue
+            value = ir.Value(name=node.name)
+            value.meta["fx_name"] = node.name
+            ctx.set_type(value, example)
+            ctx.values[node] = value
+            inputs.append(value)
+        elif spec.kind in (gs.InputKind.PARAMETER, gs.InputKind.BUFFER, gs.InputKind.CONSTANT_TENSOR):
+            tensor = _lifted_tensor(program, spec)
+            ctx.values[node] = _initializer(ctx, spec.target or node.name, node.name, tensor, example)
+        elif spec.kind == gs.InputKind.TOKEN:
+            ctx.values[node] = None
+        else:
+            raise UnsupportedArgumentError(
+                f"Input {node.name} of kind {spec.kind.name} cannot be exported to ONNX "
+                "(custom objects have no ONNX representation)."
+            )
+    return inputs
+
+
+# -- call_function ------------------------------------------------------------------------------
+
+
+def _bind_result(ctx: TranslationContext, node: torch.fx.Node, result: Any) -> None:
+    example = node.meta.get("val")
+    tracer = ctx.tracer
+    if isinstance(example, (list, tuple)):
+        if not isinstance(result, (list, tuple)):
+            result = [result]
+        bound = []
+        for i, (item, item_example) in enumerate(zip(result, example)):
+            bound.append(_finish_value(ctx, item, item_example, f"{node.name}__{i}") if isinstance(item, ir.Value) else item)
+        ctx.values[node] = bound
+        return
+    if isinstance(result, (list, tuple)) and len(result) == 1 and isinstance(result[0], ir.Value):
+        result = result[0]
+    if isinstance(result, ir.Value):
+        ctx.values[node] = _finish_value(ctx, result, example, node.name)
+    elif isinstance(result, (int, float, bool)) and example is not None and not isinstance(example, torch.Tensor):
+        # A translation computed a Python constant (e.g. arithmetic on static sizes).
+        ctx.values[node] = result
+    elif isinstance(result, (int, float, bool)):
+        ctx.values[node] = _finish_value(ctx, tracer.constant(result), example, node.name)
+    else:
+        ctx.values[node] = result
+
+
+def _finish_value(ctx: TranslationContext, value: ir.Value, example: Any, name: str) -> ir.Value:
+    """Name the value after its FX node and give it the FX dtype and shape.
+
+    A translation may return a value that already stands for something else (an input, an
+    initializer, a constant or another node's output); renaming it would corrupt that, so an
+    Identity is inserted instead. A translation whose result dtype differs from what ATen
+    produces gets a Cast, so a wrong dtype can never leak out silently.
+    """
+    tracer = ctx.tracer
+    if value.producer() is None or value.name in ctx.named or value.const_value is not None:
+        value = tracer.op("Identity", [value], infer=False)
+    if isinstance(example, torch.Tensor):
+        expected = from_torch_dtype(example.dtype) if not example.is_complex() else None
+        if expected is not None and value.dtype is not None and value.dtype != expected:
+            value = ctx.cast(value, expected)
+    elif isinstance(example, (torch.SymInt, int)) and not isinstance(example, bool) and value.dtype not in (None, ir.DataType.INT64):
+        value = ctx.cast(value, ir.DataType.INT64)
+    value.name = name
+    ctx.named.add(name)
+    ctx.set_type(value, example)
+    return value
+
+
+def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
+    target = node.target
+    if target is operator.getitem:
+        container, index = node.args
+        ctx.values[node] = ctx.values[container][index]
+        return
+    candidates = ctx.table.candidates(target)
+    if not candidates:
+        raise missing_translation_error([target])
+    example_args = [_meta(a) for a in node.args]
+    example_kwargs = {k: _meta(v) for k, v in node.kwargs.items()}
+    translation = choose(candidates, example_args, example_kwargs)
+    args = [_convert_argument(ctx, a) for a in node.args]
+    kwargs = {k: _convert_argument(ctx, v) for k, v in node.kwargs.items()}
+    kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    rule = promotion.promotion_rule(target)
+    if rule is not None:
+        args = promotion.promote_arguments(rule, args, example_args, ctx.cast)
+    if getattr(translation.function, "_torch_onnx_fx_wants_context", False):
+        kwargs["ctx"] = ctx
+        kwargs["node"] = node
+    result = ctx.tracer.call(translation.function, args, kwargs)
+    _bind_result(ctx, node, result)
+
+
+def _translation_error(node: torch.fx.Node, exc: Exception, ctx: TranslationContext) -> TranslationError:
+    inputs = ", ".join(annotate.describe_value(_meta(a)) for a in node.args)
+    where = annotate.source_line(node)
+    translation = ""
+    candidates = ctx.table.candidates(node.target)
+    if candidates:
+        chosen = candidates[0]
+        translation = f" (translation {chosen.name} from {chosen.source})"
+    message = (
+        f"Failed to translate FX node '{node.name}' = {target_name(node.target)}({inputs}){translation}: "
+        f"{type(exc).__name__}: {exc}"
+    )
+    if where:
+        message += f"\n  from the model at {where}"
+    message += (
+        "\nIf the operator's translation is wrong or missing for these inputs, provide one through "
+        "custom_translation_table."
+    )
+    return TranslationError(message)
+
+
+# -- outputs -------------------------------------------------------------------------------------
+
+
+def _outputs(ctx: TranslationContext, node: torch.fx.Node) -> list[ir.Value]:
+    outputs: list[ir.Value] = []
+    seen: set[int] = set()
+    for arg in node.args[0]:
+        value = _convert_argument(ctx, arg)
+        example = _meta(arg)
+        if not isinstance(value, ir.Value):
+            value = ctx.tracer.constant(value if value is not None else 0)
+        if id(value) in seen or value.producer() is None or value.is_graph_input() or value.is_initializer():
+            # An ONNX graph output must be produced by a node of its own.
+            value = ctx.tracer.op("Identity", [value], infer=False)
+            value.name = ctx.tracer.fresh_name(getattr(arg, "name", "output"))
+            ctx.set_type(value, example)
+        seen.add(id(value))
+        outputs.append(value)
+    return outputs
+
+
+def translate(
+    program: torch.export.ExportedProgram,
+    table: TranslationTable,
+    *,
+    opset_version: int,
+    symbol_names: Mapping[str, str],
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[ir.Graph, GraphTracer]:
+    """Build the ONNX graph for ``program``."""
+    graph = ir.Graph([], [], nodes=[], name="main_graph", opset_imports={"": opset_version})
+    tracer = GraphTracer(graph, opset_version)
+    ctx = TranslationContext(program, table, tracer, dict(symbol_names))
+    graph.inputs.extend(_placeholders(ctx))
+    ctx.named.update(v.name for v in graph.inputs)
+    ctx.named.update(graph.initializers)
+    fx_nodes = list(program.graph.nodes)
+    total = len(fx_nodes)
+    with tracer.active():
+        for index, node in enumerate(fx_nodes):
+            if node.op == "call_function":
+                tracer.node_metadata = annotate.node_metadata(node)
+                try:
+                    _call(ctx, node)
+                except (MissingTranslationError, UnsupportedArgumentError):
+                    raise
+                except Exception as exc:  # noqa: BLE001 - re-raised with the node's context
+                    raise _translation_error(node, exc, ctx) from exc
+            elif node.op == "output":
+                tracer.node_metadata = {}
+                graph.outputs.extend(_outputs(ctx, node))
+            elif node.op == "get_attr":
+                attr = getattr(program.graph_module, node.target)
+                if isinstance(attr, torch.Tensor):
+                    ctx.values[node] = _initializer(ctx, node.target, node.name, attr, node.meta.get("val", attr))
+                else:
+                    ctx.values[node] = attr
+            elif node.op != "placeholder":
+                raise TranslationError(f"FX node {node.name} has unsupported kind {node.op!r}.")
+            if progress is not None:
+                progress(index + 1, total)
+    graph.opset_imports.update(tracer.opset_imports)
+    return graph, tracer
