@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import io
 import logging
 import os
@@ -55,11 +56,23 @@ def _to_ort_input(value: Any, expected: ir.Value) -> Any:
     return ort.OrtValue.ortvalue_from_numpy(array)
 
 
+# ONNX Runtime element types numpy cannot hold; their bytes are copied into a torch tensor.
+_NON_NUMPY_TYPES = {
+    "tensor(bfloat16)": torch.bfloat16,
+    "tensor(float8e4m3fn)": torch.float8_e4m3fn,
+    "tensor(float8e4m3fnuz)": torch.float8_e4m3fnuz,
+    "tensor(float8e5m2)": torch.float8_e5m2,
+    "tensor(float8e5m2fnuz)": torch.float8_e5m2fnuz,
+}
+
+
 def _from_ort_output(value: Any) -> torch.Tensor:
-    element_type = value.data_type()
-    if "bfloat16" in element_type:
-        array = np.array(value.numpy())
-        return torch.from_numpy(array.view(np.uint16)).view(torch.bfloat16)
+    torch_dtype = _NON_NUMPY_TYPES.get(value.data_type())
+    if torch_dtype is not None:
+        result = torch.empty(value.shape(), dtype=torch_dtype)
+        if result.numel():
+            ctypes.memmove(result.data_ptr(), value.data_ptr(), result.numel() * result.element_size())
+        return result
     array = value.numpy()
     return torch.from_numpy(np.array(array) if not array.flags.writeable else array)
 

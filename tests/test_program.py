@@ -1,0 +1,179 @@
+"""ONNXProgram: saving, weights, running with every input kind."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import onnx
+import onnxruntime
+import pytest
+import torch
+from torch import nn
+
+import torch_onnx_fx
+from helpers import assert_matches_eager
+
+
+def _model() -> nn.Module:
+    return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).eval()
+
+
+@pytest.fixture
+def program() -> torch_onnx_fx.ONNXProgram:
+    return torch_onnx_fx.export(_model(), (torch.randn(2, 4),), dynamic_shapes=({0: "batch"},), verbose=False)
+
+
+def test_model_proto_and_repr(program):
+    proto = program.model_proto
+    onnx.checker.check_model(proto)
+    text = repr(program)
+    assert "ONNXProgram(" in text and "batch" in text
+
+
+@pytest.mark.parametrize("include_initializers", [True, False])
+@pytest.mark.parametrize("keep_initializers_as_inputs", [True, False])
+def test_save_initializer_behaviours(tmp_path, program, include_initializers, keep_initializers_as_inputs):
+    path = tmp_path / "m.onnx"
+    program.save(
+        path,
+        include_initializers=include_initializers,
+        keep_initializers_as_inputs=keep_initializers_as_inputs,
+        external_data=False,
+    )
+    model = onnx.load(str(path))
+    names = {i.name for i in model.graph.input}
+    initializer_names = {i.name for i in model.graph.initializer}
+    weights = set(program.model.graph.initializers)
+    assert (initializer_names == weights) == include_initializers
+    assert weights.issubset(names) == keep_initializers_as_inputs
+    # The in-memory model is left as it was.
+    assert [v.name for v in program.model.graph.inputs] == ["input"] or len(program.model.graph.inputs) == 1
+    assert set(program.model.graph.initializers) == weights
+
+
+def test_save_external_data_and_run(tmp_path, program):
+    path = tmp_path / "ext.onnx"
+    program.save(path, external_data=True)
+    assert os.path.exists(str(path) + ".data")
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    x = torch.randn(5, 4)
+    (out,) = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+    (expected,) = program(x)
+    torch.testing.assert_close(torch.from_numpy(out), expected)
+
+
+def test_save_to_file_object_and_external_data_needs_path(program):
+    buffer = io.BytesIO()
+    program.save(buffer)
+    assert onnx.load_from_string(buffer.getvalue()).graph.node
+    with pytest.raises(TypeError):
+        program.save(io.BytesIO(), external_data=True)
+
+
+def test_apply_weights_changes_results(program):
+    x = torch.randn(3, 4)
+    before = program(x)[0]
+    new_model = _model()
+    program.apply_weights(new_model.state_dict())
+    after = program(x)[0]
+    with torch.no_grad():
+        torch.testing.assert_close(after, new_model(x), rtol=1e-4, atol=1e-5)
+    assert not torch.allclose(before, after)
+    with pytest.raises(torch_onnx_fx.UnsupportedArgumentError):
+        program.apply_weights({"0.weight": torch.zeros(2, 2)})
+    with pytest.warns(UserWarning, match="not initializers"):
+        program.apply_weights({"no.such.weight": torch.zeros(1)})
+
+
+def test_export_params_false_writes_no_weights(tmp_path):
+    path = tmp_path / "noweights.onnx"
+    torch_onnx_fx.export(_model(), (torch.randn(2, 4),), str(path), export_params=False, verbose=False)
+    assert not onnx.load(str(path), load_external_data=False).graph.initializer
+
+
+def test_keep_initializers_as_inputs_with_f(tmp_path):
+    path = tmp_path / "asinputs.onnx"
+    torch_onnx_fx.export(_model(), (torch.randn(2, 4),), str(path), keep_initializers_as_inputs=True, verbose=False)
+    model = onnx.load(str(path))
+    assert len(model.graph.input) == 1 + len(model.graph.initializer)
+
+
+def test_compute_values_and_call_reference(program):
+    x = torch.randn(2, 4)
+    inner = [n.outputs[0].name for n in program.model.graph if n.op_type == "Relu"]
+    assert inner
+    (relu,) = program.compute_values(inner, (x,))
+    model = _model()
+    model.load_state_dict({k: torch.from_numpy(v.const_value.numpy()) for k, v in program.model.graph.initializers.items()})
+    with torch.no_grad():
+        torch.testing.assert_close(relu, torch.relu(model[0](x)), rtol=1e-4, atol=1e-5)
+        (reference,) = program.call_reference(x)
+        torch.testing.assert_close(reference, model(x), rtol=1e-4, atol=1e-5)
+    with pytest.raises(torch_onnx_fx.UnsupportedArgumentError):
+        program.compute_values(["no_such_value"], (x,))
+
+
+def test_release_and_custom_session_initializer(program):
+    created = []
+
+    def initializer(model_bytes):
+        created.append(1)
+        return onnxruntime.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
+
+    program.initialize_inference_session(initializer)
+    program(torch.randn(2, 4))
+    program.release()
+    assert created == [1]
+    program(torch.randn(2, 4))  # a new default session is created lazily
+
+
+class MixedInputs(nn.Module):
+    def forward(self, x, mask, index, scale: float, maybe=None):
+        y = x.masked_fill(mask, 0.0) * scale
+        picked = y[:, index]
+        return picked, index + 1
+
+
+def test_call_with_bool_int_scalars_and_none():
+    model = MixedInputs()
+    args = (torch.randn(3, 4), torch.rand(3, 4) > 0.5, torch.tensor([0, 2]), 2.0, None)
+    assert_matches_eager(model, args)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.int64, torch.uint8, torch.int8])
+def test_dtypes_round_trip(dtype):
+    class Model(nn.Module):
+        def forward(self, x):
+            # ONNX Runtime's CPU provider has no bfloat16 Mul: bfloat16 goes through data movement only.
+            doubled = x.reshape(-1).flip(0) if x.dtype == torch.bfloat16 else x * 2
+            return doubled, x.to(torch.float32)
+
+    x = (torch.rand(3, 4) * 10).to(dtype)
+    assert_matches_eager(Model(), (x,))
+
+
+def test_kwargs_are_flattened_in_export_order():
+    class Model(nn.Module):
+        def forward(self, a, *, b, c):
+            return a + 2 * b - c
+
+    tensors = {"c": torch.randn(2), "b": torch.randn(2)}
+    assert_matches_eager(Model(), (torch.randn(2),), tensors)
+
+
+def test_buffer_mutation_is_an_extra_output():
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("count", torch.zeros(1))
+
+        def forward(self, x):
+            self.count.add_(1)
+            return x + self.count
+
+    program = torch_onnx_fx.export(Counter(), (torch.randn(2),), verbose=False)
+    outputs = program(torch.zeros(2))
+    assert len(outputs) == 2
+    torch.testing.assert_close(outputs[0], torch.ones(1))
+    torch.testing.assert_close(outputs[1], torch.ones(2))
