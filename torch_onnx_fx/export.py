@@ -34,7 +34,9 @@ logger = logging.getLogger(__name__)
 # The opset used when ``opset_version`` is None: the newest one ONNX Runtime and the major
 # back ends have supported for long, the same default as torch.onnx.
 DEFAULT_OPSET = 20
-# torchlib's translations are written for opset 18; models are built there and converted.
+# torchlib's translations are written for opset 18, the oldest opset we build. Graphs are built
+# directly at the requested opset: torchlib's opset-18 ops keep their meaning in later opsets, and
+# our own translations use newer operators (Gelu, GroupNormalization…) where the opset has them.
 TORCHLIB_OPSET = 18
 
 
@@ -296,7 +298,7 @@ def export(
 
         with progress.phase("translate") as phase:
             graph, tracer = translate.translate(
-                program, table, opset_version=TORCHLIB_OPSET, symbol_names=symbol_names, progress=progress.step
+                program, table, opset_version=opset_version, symbol_names=symbol_names, progress=progress.step
             )
             phase.detail = f"{len(graph)} ONNX nodes from {len(program.graph.nodes)} FX nodes"
         annotate.annotate_graph(graph, program)
@@ -310,8 +312,6 @@ def export(
 
         with progress.phase("optimize") as phase:
             optimize_stage.finalize(model_ir)
-            if opset_version != TORCHLIB_OPSET:
-                optimize_stage.convert_opset(model_ir, opset_version)
             if optimize:
                 optimize_stage.optimize(model_ir)
             phase.detail = f"{len(model_ir.graph)} nodes" + ("" if optimize else " (optimize=False)")

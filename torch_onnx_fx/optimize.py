@@ -37,10 +37,3 @@ def optimize(model: ir.Model) -> None:
     """Full optimization, in place."""
     onnxscript.optimizer.optimize_ir(model)
 
-
-def convert_opset(model: ir.Model, opset_version: int) -> None:
-    """Move the model from torchlib's opset to the requested one with onnxscript's converter."""
-    import onnxscript.version_converter
-
-    onnxscript.version_converter.convert_version(model, opset_version, fallback=True)
-    model.graph.opset_imports[""] = opset_version
