@@ -85,3 +85,16 @@ def test_symbolic_arithmetic_and_comparisons():
         dynamic_shapes=({0: "n", 1: "m"},),
         more_inputs=[((torch.randn(9, 8),), {})],
     )
+
+
+def test_sym_sum_and_abs_of_sizes():
+    class Model(nn.Module):
+        def forward(self, x, y):
+            total = torch.sym_sum([x.shape[0], y.shape[0], 1])
+            return torch.zeros(total, abs(x.shape[1] - y.shape[1]) + 1)
+
+    assert_matches_eager(
+        Model(), (torch.randn(2, 3), torch.randn(4, 5)),
+        dynamic_shapes=({0: "a", 1: "b"}, {0: "c", 1: "d"}),
+        more_inputs=[((torch.randn(3, 7), torch.randn(1, 2)), {})],
+    )

@@ -179,3 +179,18 @@ def sym_ite(condition: Any, a: Any, b: Any) -> Any:
     if _is_static(condition):
         return a if condition else b
     return op.Where(condition, *_common(a, b))
+
+
+@register(torch.sym_sum)
+def sym_sum(args: list[Any]) -> Any:
+    if _is_static(*args):
+        return sum(args)
+    total = args[0]
+    for item in args[1:]:
+        total = op.Add(*_common(total, item)) if isinstance(total, ir.Value) or isinstance(item, ir.Value) else total + item
+    return total
+
+
+@register(operator.abs)
+def sym_abs(a: Any) -> Any:
+    return abs(a) if _is_static(a) else op.Abs(a)
