@@ -12,9 +12,9 @@ import logging
 
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
-import onnxscript.optimizer
+from onnxscript.optimizer import _constant_folding as constant_folding
 
-from torch_onnx_fx.passes import TrimUnusedOptionalOutputsPass
+from torch_onnx_fx.passes import RelevantRulesRewritePass, TrimUnusedOptionalOutputsPass
 
 __all__ = ["finalize", "optimize"]
 
@@ -34,6 +34,35 @@ def finalize(model: ir.Model) -> None:
 
 
 def optimize(model: ir.Model) -> None:
-    """Full optimization, in place."""
-    onnxscript.optimizer.optimize_ir(model)
+    """Full optimization, in place.
+
+    The passes and order of ``onnxscript.optimizer.optimize_ir`` (what torch.onnx runs), with the
+    rewrite step restricted to rules that can match this model (see ``RelevantRulesRewritePass``).
+    """
+    fold_and_rewrite = ir.passes.PassManager(
+        [
+            constant_folding.FoldConstantsPass(
+                shape_inference=True,
+                input_size_limit=constant_folding.DEFAULT_CONSTANT_FOLD_INPUT_SIZE_LIMIT,
+                output_size_limit=constant_folding.DEFAULT_CONSTANT_FOLD_OUTPUT_SIZE_LIMIT,
+            ),
+            RelevantRulesRewritePass(),
+            common_passes.RemoveUnusedNodesPass(),
+            common_passes.RemoveUnusedFunctionsPass(),
+            common_passes.RemoveUnusedOpsetsPass(),
+        ],
+        steps=2,
+        early_stop=True,
+    )
+    ir.passes.Sequential(
+        common_passes.InlinePass(),
+        fold_and_rewrite,
+        common_passes.RemoveUnusedNodesPass(),
+        common_passes.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
+        common_passes.LiftSubgraphInitializersToMainGraphPass(),
+        common_passes.DeduplicateInitializersPass(),
+        common_passes.CommonSubexpressionEliminationPass(),
+        common_passes.OutputFixPass(),
+        common_passes.NameFixPass(),
+    )(model)
 

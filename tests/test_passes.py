@@ -1,0 +1,45 @@
+"""Our onnx-ir passes: same results as onnxscript's, less work."""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+import torch
+from torch import nn
+
+import onnxscript.optimizer
+import torch_onnx_fx
+from torch_onnx_fx import optimize
+from torch_onnx_fx.passes import RelevantRulesRewritePass, _op_types
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.bn = nn.BatchNorm2d(4)
+
+    def forward(self, x):
+        y = torch.relu(torch.relu(self.bn(self.conv(x))))
+        return y.reshape(y.shape[0], -1).reshape(-1, 4)
+
+
+def test_optimizer_matches_onnxscript_optimize_ir():
+    program = torch_onnx_fx.export(Model().eval(), (torch.randn(2, 3, 8, 8),), optimize=False, verbose=False)
+    ours = ir.from_proto(program.model_proto)
+    theirs = ir.from_proto(program.model_proto)
+    optimize.optimize(ours)
+    onnxscript.optimizer.optimize_ir(theirs)
+    assert [n.op_type for n in ours.graph] == [n.op_type for n in theirs.graph]
+    # The Conv+BatchNorm fusion and the double-Relu rule did fire.
+    assert "BatchNormalization" not in {n.op_type for n in ours.graph}
+    assert [n.op_type for n in ours.graph].count("Relu") == 1
+
+
+def test_irrelevant_rules_are_skipped():
+    program = torch_onnx_fx.export(nn.Linear(4, 4), (torch.randn(2, 4),), optimize=False, verbose=False)
+    rewrite = RelevantRulesRewritePass()
+    present = _op_types(program.model)
+    rule_set = rewrite._rule_set(present)
+    names = {rule.name for rule in rule_set.rules}
+    assert "FuseBatchNormIntoConv" not in names
+    assert "RemoveOptionalBiasFromGemm" in names or "Gemm" not in {op for _, op in present}
