@@ -9,6 +9,7 @@ cannot). Every failure is kept so the final error, and the report, can show all 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import traceback
@@ -35,14 +36,21 @@ class CaptureResult:
 
 
 class _FunctionModule(torch.nn.Module):
-    """Lets a plain callable go through ``torch.export``, which only accepts modules."""
+    """Lets a plain callable go through ``torch.export``, which only accepts modules.
+
+    ``forward`` takes the callable's own signature, so ``dynamic_shapes`` given per argument
+    (or by argument name) line up as they would for the function itself.
+    """
 
     def __init__(self, fn: Callable[..., Any]):
         super().__init__()
         self._fn = fn
 
-    def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return self._fn(*args, **kwargs)
+        @functools.wraps(fn)
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+
+        self.forward = forward  # type: ignore[method-assign]
 
 
 def _as_module(model: Any) -> torch.nn.Module:

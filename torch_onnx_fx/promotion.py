@@ -17,7 +17,7 @@ from onnx_ir.tensor_adapters import from_torch_dtype
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as Kind
 from torch._prims_common import elementwise_dtypes
 
-__all__ = ["promotion_rule", "promote_arguments"]
+__all__ = ["promotion_rule", "promote_arguments", "widen_integral_accumulation"]
 
 logger = logging.getLogger(__name__)
 
@@ -96,3 +96,28 @@ def promote_arguments(
         elif isinstance(value, int) and target_dtype.is_floating_point:
             promoted[i] = float(value)
     return promoted
+
+
+# Reductions that ATen accumulates in int64 for bool and integer inputs when no dtype is given
+# (``bool_tensor.sum()`` counts); ONNX reduces in the input type and rejects bool.
+_INTEGRAL_TO_LONG = {
+    "aten::sum", "aten::sum.dim_IntList", "aten::prod", "aten::prod.dim_int",
+    "aten::cumsum", "aten::cumprod",
+}
+
+
+def widen_integral_accumulation(
+    target: Any,
+    args: list[Any],
+    example_args: Sequence[Any],
+    kwargs: dict[str, Any],
+    cast: Callable[[ir.Value, ir.DataType], ir.Value],
+) -> list[Any]:
+    if not isinstance(target, torch._ops.OpOverload) or target.name() not in _INTEGRAL_TO_LONG:
+        return args
+    if kwargs.get("dtype") is not None or not args or not isinstance(args[0], ir.Value):
+        return args
+    example = example_args[0]
+    if isinstance(example, torch.Tensor) and (example.dtype == torch.bool or (not example.dtype.is_floating_point and not example.is_complex() and example.dtype != torch.int64)):
+        return [cast(args[0], ir.DataType.INT64), *args[1:]]
+    return args

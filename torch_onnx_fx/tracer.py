@@ -69,6 +69,13 @@ def _accepts_sequence(param: ir.schemas.Parameter) -> bool:
     return any(isinstance(t, ir.SequenceType) for t in param.type_constraint.allowed_types)
 
 
+def _python_typed(param: ir.schemas.Parameter) -> bool:
+    """A parameter annotated with a plain Python type (``Optional[int]``) rather than a tensor
+    type: onnxscript gives it a constraint admitting every kind of value."""
+    kinds = {type(t) for t in param.type_constraint.allowed_types}
+    return ir.SequenceType in kinds and ir.OptionalType in kinds
+
+
 def _value_dtype(value: Any) -> ir.DataType | None:
     if isinstance(value, ir.Value):
         return value.dtype
@@ -436,6 +443,10 @@ class GraphTracer:
         cached = self._function_cache.get(id(function))
         if cached is None:
             cached = ir.serde.deserialize_function(function.to_function_proto())
+            # torchlib scripts its functions at opset 18; their ops keep that meaning at the
+            # model's opset (as for trace-only translations), and inlining needs one version.
+            if "" in cached.opset_imports:
+                cached.opset_imports[""] = self.opset_version
             self._function_cache[id(function)] = cached
             self.functions[cached.identifier()] = cached
         return cached
@@ -453,7 +464,7 @@ class GraphTracer:
         # symbolic values themselves, so only scalars become constants here.
         call_kwargs: dict[str, Any] = {}
         for param, value in inputs:
-            if isinstance(value, (bool, int, float)):
+            if isinstance(value, (bool, int, float)) and not _python_typed(param):
                 value = self.to_input(param, value, binding, keep_sequences=True)
             call_kwargs[param.name] = value
         for name, (_, value) in attrs.items():

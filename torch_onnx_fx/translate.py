@@ -220,8 +220,9 @@ def _bind_result(ctx: TranslationContext, node: torch.fx.Node, result: Any) -> N
     example = node.meta.get("val")
     tracer = ctx.tracer
     if isinstance(example, (list, tuple)):
-        if not isinstance(result, (list, tuple)):
-            result = [result]
+        if isinstance(result, ir.Value):
+            ctx.values[node] = result  # a tensor sequence; getitem takes it apart
+            return
         bound = []
         for i, (item, item_example) in enumerate(zip(result, example)):
             bound.append(_finish_value(ctx, item, item_example, f"{node.name}__{i}") if isinstance(item, ir.Value) else item)
@@ -267,7 +268,13 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
     target = node.target
     if target is operator.getitem:
         container, index = node.args
-        ctx.values[node] = ctx.values[container][index]
+        source = ctx.values[container]
+        if isinstance(source, ir.Value):
+            # Translations such as split return one ONNX tensor sequence for an ATen list.
+            item = ctx.tracer.op("SequenceAt", [source, ctx.tracer.constant(index)])
+            ctx.values[node] = _finish_value(ctx, item, node.meta.get("val"), node.name)
+        else:
+            ctx.values[node] = source[index]
         return
     candidates = ctx.table.candidates(target)
     if not candidates:
@@ -281,6 +288,7 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
     rule = promotion.promotion_rule(target)
     if rule is not None:
         args = promotion.promote_arguments(rule, args, example_args, ctx.cast)
+    args = promotion.widen_integral_accumulation(target, args, example_args, kwargs, ctx.cast)
     if getattr(translation.function, "_torch_onnx_fx_wants_context", False):
         kwargs["ctx"] = ctx
         kwargs["node"] = node
