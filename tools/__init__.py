@@ -1,0 +1,1 @@
+"""Developer tools: the model corpus and the sweeps run over it."""
