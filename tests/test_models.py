@@ -6,16 +6,10 @@ and on a second input set of other dynamic sizes.
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
 
 from helpers import assert_matches_eager
-
-# ``tools`` is a folder of the repository, not part of the installed package.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tools.models import CORPUS, ModelCase  # noqa: E402
+from tools.models import CORPUS, ModelCase
 
 
 # A model that cannot pass yet goes in as pytest.param(case, marks=pytest.mark.xfail(raises=...,

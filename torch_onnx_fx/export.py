@@ -291,7 +291,7 @@ def export(
         program = decomposed.exported_program
         session.decomposed(decomposed, table)
 
-        missing = translate.untranslatable_targets(program.graph, table)
+        missing = translate.untranslatable_targets(program.graph_module, table)
         if missing:
             raise translate.missing_translation_error(missing)
         symbol_names = _symbol_names(program, dim_names, args, kwargs) if dim_names is not None else {}

@@ -89,31 +89,52 @@ def _value_dtype(value: Any) -> ir.DataType | None:
 class GraphTracer:
     """An onnxscript evaluator that appends nodes to ``graph`` instead of computing."""
 
-    def __init__(self, graph: ir.Graph, opset_version: int):
+    def __init__(self, graph: ir.Graph, opset_version: int, *, parent: GraphTracer | None = None):
         self.graph = graph
         self.opset_version = opset_version
-        self.opset_imports: dict[str, int] = {"": opset_version}
-        # Scripted functions called by translations; inlined after translation.
-        self.functions: dict[ir.OperatorIdentifier, ir.Function] = {}
+        self.parent = parent
+        if parent is None:
+            self.opset_imports: dict[str, int] = {"": opset_version}
+            # Scripted functions called by translations; inlined after translation.
+            self.functions: dict[ir.OperatorIdentifier, ir.Function] = {}
+            self._counter = [0]
+            self._function_cache: dict[int, ir.Function] = {}
+        else:
+            # Subgraphs share the model-wide state: one name space, one set of imports.
+            self.opset_imports = parent.opset_imports
+            self.functions = parent.functions
+            self._counter = parent._counter
+            self._function_cache = parent._function_cache
         # Stamped on every node created while it is set (the FX node being translated).
         self.node_metadata: dict[str, str] = {}
         self.name_prefix = "val"
-        self._counter = 0
         self._constants: dict[tuple[Any, ...], ir.Value] = {}
-        self._function_cache: dict[int, ir.Function] = {}
+
+    def child(self, graph: ir.Graph) -> GraphTracer:
+        """A tracer for a subgraph (If branch, Loop body) that can see this graph's values."""
+        return GraphTracer(graph, self.opset_version, parent=self)
 
     # -- naming and node creation ---------------------------------------------------------
 
     def fresh_name(self, hint: str | None = None) -> str:
-        self._counter += 1
-        return f"{hint or self.name_prefix}_{self._counter}"
+        self._counter[0] += 1
+        return f"{hint or self.name_prefix}_{self._counter[0]}"
+
+    def _cached_constant(self, key: tuple[Any, ...]) -> ir.Value | None:
+        tracer: GraphTracer | None = self
+        while tracer is not None:
+            found = tracer._constants.get(key)
+            if found is not None:
+                return found
+            tracer = tracer.parent
+        return None
 
     def append(self, node: ir.Node) -> None:
         for output in node.outputs:
             if output.name is None:
                 output.name = self.fresh_name()
         if node.name is None:
-            node.name = f"node_{node.op_type}_{self._counter}"
+            node.name = f"node_{node.op_type}_{self._counter[0]}"
         node.metadata_props.update(self.node_metadata)
         self.graph.append(node)
 
@@ -142,8 +163,9 @@ class GraphTracer:
             dtype = dtype or _python_dtype(value)
             canonical = tuple(value) if isinstance(value, (list, tuple)) else value
             key = (type(value) is list or type(value) is tuple, repr(canonical), dtype)
-            if key in self._constants:
-                return self._constants[key]
+            cached = self._cached_constant(key)
+            if cached is not None:
+                return cached
             if dtype == ir.DataType.STRING:
                 tensor = ir.StringTensor(np.array(value, dtype=object).reshape(-1 if isinstance(value, (list, tuple)) else ()))
             else:

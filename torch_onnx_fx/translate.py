@@ -97,6 +97,57 @@ class TranslationContext:
     def cast(self, value: ir.Value, dtype: ir.DataType) -> ir.Value:
         return self.tracer.op("Cast", [value], {"to": dtype})
 
+    # -- subgraphs (control flow) ----------------------------------------------------------
+
+    def new_subgraph(self, name: str) -> TranslationContext:
+        """A context building a fresh ONNX graph (an If branch or a loop body) nested in this one.
+
+        Values of the enclosing graphs stay visible (ONNX subgraphs capture outer values).
+        """
+        graph = ir.Graph([], [], nodes=[], name=self.tracer.fresh_name(name))
+        return dataclasses.replace(
+            self, tracer=self.tracer.child(graph), values={}, named=self.named, _dim_cache=self._dim_cache
+        )
+
+    def make_input(self, example: Any, hint: str = "arg") -> ir.Value:
+        """Add an input to this context's graph, typed like the FX meta value ``example``."""
+        value = ir.Value(name=self.tracer.fresh_name(hint))
+        self.set_type(value, example)
+        self.tracer.graph.inputs.append(value)
+        self.named.add(value.name)
+        return value
+
+    def inline(self, module: torch.fx.GraphModule, inputs: Sequence[Any]) -> list[Any]:
+        """Translate ``module``'s graph into this context's graph, placeholders bound to ``inputs``."""
+        sub = dataclasses.replace(self, values={})
+        placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(inputs):
+            raise TranslationError(
+                f"Subgraph expects {len(placeholders)} inputs, got {len(inputs)}."
+            )
+        sub.values.update(zip(placeholders, inputs))
+        with self.tracer.active():
+            outputs = _walk(sub, module.graph.nodes, module)
+        flat = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+        return [_convert_argument(sub, o) for o in flat]
+
+    def finish(self, outputs: Sequence[Any], examples: Sequence[Any]) -> ir.Graph:
+        """Make ``outputs`` this subgraph's outputs and return the graph.
+
+        A subgraph output must be produced inside the subgraph; values from outside (or inputs
+        passed straight through) get an Identity, as do Python constants.
+        """
+        graph = self.tracer.graph
+        inside = {id(n) for n in graph}
+        for value, example in zip(outputs, examples):
+            if not isinstance(value, ir.Value):
+                value = self.tracer.constant(value)
+            if value.producer() is None or id(value.producer()) not in inside or value in graph.outputs:
+                value = self.tracer.op("Identity", [value], infer=False)
+                self.set_type(value, example)
+            graph.outputs.append(value)
+        return graph
+
 
 def _meta(arg: Any) -> Any:
     """The FX meta value standing for ``arg`` (fake tensors for nodes)."""
@@ -124,14 +175,17 @@ def _convert_argument(ctx: TranslationContext, arg: Any) -> Any:
     return arg
 
 
-def untranslatable_targets(graph: torch.fx.Graph, table: TranslationTable) -> list[Any]:
-    """Every distinct call_function target with no translation, in first-use order."""
+def untranslatable_targets(module: torch.fx.GraphModule, table: TranslationTable) -> list[Any]:
+    """Every distinct call_function target with no translation (subgraphs included)."""
     missing: dict[Any, None] = {}
-    for node in graph.nodes:
-        if node.op != "call_function" or node.target in _WALK_HANDLED:
+    for submodule in module.modules():
+        if not isinstance(submodule, torch.fx.GraphModule):
             continue
-        if not table.has(node.target):
-            missing.setdefault(node.target, None)
+        for node in submodule.graph.nodes:
+            if node.op != "call_function" or node.target in _WALK_HANDLED:
+                continue
+            if not table.has(node.target):
+                missing.setdefault(node.target, None)
     return list(missing)
 
 
@@ -314,7 +368,9 @@ def _translation_error(node: torch.fx.Node, exc: Exception, ctx: TranslationCont
         "\nIf the operator's translation is wrong or missing for these inputs, provide one through "
         "custom_translation_table."
     )
-    return TranslationError(message)
+    error = TranslationError(message)
+    error.has_node_context = True  # type: ignore[attr-defined]
+    return error
 
 
 # -- outputs -------------------------------------------------------------------------------------
@@ -353,30 +409,49 @@ def translate(
     graph.inputs.extend(_placeholders(ctx))
     ctx.named.update(v.name for v in graph.inputs)
     ctx.named.update(graph.initializers)
-    fx_nodes = list(program.graph.nodes)
-    total = len(fx_nodes)
     with tracer.active():
-        for index, node in enumerate(fx_nodes):
-            if node.op == "call_function":
-                tracer.node_metadata = annotate.node_metadata(node)
-                try:
-                    _call(ctx, node)
-                except (MissingTranslationError, UnsupportedArgumentError):
-                    raise
-                except Exception as exc:  # noqa: BLE001 - re-raised with the node's context
-                    raise _translation_error(node, exc, ctx) from exc
-            elif node.op == "output":
-                tracer.node_metadata = {}
-                graph.outputs.extend(_outputs(ctx, node))
-            elif node.op == "get_attr":
-                attr = getattr(program.graph_module, node.target)
-                if isinstance(attr, torch.Tensor):
-                    ctx.values[node] = _initializer(ctx, node.target, node.name, attr, node.meta.get("val", attr))
-                else:
-                    ctx.values[node] = attr
-            elif node.op != "placeholder":
-                raise TranslationError(f"FX node {node.name} has unsupported kind {node.op!r}.")
-            if progress is not None:
-                progress(index + 1, total)
+        output_node = _walk(ctx, program.graph.nodes, program.graph_module, progress=progress, raw_output=True)
+        tracer.node_metadata = {}
+        graph.outputs.extend(_outputs(ctx, output_node))
     graph.opset_imports.update(tracer.opset_imports)
     return graph, tracer
+
+
+def _walk(
+    ctx: TranslationContext,
+    nodes: Any,
+    owner: torch.nn.Module,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    raw_output: bool = False,
+) -> Any:
+    """Translate FX nodes in order; return the output node's argument (or the node itself)."""
+    nodes = list(nodes)
+    total = len(nodes)
+    tracer = ctx.tracer
+    for index, node in enumerate(nodes):
+        if node.op == "call_function":
+            tracer.node_metadata = annotate.node_metadata(node)
+            try:
+                _call(ctx, node)
+            except (MissingTranslationError, UnsupportedArgumentError):
+                raise
+            except TranslationError as exc:
+                if getattr(exc, "has_node_context", False):
+                    raise
+                raise _translation_error(node, exc, ctx) from exc
+            except Exception as exc:  # noqa: BLE001 - re-raised with the node's context
+                raise _translation_error(node, exc, ctx) from exc
+        elif node.op == "output":
+            return node if raw_output else node.args[0]
+        elif node.op == "get_attr":
+            attr = getattr(owner, node.target)
+            if isinstance(attr, torch.Tensor):
+                ctx.values[node] = _initializer(ctx, node.target, node.name, attr, node.meta.get("val", attr))
+            else:
+                ctx.values[node] = attr
+        elif node.op != "placeholder":
+            raise TranslationError(f"FX node {node.name} has unsupported kind {node.op!r}.")
+        if progress is not None:
+            progress(index + 1, total)
+    raise TranslationError("The FX graph has no output node.")

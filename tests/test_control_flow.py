@@ -1,0 +1,122 @@
+"""Higher-order operators become ONNX If / Loop / Scan, or are inlined."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch._higher_order_ops.map import map as hop_map
+from torch._higher_order_ops.scan import scan
+from torch._higher_order_ops.while_loop import while_loop
+
+import torch_onnx_fx
+from helpers import assert_matches_eager
+
+
+def _ops(program) -> list[str]:
+    return [n.op_type for n in program.model.graph]
+
+
+class CondModel(nn.Module):
+    """Branches reading a parameter, a buffer and an outer tensor, with two outputs each."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(3))
+        self.register_buffer("shift", torch.randn(3))
+
+    def forward(self, x, y):
+        def then_branch(x, y):
+            return x * self.weight + y, (x + self.shift).sum(0)
+
+        def else_branch(x, y):
+            return x - self.weight, (x * y).mean(0)
+
+        return torch.cond(x.sum() > 0, then_branch, else_branch, (x, y))
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_cond_with_params_buffers_and_two_outputs(sign):
+    model = CondModel().eval()
+    x, y = torch.rand(4, 3) * sign, torch.randn(4, 3)
+    program = assert_matches_eager(
+        model, (x, y), dynamic_shapes=({0: "n"}, {0: "n"}),
+        more_inputs=[((-x[:2], y[:2]), {}), ((x.abs() + 1, y), {})],
+    )
+    assert "If" in _ops(program)
+    if_node = next(n for n in program.model.graph if n.op_type == "If")
+    then_graph = if_node.attributes["then_branch"].as_graph()
+    assert all("namespace" in n.metadata_props for n in then_graph)
+
+
+def test_nested_cond_and_shape_predicate():
+    class Nested(nn.Module):
+        def forward(self, x):
+            def outer_true(x):
+                return torch.cond(x.mean() > 0, lambda x: x + 1, lambda x: x - 1, (x,))
+
+            return torch.cond(x.shape[0] > 3, outer_true, lambda x: x * 10, (x,))
+
+    model = Nested()
+    assert_matches_eager(
+        model, (torch.randn(5, 2),), dynamic_shapes=({0: "n"},),
+        more_inputs=[((torch.randn(2, 2),), {}), ((-torch.rand(6, 2),), {}), ((torch.rand(4, 2),), {})],
+    )
+
+
+def test_scan_with_carry_and_stacked_outputs():
+    class Cumulative(nn.Module):
+        def forward(self, xs):
+            def combine(carry, x):
+                new = carry * 0.5 + x
+                return new, new.sum()
+
+            return scan(combine, torch.zeros(xs.shape[1]), xs)
+
+    program = assert_matches_eager(
+        Cumulative(), (torch.randn(5, 3),), dynamic_shapes=({0: "steps"},), more_inputs=[((torch.randn(8, 3),), {})]
+    )
+    assert "Scan" in _ops(program)
+
+
+def test_while_loop():
+    class Doubling(nn.Module):
+        def forward(self, x):
+            def cond_fn(i, value):
+                return value.sum() < 100
+
+            def body_fn(i, value):
+                return i + 1, value * 2
+
+            return while_loop(cond_fn, body_fn, (torch.tensor(0), x))
+
+    program = assert_matches_eager(Doubling(), (torch.rand(3) + 0.1,), more_inputs=[((torch.rand(3) * 30,), {})])
+    assert "Loop" in _ops(program)
+
+
+def test_map():
+    class Mapped(nn.Module):
+        def forward(self, xs, y):
+            return hop_map(lambda x, y: x * y + 1, xs, y)
+
+    assert_matches_eager(Mapped(), (torch.randn(4, 3), torch.randn(3)))
+
+
+def test_no_grad_region_is_inlined():
+    class NoGrad(nn.Module):
+        def forward(self, x):
+            with torch.no_grad():
+                y = x * 3
+            return y + 1
+
+    program = assert_matches_eager(NoGrad(), (torch.randn(3),))
+    assert set(_ops(program)) <= {"Mul", "Add"}
+
+
+def test_untranslatable_op_inside_a_branch_is_reported():
+    class Bad(nn.Module):
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda x: torch.special.zeta(x, 2.0), lambda x: x * 1.0, (x,))
+
+    with pytest.raises(torch_onnx_fx.OnnxExporterError, match="zeta"):
+        torch_onnx_fx.export(Bad(), (torch.rand(3) + 1,), verbose=False)

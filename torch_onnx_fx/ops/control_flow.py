@@ -1,0 +1,160 @@
+"""Higher-order operators: torch.cond, while_loop, scan, map and subgraph wrappers.
+
+Each receives its branch/body graphs as ``torch.fx.GraphModule`` objects and builds ONNX
+subgraphs through the translation context (``ctx.new_subgraph`` / ``inline`` / ``finish``), so
+nodes inside them get the same dispatch and metadata as the main graph.
+
+* ``cond`` → ``If``; branch operands are captured from the enclosing graph.
+* ``while_loop`` → ``Loop`` with no trip count: the condition is evaluated once before the loop
+  and again at the end of each iteration inside the body.
+* ``scan`` → ``Scan`` (carries are Scan states, ``xs`` are scanned along dim 0).
+* ``map_impl`` → ``Scan`` with no states.
+* ``invoke_subgraph``, ``wrap_with_set_grad_enabled`` → inlined (gradient mode has no meaning in
+  an inference graph; repeated subgraphs become repeated nodes).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import onnx_ir as ir
+import torch
+
+from torch_onnx_fx.registry import register
+
+__all__ = [
+    "higher_order_cond",
+    "higher_order_while_loop",
+    "higher_order_scan",
+    "higher_order_map_impl",
+    "higher_order_inline",
+]
+
+_hop = torch.ops.higher_order
+
+
+def wants_context(fn: Any) -> Any:
+    """Mark a translation that needs the translation context and FX node as keywords."""
+    fn._torch_onnx_fx_wants_context = True
+    return fn
+
+
+def _examples(module: torch.fx.GraphModule) -> list[Any]:
+    """FX meta values of a subgraph's outputs."""
+    output = next(n for n in reversed(module.graph.nodes) if n.op == "output")
+    args = output.args[0]
+    args = args if isinstance(args, (list, tuple)) else [args]
+    return [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in args]
+
+
+def _placeholder_examples(module: torch.fx.GraphModule) -> list[Any]:
+    return [n.meta.get("val") for n in module.graph.nodes if n.op == "placeholder"]
+
+
+def _control_node(ctx: Any, op_type: str, inputs: Sequence[ir.Value | None], attributes: dict[str, Any], count: int) -> list[ir.Value]:
+    """Append an If/Loop/Scan node; its output types come from the FX node afterwards."""
+    results = ctx.tracer.op(op_type, list(inputs), attributes, num_outputs=count, infer=False)
+    return list(results) if isinstance(results, tuple) else [results]
+
+
+def _as_bool_scalar(ctx: Any, value: Any) -> ir.Value:
+    if not isinstance(value, ir.Value):
+        return ctx.tracer.constant(bool(value))
+    if value.dtype != ir.DataType.BOOL:
+        value = ctx.cast(value, ir.DataType.BOOL)
+    if value.shape is None or value.shape.rank() != 0:
+        value = ctx.tracer.op("Reshape", [value, ctx.tracer.constant([], ir.DataType.INT64)])
+    return value
+
+
+@register(_hop.cond)
+@wants_context
+def higher_order_cond(
+    pred: Any, true_graph: torch.fx.GraphModule, false_graph: torch.fx.GraphModule, operands: Sequence[Any], *, ctx: Any, node: Any
+) -> Any:
+    branches = []
+    for module, name in ((true_graph, "then"), (false_graph, "else")):
+        branch = ctx.new_subgraph(name)
+        outputs = branch.inline(module, list(operands))
+        branches.append(branch.finish(outputs, _examples(module)))
+    then_graph, else_graph = branches
+    return _control_node(
+        ctx,
+        "If",
+        [_as_bool_scalar(ctx, pred)],
+        {"then_branch": ir.AttrGraph("then_branch", then_graph), "else_branch": ir.AttrGraph("else_branch", else_graph)},
+        len(then_graph.outputs),
+    )
+
+
+@register(_hop.while_loop)
+@wants_context
+def higher_order_while_loop(
+    cond_graph: torch.fx.GraphModule,
+    body_graph: torch.fx.GraphModule,
+    carried: Sequence[Any],
+    additional: Sequence[Any],
+    *,
+    ctx: Any,
+    node: Any,
+) -> Any:
+    carried = [v if isinstance(v, ir.Value) else ctx.tracer.constant(v) for v in carried]
+    additional = list(additional)
+    (first,) = ctx.inline(cond_graph, [*carried, *additional])
+    body = ctx.new_subgraph("loop_body")
+    body.make_input(torch.tensor(0), "iteration")
+    body.make_input(torch.tensor(True), "condition")
+    examples = _placeholder_examples(body_graph)[: len(carried)]
+    state = [body.make_input(example, "carried") for example in examples]
+    updated = body.inline(body_graph, [*state, *additional])
+    (again,) = body.inline(cond_graph, [*updated, *additional])
+    graph = body.finish([_as_bool_scalar(body, again), *updated], [torch.tensor(True), *_examples(body_graph)])
+    return _control_node(
+        ctx, "Loop", [None, _as_bool_scalar(ctx, first), *carried], {"body": ir.AttrGraph("body", graph)}, len(carried)
+    )
+
+
+def _scan(ctx: Any, module: torch.fx.GraphModule, states: Sequence[Any], xs: Sequence[Any], additional: Sequence[Any]) -> list[Any]:
+    body = ctx.new_subgraph("scan_body")
+    examples = _placeholder_examples(module)
+    state_inputs = [body.make_input(e, "state") for e in examples[: len(states)]]
+    slice_inputs = [body.make_input(e, "slice") for e in examples[len(states) : len(states) + len(xs)]]
+    outputs = body.inline(module, [*state_inputs, *slice_inputs, *additional])
+    graph = body.finish(outputs, _examples(module))
+    return _control_node(
+        ctx, "Scan", [*states, *xs], {"body": ir.AttrGraph("body", graph), "num_scan_inputs": len(xs)}, len(graph.outputs)
+    )
+
+
+@register(_hop.scan)
+@wants_context
+def higher_order_scan(
+    combine_graph: torch.fx.GraphModule,
+    init: Sequence[Any],
+    xs: Sequence[Any],
+    additional_inputs: Sequence[Any],
+    *,
+    ctx: Any,
+    node: Any,
+) -> Any:
+    return _scan(ctx, combine_graph, list(init), list(xs), list(additional_inputs))
+
+
+@register(_hop.map_impl)
+@wants_context
+def higher_order_map_impl(
+    body_graph: torch.fx.GraphModule, xs: Sequence[Any], pos_args: Sequence[Any], *, ctx: Any, node: Any
+) -> Any:
+    return _scan(ctx, body_graph, [], list(xs), list(pos_args))
+
+
+@register(_hop.invoke_subgraph)
+@wants_context
+def higher_order_invoke_subgraph(subgraph: torch.fx.GraphModule, identifier: Any, *operands: Any, ctx: Any, node: Any) -> Any:
+    return ctx.inline(subgraph, list(operands))
+
+
+@register(_hop.wrap_with_set_grad_enabled)
+@wants_context
+def higher_order_inline(enabled: bool, subgraph: torch.fx.GraphModule, *operands: Any, ctx: Any, node: Any) -> Any:
+    return ctx.inline(subgraph, list(operands))
