@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import onnx_ir as ir
 import pytest
 import torch
 from torch import nn
@@ -120,3 +121,28 @@ def test_untranslatable_op_inside_a_branch_is_reported():
 
     with pytest.raises(torch_onnx_fx.OnnxExporterError, match="zeta"):
         torch_onnx_fx.export(Bad(), (torch.rand(3) + 1,), verbose=False)
+
+
+def test_autocast_region_keeps_its_casts():
+    class Autocast(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(4, 4)
+
+        def forward(self, x):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                y = self.linear(x)
+            return y.float() * 2, y.dtype == torch.bfloat16
+
+    model = Autocast().eval()
+    x = torch.randn(3, 4)
+    program = torch_onnx_fx.export(model, (x,), verbose=False)
+    gemm = next(n for n in program.model.graph if n.op_type in ("Gemm", "MatMul"))
+    assert gemm.inputs[0].dtype == ir.DataType.BFLOAT16
+    # ONNX Runtime's CPU provider has no bfloat16 Gemm; ONNX's reference evaluator runs it.
+    result = program.call_reference(x)[0]
+    with torch.no_grad():
+        expected = model(x)[0]
+    # bfloat16 matmul: agreement to bfloat16 precision.
+    torch.testing.assert_close(result, expected, rtol=2e-2, atol=2e-2)
+

@@ -61,7 +61,9 @@ def decompose(program: torch.export.ExportedProgram, table: TranslationTable) ->
     targets = _targets(program)
     untranslatable = [t for t in targets if isinstance(t, torch._ops.OpOverload) and not table.has(t)]
     mutating = [t for t in targets if _needs_functionalization(t)]
-    if not untranslatable and not mutating:
+    # Autocast regions only get their casts when torch re-traces them.
+    autocast = [t for t in targets if t is torch.ops.higher_order.wrap_with_autocast]
+    if not untranslatable and not mutating and not autocast:
         logger.info("every operator has a translation: no decomposition needed")
         return DecomposeResult(program, [], retraced=False)
     decomp_table = torch.export.default_decompositions()

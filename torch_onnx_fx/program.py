@@ -274,9 +274,28 @@ class ONNXProgram:
             raise OnnxRuntimeError(f"ONNX Runtime failed to run the model: {exc}") from exc
         return [_from_ort_output(r) for r in results]
 
+    def _complex_outputs(self) -> list[bool]:
+        """Which graph outputs stand for complex tensors (stored as real pairs in ONNX)."""
+        if self.exported_program is None:
+            return []
+        output = next(n for n in reversed(self.exported_program.graph.nodes) if n.op == "output")
+        flags = []
+        for arg in output.args[0]:
+            example = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+            flags.append(isinstance(example, torch.Tensor) and example.is_complex())
+        return flags
+
     def __call__(self, *args: Any, **kwargs: Any) -> Sequence[torch.Tensor]:
-        """Run the model in ONNX Runtime with the arguments the original model takes."""
-        return self._run(None, args, kwargs)
+        """Run the model in ONNX Runtime with the arguments the original model takes.
+
+        Complex inputs and outputs are converted to and from the real representation
+        (trailing dim of 2) the ONNX graph uses.
+        """
+        results = self._run(None, args, kwargs)
+        flags = self._complex_outputs()
+        if len(flags) == len(results) and any(flags):
+            results = [torch.view_as_complex(r.contiguous()) if flag else r for r, flag in zip(results, flags)]
+        return results
 
     def compute_values(
         self, value_names: Sequence[str], args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None

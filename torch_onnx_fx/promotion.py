@@ -17,7 +17,7 @@ from onnx_ir.tensor_adapters import from_torch_dtype
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as Kind
 from torch._prims_common import elementwise_dtypes
 
-__all__ = ["promotion_rule", "promote_arguments", "widen_integral_accumulation"]
+__all__ = ["promotion_rule", "promote_arguments", "widen_integral_accumulation", "widen_indices"]
 
 logger = logging.getLogger(__name__)
 
@@ -121,3 +121,28 @@ def widen_integral_accumulation(
     if isinstance(example, torch.Tensor) and (example.dtype == torch.bool or (not example.dtype.is_floating_point and not example.is_complex() and example.dtype != torch.int64)):
         return [cast(args[0], ir.DataType.INT64), *args[1:]]
     return args
+
+
+# Advanced indexing translations feed their index tensors to ScatterND/GatherND, which take only
+# int64 indices; ATen accepts any integer type (istft's decomposition indexes with int32).
+_INDEX_LISTS = {"aten::index.Tensor", "aten::_unsafe_index.Tensor", "aten::index_put", "aten::_unsafe_index_put"}
+
+
+def widen_indices(
+    target: Any, args: list[Any], example_args: Sequence[Any], cast: Callable[[ir.Value, ir.DataType], ir.Value]
+) -> list[Any]:
+    if not isinstance(target, torch._ops.OpOverload) or target.name() not in _INDEX_LISTS or len(args) < 2:
+        return args
+    indices, examples = args[1], example_args[1]
+    if not isinstance(indices, (list, tuple)) or not isinstance(examples, (list, tuple)):
+        return args
+    widened = []
+    for index, example in zip(indices, examples):
+        narrow = (
+            isinstance(index, ir.Value)
+            and isinstance(example, torch.Tensor)
+            and example.dtype not in (torch.int64, torch.bool)
+            and not example.dtype.is_floating_point
+        )
+        widened.append(cast(index, ir.DataType.INT64) if narrow else index)
+    return [args[0], widened, *args[2:]]

@@ -396,10 +396,27 @@ class GraphTracer:
             if (attr := self.to_attribute(param, value)) is not None
         }
         num_outputs = self._num_outputs(op, signature, flat, attributes)
+        flat, attributes = self._adapt_to_opset(op, flat, attributes)
         domain = op.domain
         if domain:
             self.opset_imports.setdefault(domain, op.opset.version or 1)
         return self.op(op.name, flat, attributes, domain=domain, num_outputs=num_outputs)
+
+    def _adapt_to_opset(
+        self, op: onnxscript_values.Op, inputs: list[ir.Value | None], attributes: dict[str, ir.Attr]
+    ) -> tuple[list[ir.Value | None], dict[str, ir.Attr]]:
+        """Rewrite a call written for an older opset whose operator later changed incompatibly.
+
+        torchlib writes against opset 18; graphs are built at the requested opset. Only these
+        operators changed meaning since 18, each fixed by an entry in ``_OPSET_ADAPTERS``.
+        """
+        if op.domain not in ("", "ai.onnx"):
+            return inputs, attributes
+        written_for = op.opset.version or self.opset_version
+        for changed_in, adapter in _OPSET_ADAPTERS.get(op.name, ()):
+            if written_for < changed_in <= self.opset_version:
+                inputs, attributes = adapter(self, inputs, attributes)
+        return inputs, attributes
 
     @staticmethod
     def _num_outputs(
@@ -494,3 +511,34 @@ class GraphTracer:
         # A TracedOnnxFunction's own __call__ takes ``self``, which clashes with ATen's ``self``.
         target = function.func if isinstance(function, onnxscript_values.TracedOnnxFunction) else function
         return target(**call_kwargs)
+
+
+def _dft_axis_as_input(
+    tracer: GraphTracer, inputs: list[ir.Value | None], attributes: dict[str, ir.Attr]
+) -> tuple[list[ir.Value | None], dict[str, ir.Attr]]:
+    """DFT-20 takes the axis as its third input instead of an attribute."""
+    attributes = dict(attributes)
+    axis = attributes.pop("axis").as_int() if "axis" in attributes else 1
+    padded = [*inputs, None][:2] if len(inputs) < 2 else list(inputs[:2])
+    return [*padded, tracer.constant(axis, ir.DataType.INT64)], attributes
+
+
+_GRID_SAMPLE_MODES = {"bilinear": "linear", "bicubic": "cubic"}
+
+
+def _grid_sample_mode_names(
+    tracer: GraphTracer, inputs: list[ir.Value | None], attributes: dict[str, ir.Attr]
+) -> tuple[list[ir.Value | None], dict[str, ir.Attr]]:
+    """GridSample-20 renamed its interpolation modes."""
+    attributes = dict(attributes)
+    if "mode" in attributes:
+        mode = attributes["mode"].as_string()
+        attributes["mode"] = ir.AttrString("mode", _GRID_SAMPLE_MODES.get(mode, mode))
+    return inputs, attributes
+
+
+# op_type -> [(opset in which it changed, adapter)]
+_OPSET_ADAPTERS: dict[str, list[tuple[int, Any]]] = {
+    "DFT": [(20, _dft_axis_as_input)],
+    "GridSample": [(20, _grid_sample_mode_names)],
+}

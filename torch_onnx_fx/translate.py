@@ -80,8 +80,14 @@ class TranslationContext:
     def set_type(self, value: ir.Value, example: Any) -> None:
         """Give ``value`` the dtype and shape of the FX meta value ``example``."""
         if isinstance(example, torch.Tensor):
-            value.type = ir.TensorType(from_torch_dtype(example.dtype))
-            value.shape = self.shape(example)
+            if example.is_complex():
+                # Complex tensors travel as real tensors with a trailing dim of 2 (real, imag),
+                # the representation torchlib's complex translations use.
+                value.type = ir.TensorType(from_torch_dtype(example.real.dtype))
+                value.shape = ir.Shape([*self.shape(example), 2])
+            else:
+                value.type = ir.TensorType(from_torch_dtype(example.dtype))
+                value.shape = self.shape(example)
         elif isinstance(example, (torch.SymInt, int)) and not isinstance(example, bool):
             value.type = ir.TensorType(ir.DataType.INT64)
             value.shape = ir.Shape([])
@@ -307,7 +313,7 @@ def _finish_value(ctx: TranslationContext, value: ir.Value, example: Any, name: 
     if value.producer() is None or value.name in ctx.named or value.const_value is not None:
         value = tracer.op("Identity", [value], infer=False)
     if isinstance(example, torch.Tensor):
-        expected = from_torch_dtype(example.dtype) if not example.is_complex() else None
+        expected = from_torch_dtype(example.real.dtype if example.is_complex() else example.dtype)
         if expected is not None and value.dtype is not None and value.dtype != expected:
             value = ctx.cast(value, expected)
     elif isinstance(example, (torch.SymInt, int)) and not isinstance(example, bool) and value.dtype not in (None, ir.DataType.INT64):
@@ -343,11 +349,46 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
     if rule is not None:
         args = promotion.promote_arguments(rule, args, example_args, ctx.cast)
     args = promotion.widen_integral_accumulation(target, args, example_args, kwargs, ctx.cast)
+    args = promotion.widen_indices(target, args, example_args, ctx.cast)
+    if translation.complex:
+        args = _complex_scalars(ctx, translation, args, example_args)
     if getattr(translation.function, "_torch_onnx_fx_wants_context", False):
         kwargs["ctx"] = ctx
         kwargs["node"] = node
     result = ctx.tracer.call(translation.function, args, kwargs)
     _bind_result(ctx, node, result)
+
+
+def _complex_scalars(ctx: TranslationContext, translation: Any, args: list[Any], example_args: Sequence[Any]) -> list[Any]:
+    """Python numbers meeting complex tensors become ``[real, imag]`` constants.
+
+    Complex translations work on the real representation (trailing dim 2); a scalar must be in
+    the same form to broadcast against it.
+    """
+    signature = translation.signature
+    if signature is None:
+        return args
+    params = list(signature.params)
+    # Only parameters sharing a type constraint with a complex tensor argument are complex.
+    complex_constraints = {
+        param.type_constraint.name: example
+        for param, example in zip(params, example_args)
+        if isinstance(param, ir.schemas.Parameter) and isinstance(example, torch.Tensor) and example.is_complex()
+    }
+    if not complex_constraints:
+        return args
+    real_dtype = from_torch_dtype(next(iter(complex_constraints.values())).real.dtype)
+    converted = list(args)
+    for i, (param, value) in enumerate(zip(params, args)):
+        if (
+            isinstance(param, ir.schemas.Parameter)
+            and param.type_constraint.name in complex_constraints
+            and isinstance(value, (int, float, complex))
+            and not isinstance(value, bool)
+        ):
+            number = complex(value)
+            converted[i] = ctx.tracer.constant([number.real, number.imag], real_dtype)
+    return converted
 
 
 def _translation_error(node: torch.fx.Node, exc: Exception, ctx: TranslationContext) -> TranslationError:

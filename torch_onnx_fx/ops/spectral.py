@@ -1,0 +1,65 @@
+"""Spectral operators on ONNX's ``STFT``.
+
+Complex results use the real representation (trailing dim 2). torchlib's ``stft`` branches on a
+Python comparison of a symbolic window length and cannot be traced, so ours computes the window
+padding from static sizes.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+from onnxscript import opset18 as op
+
+from torch_onnx_fx.registry import register
+
+__all__ = ["aten_stft"]
+
+
+def _window(window: ir.Value | None, n_fft: int, win_length: int | None, like: ir.Value) -> ir.Value:
+    """The analysis window of length ``n_fft``: given or rectangular, zero-padded centered."""
+    length = win_length if win_length is not None else n_fft
+    if window is None:
+        window = op.Expand(op.CastLike(1.0, like), op.Constant(value_ints=[length]))
+    else:
+        length = window.shape[0] if window.shape is not None and isinstance(window.shape[0], int) else length
+    if length < n_fft:
+        left = (n_fft - length) // 2
+        window = op.Pad(window, op.Constant(value_ints=[left, n_fft - length - left]))
+    return op.CastLike(window, like)
+
+
+@register("aten::stft")
+def aten_stft(
+    self: ir.Value,
+    n_fft: int,
+    hop_length: int | None = None,
+    win_length: int | None = None,
+    window: ir.Value | None = None,
+    normalized: bool = False,
+    onesided: bool | None = None,
+    return_complex: bool | None = None,
+    align_to_window: bool | None = None,
+) -> ir.Value:
+    """stft(Tensor self, int n_fft, int? hop_length=None, int? win_length=None, Tensor? window=None, bool normalized=False, bool? onesided=None, bool? return_complex=None, bool? align_to_window=None) -> Tensor"""
+    if align_to_window:
+        raise ValueError("stft with align_to_window=True has no ONNX translation")
+    if self.shape is None:
+        raise ValueError("stft needs a signal of known rank")
+    rank = self.shape.rank()
+    hop = hop_length if hop_length is not None else n_fft // 4
+    # ONNX wants [batch, length, 1] for a real signal.
+    signal = op.Unsqueeze(self, op.Constant(value_ints=[0, 2] if rank == 1 else [2]))
+    frames = op.STFT(
+        signal,
+        op.Constant(value_int=hop),
+        _window(window, n_fft, win_length, self),
+        op.Constant(value_int=n_fft),
+        onesided=0 if onesided is False else 1,
+    )
+    # [batch, frames, bins, 2] -> torch's [batch, bins, frames, 2]
+    result = op.Transpose(frames, perm=[0, 2, 1, 3])
+    if normalized:
+        result = op.Mul(result, op.CastLike(n_fft**-0.5, result))
+    if rank == 1:
+        result = op.Squeeze(result, op.Constant(value_ints=[0]))
+    return result
