@@ -52,9 +52,13 @@ def _targets(program: torch.export.ExportedProgram) -> set[Any]:
 
 @functools.lru_cache(maxsize=1)
 def _extra_decompositions() -> dict[Any, Any]:
+    import torch.onnx.ops
     from torch._decomp import decomposition_table
 
-    return {k: v for k, v in decomposition_table.items() if isinstance(k, torch._ops.OpOverload)}
+    table = {k: v for k, v in decomposition_table.items() if isinstance(k, torch._ops.OpOverload)}
+    # torch.onnx.ops.attention/rotary_embedding below opset 23, where ONNX lacks the operators.
+    table.update(torch.onnx.ops.aten_decompositions())
+    return table
 
 
 def decompose(program: torch.export.ExportedProgram, table: TranslationTable) -> DecomposeResult:

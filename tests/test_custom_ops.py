@@ -1,0 +1,119 @@
+"""Operators defined with torch.library export through custom_translation_table."""
+
+from __future__ import annotations
+
+import onnxscript
+import pytest
+import torch
+from onnxscript import FLOAT, INT64
+from onnxscript import opset18 as op
+from torch import nn
+
+import torch_onnx_fx
+from helpers import assert_matches_eager
+
+
+@torch.library.custom_op("tofx_test::scaled_add", mutates_args=())
+def scaled_add(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
+    return x + alpha * y
+
+
+@scaled_add.register_fake
+def _(x, y, alpha):
+    return torch.empty_like(x)
+
+
+torch.library.define("tofx_test::clip_sum", "(Tensor x, float bound) -> Tensor")
+
+
+@torch.library.impl("tofx_test::clip_sum", "CompositeExplicitAutograd")
+def clip_sum(x, bound):
+    return x.clamp(-bound, bound).sum(-1)
+
+
+@torch.library.register_fake("tofx_test::clip_sum")
+def _(x, bound):
+    return x.new_empty(x.shape[:-1])
+
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        return torch.ops.tofx_test.clip_sum(torch.ops.tofx_test.scaled_add(x, y, 0.5), 1.0)
+
+
+def scaled_add_onnx(x, y, alpha: float):
+    return op.Add(x, op.Mul(y, alpha))
+
+
+def clip_sum_onnx(x, bound: float):
+    return op.ReduceSum(op.Clip(x, -bound, bound), [-1], keepdims=0)
+
+
+def test_custom_ops_with_translations():
+    table = {
+        torch.ops.tofx_test.scaled_add.default: scaled_add_onnx,
+        torch.ops.tofx_test.clip_sum.default: clip_sum_onnx,
+    }
+    assert_matches_eager(
+        Model(), (torch.randn(3, 4), torch.randn(3, 4)), custom_translation_table=table,
+        dynamic_shapes=({0: "n"}, {0: "n"}), more_inputs=[((torch.randn(5, 4), torch.randn(5, 4)), {})],
+    )
+
+
+def test_missing_custom_translations_are_all_listed():
+    with pytest.raises(torch_onnx_fx.MissingTranslationError) as info:
+        torch_onnx_fx.export(Model(), (torch.randn(3, 4), torch.randn(3, 4)), verbose=False)
+    assert set(info.value.targets) == {"tofx_test::scaled_add", "tofx_test::clip_sum"}
+    assert "torch.ops.tofx_test.scaled_add.default" in str(info.value)
+
+
+custom = onnxscript.values.Opset("com.example", 1)
+
+
+@onnxscript.script(custom)
+def ScaledAdd(x, y, alpha: float):
+    return op.Add(x, op.Mul(y, op.CastLike(alpha, y)))
+
+
+def test_custom_domain_functions_get_opset_imports():
+    table = {
+        torch.ops.tofx_test.scaled_add.default: ScaledAdd,
+        torch.ops.tofx_test.clip_sum.default: clip_sum_onnx,
+    }
+    program = torch_onnx_fx.export(
+        Model(), (torch.randn(3, 4), torch.randn(3, 4)), custom_translation_table=table, optimize=False, verbose=False
+    )
+    assert program.model.opset_imports[""] == torch_onnx_fx.DEFAULT_OPSET
+    # The scripted function is inlined, and its domain import is dropped as unused.
+    assert "com.example" not in program.model.opset_imports
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    with torch.no_grad():
+        torch.testing.assert_close(program(x, y)[0], Model()(x, y), rtol=1e-4, atol=1e-5)
+
+
+@torch.library.custom_op("tofx_test::double", mutates_args=())
+def double(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@double.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+@onnxscript.script()
+def double_float(x: FLOAT) -> FLOAT:
+    return op.Mul(x, op.Constant(value_float=2.0))
+
+
+@onnxscript.script()
+def double_int(x: INT64) -> INT64:
+    return op.Add(x, x)
+
+
+@pytest.mark.parametrize("dtype, expected_op", [(torch.float32, "Mul"), (torch.int64, "Add")])
+def test_dtype_overloads_in_a_list(dtype, expected_op):
+    table = {torch.ops.tofx_test.double.default: [double_float, double_int]}
+    x = (torch.randn(3) * 10).to(dtype)
+    program = assert_matches_eager(lambda x: torch.ops.tofx_test.double(x), (x,), custom_translation_table=table)
+    assert expected_op in {n.op_type for n in program.model.graph}
