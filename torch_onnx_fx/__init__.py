@@ -16,11 +16,13 @@ from torch_onnx_fx.errors import (
     UnsupportedArgumentError,
 )
 from torch_onnx_fx.export import DEFAULT_OPSET, export
+from torch_onnx_fx.exportable import ExportableModule
 from torch_onnx_fx.program import ONNXProgram
 
 __all__ = [
     "export",
     "ONNXProgram",
+    "ExportableModule",
     "is_in_onnx_export",
     "DEFAULT_OPSET",
     "OnnxExporterError",

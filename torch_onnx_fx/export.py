@@ -23,6 +23,7 @@ from torch_onnx_fx import annotate, capture, decompose, optimize as optimize_sta
 from torch_onnx_fx import _state
 from torch_onnx_fx.dynamic_shapes import flatten_user_inputs, from_dynamic_axes, prepare_dynamic_shapes
 from torch_onnx_fx.errors import UnsupportedArgumentError
+from torch_onnx_fx.exportable import export_recipe
 from torch_onnx_fx.program import ONNXProgram
 from torch_onnx_fx.progress import Progress
 from torch_onnx_fx.registry import TranslationTable
@@ -237,6 +238,15 @@ def export(
     Returns an :class:`ONNXProgram`. When ``f`` is given the model is also saved there, honouring
     ``external_data``, ``export_params`` and ``keep_initializers_as_inputs``.
     """
+    recipe = export_recipe(model)
+    if recipe is not None:
+        # An ExportableModule's own recipe fills whatever the call leaves out.
+        if args == () and not kwargs:
+            args, kwargs = recipe["args"], recipe["kwargs"]
+        if dynamic_shapes is None and dynamic_axes is None:
+            dynamic_shapes = recipe["dynamic_shapes"]
+        input_names = input_names if input_names is not None else recipe["input_names"]
+        output_names = output_names if output_names is not None else recipe["output_names"]
     if not dynamo:
         raise UnsupportedArgumentError(
             "dynamo=False (the TorchScript exporter) is not implemented by torch_onnx_fx; only the "
