@@ -38,6 +38,15 @@ def _ort_session_initializer(model: str | bytes) -> Any:
     return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
 
 
+_NON_NUMPY_INPUTS = {
+    torch.bfloat16: (torch.uint16, onnx.TensorProto.BFLOAT16),
+    torch.float8_e4m3fn: (torch.uint8, onnx.TensorProto.FLOAT8E4M3FN),
+    torch.float8_e4m3fnuz: (torch.uint8, onnx.TensorProto.FLOAT8E4M3FNUZ),
+    torch.float8_e5m2: (torch.uint8, onnx.TensorProto.FLOAT8E5M2),
+    torch.float8_e5m2fnuz: (torch.uint8, onnx.TensorProto.FLOAT8E5M2FNUZ),
+}
+
+
 def _to_ort_input(value: Any, expected: ir.Value) -> Any:
     import onnxruntime as ort
 
@@ -45,10 +54,10 @@ def _to_ort_input(value: Any, expected: ir.Value) -> Any:
         tensor = value.detach().cpu().contiguous()
         if tensor.is_complex():
             tensor = torch.view_as_real(tensor)
-        if tensor.dtype == torch.bfloat16:
-            return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(
-                tensor.view(torch.uint16).numpy(), onnx.TensorProto.BFLOAT16
-            )
+        if tensor.dtype in _NON_NUMPY_INPUTS:
+            # numpy has no such dtype: hand ORT the raw bits with the ONNX element type.
+            carrier, element_type = _NON_NUMPY_INPUTS[tensor.dtype]
+            return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(tensor.view(carrier).numpy(), element_type)
         array = tensor.numpy()
     else:
         dtype = expected.dtype.numpy() if expected.dtype is not None else None

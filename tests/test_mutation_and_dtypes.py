@@ -1,0 +1,72 @@
+"""Buffer and input mutation become extra outputs; every supported dtype round-trips."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import torch_onnx_fx
+from helpers import assert_matches_eager
+
+
+class KVCache(nn.Module):
+    """Writes new keys at given positions of a cache buffer, index_copy_/index_put_ style."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("keys", torch.zeros(1, 8, 4))
+        self.register_buffer("values", torch.zeros(1, 8, 4))
+
+    def forward(self, new_keys, new_values, positions):
+        self.keys.index_copy_(1, positions, new_keys)
+        self.values[:, positions] = new_values
+        return (self.keys * self.values).sum(-1)
+
+
+def test_kv_cache_buffer_updates_are_outputs():
+    model = KVCache()
+    new_keys, new_values, positions = torch.randn(1, 2, 4), torch.randn(1, 2, 4), torch.tensor([3, 5])
+    program = torch_onnx_fx.export(KVCache(), (new_keys, new_values, positions), verbose=False)
+    kinds = [v.metadata_props.get("pkg.torch.export.graph_signature.OutputSpec.kind") for v in program.model.graph.outputs]
+    assert kinds == ["BUFFER_MUTATION", "BUFFER_MUTATION", "USER_OUTPUT"]
+    keys, values, scores = program(new_keys, new_values, positions)
+    expected = model(new_keys, new_values, positions)
+    torch.testing.assert_close(keys, model.keys)
+    torch.testing.assert_close(values, model.values)
+    torch.testing.assert_close(scores, expected)
+
+
+def test_user_input_mutation_is_an_output():
+    class InPlace(nn.Module):
+        def forward(self, x):
+            x.mul_(2)
+            return x + 1
+
+    program = torch_onnx_fx.export(InPlace(), (torch.ones(3),), verbose=False)
+    kinds = [v.metadata_props.get("pkg.torch.export.graph_signature.OutputSpec.kind") for v in program.model.graph.outputs]
+    assert kinds == ["USER_INPUT_MUTATION", "USER_OUTPUT"]
+    mutated, result = program(torch.ones(3))
+    torch.testing.assert_close(mutated, torch.full((3,), 2.0))
+    torch.testing.assert_close(result, torch.full((3,), 3.0))
+
+
+FLOAT8 = [torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool, *FLOAT8])
+def test_dtype_round_trip(dtype):
+    class Convert(nn.Module):
+        def forward(self, x):
+            # ONNX Runtime's CPU provider implements only casts and copies for float8 types.
+            if x.dtype in FLOAT8:
+                return x, x.to(torch.float32)
+            return x, x.to(torch.float32), x.reshape(-1)
+
+    x = (torch.rand(2, 3) * 4).to(dtype)
+    assert_matches_eager(Convert(), (x,))
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
+def test_cast_to_float8(dtype):
+    assert_matches_eager(lambda x: (x * 2).to(dtype), (torch.rand(2, 3),))
