@@ -81,6 +81,14 @@ def _convert_axis_spec(spec: Any, value: Any, names: DimNames, path: str) -> Any
         )
     if isinstance(value, Mapping) and isinstance(spec, Mapping):
         return {k: _convert_axis_spec(s, value.get(k), names, f"{path}[{k!r}]") for k, s in spec.items()}
+    node = pytree.SUPPORTED_NODES.get(type(value))
+    if node is not None and isinstance(spec, (list, tuple)):
+        # A registered container (a transformers cache, a dataclass): its spec lists the
+        # children in flatten order.
+        children, _ = node.flatten_fn(value)
+        return type(spec)(
+            _convert_axis_spec(s, v, names, f"{path}[{i}]") for i, (s, v) in enumerate(zip(spec, children))
+        )
     # Non-tensor leaves or structures torch.export itself will validate.
     return spec
 
