@@ -40,14 +40,18 @@ def _needs_functionalization(target: Any) -> bool:
     return target._schema.is_mutable
 
 
+def _call_nodes(program: torch.export.ExportedProgram) -> list[torch.fx.Node]:
+    return [
+        node
+        for module in program.graph_module.modules()
+        if isinstance(module, torch.fx.GraphModule)
+        for node in module.graph.nodes
+        if node.op == "call_function"
+    ]
+
+
 def _targets(program: torch.export.ExportedProgram) -> set[Any]:
-    targets = set()
-    for module in program.graph_module.modules():
-        if isinstance(module, torch.fx.GraphModule):
-            for node in module.graph.nodes:
-                if node.op == "call_function":
-                    targets.add(node.target)
-    return targets
+    return {node.target for node in _call_nodes(program)}
 
 
 @functools.lru_cache(maxsize=1)
@@ -62,8 +66,12 @@ def _extra_decompositions() -> dict[Any, Any]:
 
 
 def decompose(program: torch.export.ExportedProgram, table: TranslationTable) -> DecomposeResult:
-    targets = _targets(program)
-    untranslatable = [t for t in targets if isinstance(t, torch._ops.OpOverload) and not table.has(t)]
+    nodes = _call_nodes(program)
+    targets = {node.target for node in nodes}
+    # An operator needs decomposing when some node of it has no translation that accepts it.
+    untranslatable = list(
+        {n.target: None for n in nodes if isinstance(n.target, torch._ops.OpOverload) and not table.has(n.target, n)}
+    )
     mutating = [t for t in targets if _needs_functionalization(t)]
     # Autocast regions only get their casts when torch re-traces them.
     autocast = [t for t in targets if t is torch.ops.higher_order.wrap_with_autocast]
@@ -71,13 +79,14 @@ def decompose(program: torch.export.ExportedProgram, table: TranslationTable) ->
         logger.info("every operator has a translation: no decomposition needed")
         return DecomposeResult(program, [], retraced=False)
     decomp_table = torch.export.default_decompositions()
+    declined = set(untranslatable)
     for op_overload in list(decomp_table.keys()):
-        if table.has(op_overload):
+        if table.has(op_overload) and op_overload not in declined:
             del decomp_table[op_overload]
     # Core ATen operators (``_adaptive_avg_pool2d``…) are not in the default table, but torch has
     # decompositions for many; use them for whatever we cannot translate.
     for op_overload, fn in _extra_decompositions().items():
-        if not table.has(op_overload) and op_overload not in decomp_table:
+        if (not table.has(op_overload) or op_overload in declined) and op_overload not in decomp_table:
             decomp_table[op_overload] = fn
     try:
         decomposed = program.run_decompositions(decomp_table)

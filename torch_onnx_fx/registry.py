@@ -42,6 +42,13 @@ class Translation:
     complex: bool = False
     # The lowest ONNX opset the translation's body is valid for.
     min_opset: int = 1
+    # Whether the translation handles this particular FX node (static sizes, a mode...). Nodes
+    # it declines are decomposed by torch instead, so a translation can cover the common case
+    # without failing on the rest.
+    supports: Callable[[torch.fx.Node], bool] | None = None
+
+    def accepts(self, node: torch.fx.Node | None) -> bool:
+        return self.supports is None or node is None or bool(self.supports(node))
 
     @functools.cached_property
     def signature(self) -> ir.schemas.OpSignature | None:
@@ -71,7 +78,10 @@ _OUR_OPS: dict[Any, list[Translation]] = {}
 
 
 def register(
-    *targets: Any, complex: bool = False, min_opset: int = 1
+    *targets: Any,
+    complex: bool = False,
+    min_opset: int = 1,
+    supports: Callable[[torch.fx.Node], bool] | None = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering a torch_onnx_fx translation for one or more targets.
 
@@ -82,7 +92,7 @@ def register(
     def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
         for target in targets:
             _OUR_OPS.setdefault(target_key(target), []).append(
-                Translation(fn, OURS, complex=complex, min_opset=min_opset)
+                Translation(fn, OURS, complex=complex, min_opset=min_opset, supports=supports)
             )
         return fn
 
@@ -141,18 +151,18 @@ class TranslationTable:
     def custom_targets(self) -> set[Any]:
         return set(self._custom)
 
-    def candidates(self, target: Any) -> list[Translation]:
-        """Every usable translation for ``target``, in dispatch preference order."""
+    def candidates(self, target: Any, node: torch.fx.Node | None = None) -> list[Translation]:
+        """Every usable translation for ``target`` (and ``node``, when given), in preference order."""
         try:
             key = target_key(target)
         except UnsupportedArgumentError:
             return []
         # A user entry replaces the built-in ones: they asked for their translation.
         found = self._custom.get(key) or self._builtin.get(key, ())
-        return [t for t in found if t.min_opset <= self.opset_version]
+        return [t for t in found if t.min_opset <= self.opset_version and t.accepts(node)]
 
-    def has(self, target: Any) -> bool:
-        return bool(self.candidates(target))
+    def has(self, target: Any, node: torch.fx.Node | None = None) -> bool:
+        return bool(self.candidates(target, node))
 
     def source_of(self, target: Any) -> str | None:
         found = self.candidates(target)

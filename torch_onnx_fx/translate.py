@@ -190,7 +190,7 @@ def untranslatable_targets(module: torch.fx.GraphModule, table: TranslationTable
         for node in submodule.graph.nodes:
             if node.op != "call_function" or node.target in _WALK_HANDLED:
                 continue
-            if not table.has(node.target):
+            if not table.has(node.target, node):
                 missing.setdefault(node.target, None)
     return list(missing)
 
@@ -336,7 +336,7 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
         else:
             ctx.values[node] = source[index]
         return
-    candidates = ctx.table.candidates(target)
+    candidates = ctx.table.candidates(target, node)
     if not candidates:
         raise missing_translation_error([target])
     example_args = [_meta(a) for a in node.args]
