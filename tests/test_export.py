@@ -180,3 +180,14 @@ def test_progress_lines_and_silence(capsys):
         assert f"[torch_onnx_fx] {phase}: ok" in err
     torch_onnx_fx.export(nn.ReLU(), (torch.randn(2),), verbose=False)
     assert "[torch_onnx_fx]" not in capsys.readouterr().err
+
+
+def test_translatable_programs_are_not_retraced(capsys):
+    """The common transformer operators all translate, so nothing is decomposed."""
+    from tools.models import CORPUS
+
+    case = next(c for c in CORPUS if c.name == "llama")
+    model, args, kwargs, dynamic_shapes = case.build()
+    program = torch_onnx_fx.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
+    assert program.decomposed == []
+    assert "decompose: ok" in capsys.readouterr().err.split("(not needed)")[0]

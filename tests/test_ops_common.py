@@ -56,6 +56,16 @@ CASES = {
  "pixel_shuffle": (torch.nn.PixelShuffle(2), lambda: (torch.randn(1, 8, 3, 3),)),
  "unfold": (lambda x: F.unfold(x, 2), lambda: (torch.randn(1, 2, 4, 4),)),
  "instance_norm": (torch.nn.InstanceNorm2d(3, affine=True).eval(), lambda: (torch.randn(2, 3, 4, 4),)),
+ "to_dtype_and_device": (lambda x: (x.to(torch.float16), x.to("cpu", torch.int32), x.to(dtype=torch.float64), x.to(x)), lambda: (torch.randn(3, 4) * 5,)),
+ "and_or_xor": (lambda a, b: (a & b, a | b, a ^ b, (a > 0) & (b > 0)), lambda: (torch.tensor([1, 2, 3]), torch.tensor([3, 1, 2]))),
+ "min_max_other": (lambda a, b: (torch.min(a, b), torch.max(a, b)), lambda: (torch.randn(3, 4), torch.randn(3, 4))),
+ "diff": (lambda x, b: (torch.diff(x), torch.diff(x, n=2, dim=0, prepend=x[:1]), torch.diff(b)), lambda: (torch.randn(4, 5), torch.rand(6) > 0.5)),
+ "batch_norm_no_affine": (torch.nn.BatchNorm2d(3, affine=False).eval(), lambda: (torch.randn(2, 3, 4, 4),)),
+ "weight_norm": (torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(2, 3, 3)).eval(), lambda: (torch.randn(1, 2, 8),)),
+ "weight_norm_legacy": (torch.nn.utils.weight_norm(torch.nn.Linear(4, 3), dim=None).eval(), lambda: (torch.randn(2, 4),)),
+ "adaptive_avg_global": (lambda x: F.adaptive_avg_pool2d(x, 1), lambda: (torch.randn(2, 3, 5, 7),)),
+ "adaptive_avg_divisible": (lambda x: F.adaptive_avg_pool2d(x, (2, 3)), lambda: (torch.randn(2, 3, 4, 9),)),
+ "adaptive_avg_1d_unbatched": (lambda x: F.adaptive_avg_pool1d(x, 2), lambda: (torch.randn(3, 8),)),
  "prelu_silu": (lambda x: (F.silu(x), F.hardswish(x), F.mish(x), F.elu(x), F.leaky_relu(x, 0.1), F.softplus(x)), lambda: (torch.randn(3, 4),)),
 }
 

@@ -65,21 +65,19 @@ def _extra_decompositions() -> dict[Any, Any]:
     return table
 
 
-def decompose(program: torch.export.ExportedProgram, table: TranslationTable) -> DecomposeResult:
-    nodes = _call_nodes(program)
-    targets = {node.target for node in nodes}
-    # An operator needs decomposing when some node of it has no translation that accepts it.
-    untranslatable = list(
-        {n.target: None for n in nodes if isinstance(n.target, torch._ops.OpOverload) and not table.has(n.target, n)}
+def _declined(program: torch.export.ExportedProgram, table: TranslationTable) -> list[Any]:
+    """Operators some node of which has no translation that accepts it."""
+    return list(
+        {
+            n.target: None
+            for n in _call_nodes(program)
+            if isinstance(n.target, torch._ops.OpOverload) and not table.has(n.target, n)
+        }
     )
-    mutating = [t for t in targets if _needs_functionalization(t)]
-    # Autocast regions only get their casts when torch re-traces them.
-    autocast = [t for t in targets if t is torch.ops.higher_order.wrap_with_autocast]
-    if not untranslatable and not mutating and not autocast:
-        logger.info("every operator has a translation: no decomposition needed")
-        return DecomposeResult(program, [], retraced=False)
+
+
+def _decomposition_table(table: TranslationTable, declined: set[Any]) -> Any:
     decomp_table = torch.export.default_decompositions()
-    declined = set(untranslatable)
     for op_overload in list(decomp_table.keys()):
         if table.has(op_overload) and op_overload not in declined:
             del decomp_table[op_overload]
@@ -88,17 +86,39 @@ def decompose(program: torch.export.ExportedProgram, table: TranslationTable) ->
     for op_overload, fn in _extra_decompositions().items():
         if (not table.has(op_overload) or op_overload in declined) and op_overload not in decomp_table:
             decomp_table[op_overload] = fn
-    try:
-        decomposed = program.run_decompositions(decomp_table)
-    except Exception as exc:  # noqa: BLE001 - wrapped with context below
-        names = sorted(t.name() for t in untranslatable)
-        raise DecompositionError(
-            f"Decomposing operators without an ONNX translation failed ({type(exc).__name__}: {exc}).\n"
-            f"Operators needing decomposition: {names or 'none'}; in-place ops to functionalize: "
-            f"{sorted(t.name() for t in mutating) or 'none'}.\n"
-            "Provide translations for these operators through custom_translation_table to avoid "
-            "the decomposition."
-        ) from exc
-    return DecomposeResult(decomposed, sorted(t.name() for t in untranslatable), retraced=True)
+    return decomp_table
 
 
+# A decomposition can produce nodes that a translation declines in turn (adaptive_avg_pool2d
+# becomes _adaptive_avg_pool2d with the same sizes); those are decomposed in another round.
+_MAX_ROUNDS = 3
+
+
+def decompose(program: torch.export.ExportedProgram, table: TranslationTable) -> DecomposeResult:
+    targets = _targets(program)
+    untranslatable = _declined(program, table)
+    mutating = [t for t in targets if _needs_functionalization(t)]
+    # Autocast regions only get their casts when torch re-traces them.
+    autocast = [t for t in targets if t is torch.ops.higher_order.wrap_with_autocast]
+    if not untranslatable and not mutating and not autocast:
+        logger.info("every operator has a translation: no decomposition needed")
+        return DecomposeResult(program, [], retraced=False)
+    declined = set(untranslatable)
+    decomposed = program
+    for _ in range(_MAX_ROUNDS):
+        try:
+            decomposed = decomposed.run_decompositions(_decomposition_table(table, declined))
+        except Exception as exc:  # noqa: BLE001 - wrapped with context below
+            names = sorted(t.name() for t in declined)
+            raise DecompositionError(
+                f"Decomposing operators without an ONNX translation failed ({type(exc).__name__}: {exc}).\n"
+                f"Operators needing decomposition: {names or 'none'}; in-place ops to functionalize: "
+                f"{sorted(t.name() for t in mutating) or 'none'}.\n"
+                "Provide translations for these operators through custom_translation_table to avoid "
+                "the decomposition."
+            ) from exc
+        newly = [t for t in _declined(decomposed, table) if t not in declined]
+        if not newly:
+            break
+        declined.update(newly)
+    return DecomposeResult(decomposed, sorted(t.name() for t in declined), retraced=True)

@@ -36,7 +36,7 @@ _add(
     "maximum minimum fmax fmin remainder.Tensor remainder.Scalar fmod.Tensor fmod.Scalar "
     "floor_divide floor_divide.Scalar bitwise_and.Tensor bitwise_or.Tensor bitwise_xor.Tensor "
     "div.Tensor_mode div.Scalar_mode copysign.Tensor hypot xlogy.Tensor nextafter "
-    "logaddexp logaddexp2 heaviside",
+    "logaddexp logaddexp2 heaviside min.other max.other __and__.Tensor __or__.Tensor __xor__.Tensor",
     Kind.DEFAULT,
 )
 _add("div.Tensor div.Scalar true_divide.Tensor atan2", Kind.INT_TO_FLOAT)

@@ -23,6 +23,7 @@ __all__ = [
     "target_key",
     "builtin_table",
     "register",
+    "wants_context",
     "OURS",
 ]
 
@@ -75,6 +76,13 @@ def target_key(target: Any) -> Any:
 
 # Our own ops register here at import time of torch_onnx_fx.ops.
 _OUR_OPS: dict[Any, list[Translation]] = {}
+
+
+def wants_context(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a translation that needs the translation context and FX node, passed as ``ctx=``
+    and ``node=`` keywords (subgraph builders, translations reading FX metadata)."""
+    fn._torch_onnx_fx_wants_context = True  # type: ignore[attr-defined]
+    return fn
 
 
 def register(

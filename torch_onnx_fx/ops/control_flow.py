@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import onnx_ir as ir
 import torch
 
-from torch_onnx_fx.registry import register
+from torch_onnx_fx.registry import register, wants_context
 
 __all__ = [
     "higher_order_cond",
@@ -31,12 +31,6 @@ __all__ = [
 ]
 
 _hop = torch.ops.higher_order
-
-
-def wants_context(fn: Any) -> Any:
-    """Mark a translation that needs the translation context and FX node as keywords."""
-    fn._torch_onnx_fx_wants_context = True
-    return fn
 
 
 def _examples(module: torch.fx.GraphModule) -> list[Any]:

@@ -1,0 +1,78 @@
+"""Neural-network layers torchlib lacks at the level torch.export leaves them.
+
+``batch_norm`` and ``adaptive_avg_pool*`` appear as such in torch.export's graphs; without a
+translation torch re-traces the program to decompose them into several nodes each.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import onnx_ir as ir
+import torch
+from onnxscript import opset18 as op
+
+from torch_onnx_fx.registry import register
+
+__all__ = ["aten_batch_norm", "aten_weight_norm", "aten_adaptive_avg_pool"]
+
+
+def _inference_with_stats(node: Any) -> bool:
+    training = node.args[5] if len(node.args) > 5 else node.kwargs.get("training")
+    return not training and node.args[3] is not None and node.args[4] is not None
+
+
+@register("aten::batch_norm", supports=_inference_with_stats)
+def aten_batch_norm(
+    input: ir.Value,
+    weight: ir.Value | None,
+    bias: ir.Value | None,
+    running_mean: ir.Value,
+    running_var: ir.Value,
+    training: bool,
+    momentum: float,
+    eps: float,
+    cudnn_enabled: bool,
+) -> ir.Value:
+    """batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor"""
+    channels = op.Shape(running_mean)
+    scale = weight if weight is not None else op.Expand(op.CastLike(1.0, input), channels)
+    shift = bias if bias is not None else op.Expand(op.CastLike(0.0, input), channels)
+    return op.BatchNormalization(input, scale, shift, running_mean, running_var, epsilon=eps)
+
+
+@register("aten::_weight_norm")
+def aten_weight_norm(v: ir.Value, g: ir.Value, dim: int = 0) -> ir.Value:
+    """_weight_norm(Tensor v, Tensor g, int dim=0) -> Tensor"""
+    rank = v.shape.rank() if v.shape is not None else None
+    if rank is None:
+        raise ValueError("_weight_norm needs a weight of known rank")
+    if dim < 0 and dim != -1:
+        dim += rank
+    axes = [a for a in range(rank) if a != dim] if dim != -1 else list(range(rank))
+    norm = op.ReduceL2(v, op.Constant(value_ints=axes), keepdims=1)
+    return op.Mul(v, op.Div(g, norm))
+
+
+def _static_divisible_pool(node: Any) -> bool:
+    """Every pooled dim static and a multiple of its output size: one (Global)AveragePool."""
+    example = node.args[0].meta.get("val")
+    output_size = node.args[1]
+    if not isinstance(example, torch.Tensor) or not all(isinstance(o, int) and o > 0 for o in output_size):
+        return False
+    spatial = example.shape[-len(output_size):]
+    return all(isinstance(s, int) and s % o == 0 for s, o in zip(spatial, output_size))
+
+
+@register("aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::_adaptive_avg_pool2d", supports=_static_divisible_pool)
+def aten_adaptive_avg_pool(self: ir.Value, output_size: Sequence[int]) -> ir.Value:
+    """adaptive_avg_pool{1,2}d(Tensor self, SymInt[] output_size) -> Tensor"""
+    spatial = [int(d) for d in self.shape[-len(output_size):]]
+    unbatched = self.shape.rank() == len(output_size) + 1
+    x = op.Unsqueeze(self, op.Constant(value_ints=[0])) if unbatched else self
+    if all(o == 1 for o in output_size):
+        pooled = op.GlobalAveragePool(x)
+    else:
+        kernel = [s // o for s, o in zip(spatial, output_size)]
+        pooled = op.AveragePool(x, kernel_shape=kernel, strides=kernel)
+    return op.Squeeze(pooled, op.Constant(value_ints=[0])) if unbatched else pooled
