@@ -69,6 +69,18 @@ def _accepts_sequence(param: ir.schemas.Parameter) -> bool:
     return any(isinstance(t, ir.SequenceType) for t in param.type_constraint.allowed_types)
 
 
+def _one_element_vector(scalar: ir.Value) -> ir.Value | None:
+    """The 1-element vector a scalar was squeezed from (``sym_size`` is ``Squeeze(Shape(x)[d])``),
+    so rebuilding a shape from sizes reuses it instead of adding a Reshape."""
+    producer = scalar.producer()
+    if producer is None or producer.op_type != "Squeeze" or producer.domain not in ("", "ai.onnx"):
+        return None
+    source = producer.inputs[0]
+    if source is None or source.shape is None or tuple(source.shape) != (1,):
+        return None
+    return source
+
+
 def _python_typed(param: ir.schemas.Parameter) -> bool:
     """A parameter annotated with a plain Python type (``Optional[int]``) rather than a tensor
     type: onnxscript gives it a constraint admitting every kind of value."""
@@ -199,7 +211,7 @@ class GraphTracer:
             if isinstance(item, ir.Value):
                 if item.dtype not in (None, ir.DataType.INT64):
                     item = self.op("Cast", [item], {"to": ir.DataType.INT64})
-                pieces.append(self.op("Reshape", [item, shape_1d]))
+                pieces.append(_one_element_vector(item) or self.op("Reshape", [item, shape_1d]))
             else:
                 pieces.append(self.constant([int(item)], ir.DataType.INT64))
         return self.op("Concat", pieces, {"axis": 0})

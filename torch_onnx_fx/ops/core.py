@@ -107,3 +107,28 @@ def aten_diff(
         # ATen's diff of booleans is "changed or not".
         result = op.Xor(later, earlier) if self.dtype == ir.DataType.BOOL else op.Sub(later, earlier)
     return result
+
+
+def _same_size(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.SymInt) and isinstance(b, torch.SymInt):
+        return a.node.expr == b.node.expr
+    return type(a) is type(b) and a == b
+
+
+def _keeps_shape(node: Any) -> bool:
+    """A reshape whose result has exactly its input's (symbolic) shape."""
+    source = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    result = node.meta.get("val")
+    if not isinstance(source, torch.Tensor) or not isinstance(result, torch.Tensor):
+        return False
+    return source.dim() == result.dim() and all(_same_size(a, b) for a, b in zip(source.shape, result.shape))
+
+
+@register("aten::view", "aten::reshape", "aten::_unsafe_view", supports=_keeps_shape)
+def aten_view_same_shape(self: ir.Value, size: Any) -> ir.Value:
+    """view/reshape to the shape the tensor already has (``x.reshape(b, -1, s, d)`` after attention).
+
+    Nothing to compute; other reshapes go to torchlib. Without this the Concat building the target
+    shape survives optimization, since the optimizer cannot prove the symbolic shapes equal.
+    """
+    return op.Identity(self)

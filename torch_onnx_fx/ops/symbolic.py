@@ -53,7 +53,9 @@ def aten_sym_size_int(self: ir.Value, dim: int) -> ir.Value:
         if rank is None:
             raise ValueError("sym_size with a negative dim needs a tensor of known rank")
         dim += rank
-    return op.Squeeze(op.Shape(self, start=dim, end=dim + 1), [0])
+    # Squeeze without axes (the [1] vector becomes a scalar): the form onnxscript's
+    # SqueezeReshape1d rule recognises when the size is turned back into a vector.
+    return op.Squeeze(op.Shape(self, start=dim, end=dim + 1))
 
 
 @register("aten::sym_numel")
