@@ -146,3 +146,13 @@ def test_autocast_region_keeps_its_casts():
     # bfloat16 matmul: agreement to bfloat16 precision.
     torch.testing.assert_close(result, expected, rtol=2e-2, atol=2e-2)
 
+
+
+def test_associative_scan():
+    from torch._higher_order_ops.associative_scan import associative_scan
+
+    class PrefixSum(nn.Module):
+        def forward(self, x):
+            return associative_scan(lambda a, b: a + b, x, dim=0, combine_mode="generic")
+
+    assert_matches_eager(PrefixSum(), (torch.randn(5, 3),))
