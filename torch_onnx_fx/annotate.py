@@ -15,6 +15,7 @@ Node metadata is computed per FX node (once) and stamped on every ONNX node made
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any
 
 import onnx_ir as ir
@@ -64,17 +65,25 @@ def node_metadata(node: torch.fx.Node) -> dict[str, str]:
     return meta
 
 
+_TORCH_DIR = os.path.dirname(torch.__file__)
+
+
 def source_line(node: torch.fx.Node) -> str | None:
-    """The innermost ``File …, line N`` and its code from the node's stack trace."""
+    """``File …, line N: code`` of the innermost frame of the user's code in the node's stack
+    trace (frames inside torch, such as ``nn.Linear.forward``, are skipped), else the innermost."""
     trace = node.meta.get("stack_trace")
     if not trace:
         return None
     lines = [line.strip() for line in trace.strip().splitlines()]
-    for i in range(len(lines) - 1, -1, -1):
-        if lines[i].startswith("File "):
-            code = lines[i + 1] if i + 1 < len(lines) else ""
-            return f"{lines[i]}: {code}"
-    return None
+    frames = [
+        f"{lines[i]}: {lines[i + 1] if i + 1 < len(lines) else ''}"
+        for i in range(len(lines))
+        if lines[i].startswith("File ")
+    ]
+    if not frames:
+        return None
+    own = [f for f in frames if _TORCH_DIR not in f]
+    return (own or frames)[-1]
 
 
 def annotate_graph(graph: ir.Graph, program: torch.export.ExportedProgram) -> None:

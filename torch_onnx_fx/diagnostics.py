@@ -16,52 +16,15 @@ import logging
 import os
 import pstats
 import traceback
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping
 
 import torch
-import torch.utils._pytree as pytree
 
 from torch_onnx_fx.progress import Progress
 
-__all__ = ["ExportSession", "session", "compare_outputs"]
+__all__ = ["ExportSession", "session"]
 
 logger = logging.getLogger(__name__)
-
-# (rtol, atol) by dtype for verify=True: float16/bfloat16 carry ~3 and ~2 significant digits.
-_TOLERANCES = {
-    torch.float16: (1e-2, 1e-3),
-    torch.bfloat16: (5e-2, 1e-2),
-    torch.float32: (1e-4, 1e-5),
-    torch.float64: (1e-7, 1e-7),
-}
-
-
-def compare_outputs(expected: Sequence[Any], actual: Sequence[torch.Tensor]) -> list[dict[str, Any]]:
-    """One record per output: max abs/rel difference and whether it is within tolerance."""
-    records = []
-    for i, (exp, act) in enumerate(zip(expected, actual)):
-        exp_t = exp if isinstance(exp, torch.Tensor) else torch.tensor(exp)
-        exp_t = exp_t.detach().cpu()
-        if exp_t.is_complex():
-            exp_t = torch.view_as_real(exp_t)
-        rtol, atol = _TOLERANCES.get(exp_t.dtype, (0.0, 0.0))
-        same_shape = tuple(exp_t.shape) == tuple(act.shape)
-        if same_shape and exp_t.numel():
-            diff = (exp_t.double() - act.double()).abs()
-            max_abs = float(diff.max())
-            max_rel = float((diff / exp_t.double().abs().clamp_min(1e-12)).max())
-            ok = bool(torch.allclose(act.double(), exp_t.double(), rtol=rtol, atol=atol, equal_nan=True))
-        else:
-            max_abs = max_rel = 0.0 if same_shape else float("inf")
-            ok = same_shape
-        records.append(
-            dict(
-                index=i, max_abs_diff=max_abs, max_rel_diff=max_rel, expected_dtype=str(exp_t.dtype),
-                actual_dtype=str(act.dtype), shape=tuple(act.shape), passed=ok and exp_t.dtype == act.dtype,
-            )
-        )
-    return records
-
 
 class ExportSession:
     def __init__(
@@ -90,7 +53,7 @@ class ExportSession:
         self.decompose_result: Any = None
         self.table: Any = None
         self.program: Any = None
-        self.verification: list[dict[str, Any]] | None = None
+        self.verification: list[Any] | None = None
         self.error: BaseException | None = None
         self.profile_text: str | None = None
         self.files: list[str] = []
@@ -119,18 +82,13 @@ class ExportSession:
         self.program = program
 
     def verify(self, program: Any) -> str:
-        module = self.model.module() if isinstance(self.model, torch.export.ExportedProgram) else self.model
-        with torch.no_grad():
-            expected = module(*self.args, **self.kwargs)
-        flat_expected = [x for x in pytree.tree_leaves(expected) if isinstance(x, (torch.Tensor, int, float, bool))]
-        actual = program(*self.args, **self.kwargs)
-        # Mutated buffers come first in the ONNX outputs; user outputs are the last ones.
-        actual = list(actual)[len(actual) - len(flat_expected):]
-        self.verification = compare_outputs(flat_expected, actual)
-        failed = [r for r in self.verification if not r["passed"]]
-        worst = max((r["max_abs_diff"] for r in self.verification), default=0.0)
+        from torch_onnx_fx.verification import verify_onnx_program
+
+        self.verification = verify_onnx_program(program, self.args, self.kwargs)
+        failed = [r for r in self.verification if not r.passed]
+        worst = max((r.max_abs_diff for r in self.verification), default=0.0)
         if failed:
-            logger.warning("verification: %d of %d outputs differ from eager PyTorch", len(failed), len(self.verification))
+            logger.warning("verification: %d of %d outputs differ from PyTorch", len(failed), len(self.verification))
         return f"{len(self.verification) - len(failed)}/{len(self.verification)} outputs match, max abs diff {worst:.3g}"
 
     # -- the report ---------------------------------------------------------------------------
@@ -182,7 +140,7 @@ class ExportSession:
             lines += ["", "## Verification", "", "| output | max abs diff | max rel diff | expected dtype | actual dtype | passed |", "|---|---|---|---|---|---|"]
             for r in self.verification:
                 lines.append(
-                    f"| {r['index']} | {r['max_abs_diff']:.3g} | {r['max_rel_diff']:.3g} | {r['expected_dtype']} | {r['actual_dtype']} | {r['passed']} |"
+                    f"| {r.name} | {r.max_abs_diff:.3g} | {r.max_rel_diff:.3g} | {r.expected_dtype} | {r.actual_dtype} | {r.passed} |"
                 )
         if self.error is not None:
             lines += ["", "## Error", "", "```", "".join(traceback.format_exception(self.error)).strip(), "```"]
