@@ -99,22 +99,22 @@ def sym_ne(a: Any, b: Any) -> Any:
     return op.Not(op.Equal(a, b))
 
 
-@register(operator.and_)
-def sym_and(a: Any, b: Any) -> Any:
-    if _is_static(a, b):
-        return a & b
-    if isinstance(a, ir.Value) and a.dtype == ir.DataType.BOOL or isinstance(b, ir.Value) and b.dtype == ir.DataType.BOOL:
-        return op.And(a, b)
-    return op.BitwiseAnd(*_common(a, b))
+def _logical(python_op: Any, logical: Any, bitwise: Any) -> Any:
+    """``&``/``|`` on SymBools are logical, on SymInts bitwise."""
+
+    def translation(a: Any, b: Any) -> Any:
+        if _is_static(a, b):
+            return python_op(a, b)
+        if any(isinstance(v, ir.Value) and v.dtype == ir.DataType.BOOL for v in (a, b)):
+            return logical(a, b)
+        return bitwise(*_common(a, b))
+
+    translation.__name__ = f"sym_{python_op.__name__}"
+    return translation
 
 
-@register(operator.or_)
-def sym_or(a: Any, b: Any) -> Any:
-    if _is_static(a, b):
-        return a | b
-    if isinstance(a, ir.Value) and a.dtype == ir.DataType.BOOL or isinstance(b, ir.Value) and b.dtype == ir.DataType.BOOL:
-        return op.Or(a, b)
-    return op.BitwiseOr(*_common(a, b))
+register(operator.and_)(_logical(operator.and_, op.And, op.BitwiseAnd))
+register(operator.or_)(_logical(operator.or_, op.Or, op.BitwiseOr))
 
 
 @register(operator.truediv)
