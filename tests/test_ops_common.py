@@ -66,6 +66,8 @@ CASES = {
  "adaptive_avg_global": (lambda x: F.adaptive_avg_pool2d(x, 1), lambda: (torch.randn(2, 3, 5, 7),)),
  "adaptive_avg_divisible": (lambda x: F.adaptive_avg_pool2d(x, (2, 3)), lambda: (torch.randn(2, 3, 4, 9),)),
  "adaptive_avg_1d_unbatched": (lambda x: F.adaptive_avg_pool1d(x, 2), lambda: (torch.randn(3, 8),)),
+ "masked_select": (lambda x, m: torch.masked_select(x, m), lambda: (torch.randn(3, 4), torch.rand(4) > 0.3)),
+ "cdist": (lambda a, b: tuple(torch.cdist(a, b, p=p) for p in (0.0, 1.0, 2.0, 3.0, float("inf"))), lambda: (torch.randn(2, 5, 3), torch.randn(2, 4, 3))),
  "prelu_silu": (lambda x: (F.silu(x), F.hardswish(x), F.mish(x), F.elu(x), F.leaky_relu(x, 0.1), F.softplus(x)), lambda: (torch.randn(3, 4),)),
 }
 

@@ -19,7 +19,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.registry import register, wants_context
 
-__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff"]
+__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select"]
 
 
 @register(
@@ -132,3 +132,13 @@ def aten_view_same_shape(self: ir.Value, size: Any) -> ir.Value:
     shape survives optimization, since the optimizer cannot prove the symbolic shapes equal.
     """
     return op.Identity(self)
+
+
+@register("aten::masked_select")
+def aten_masked_select(self: ir.Value, mask: ir.Value) -> ir.Value:
+    """masked_select(Tensor self, Tensor mask) -> Tensor"""
+    # Broadcast both to a common shape, flatten, keep the selected elements (data-dependent size).
+    shape = op.Shape(op.Where(mask, self, self))
+    flat = op.Reshape(op.Expand(self, shape), op.Constant(value_ints=[-1]))
+    keep = op.Reshape(op.Expand(mask, shape), op.Constant(value_ints=[-1]))
+    return op.Compress(flat, keep, axis=0)

@@ -14,7 +14,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.registry import register
 
-__all__ = ["aten_batch_norm", "aten_weight_norm", "aten_adaptive_avg_pool"]
+__all__ = ["aten_batch_norm", "aten_weight_norm", "aten_adaptive_avg_pool", "aten_cdist_forward"]
 
 
 def _inference_with_stats(node: Any) -> bool:
@@ -76,3 +76,20 @@ def aten_adaptive_avg_pool(self: ir.Value, output_size: Sequence[int]) -> ir.Val
         kernel = [s // o for s, o in zip(spatial, output_size)]
         pooled = op.AveragePool(x, kernel_shape=kernel, strides=kernel)
     return op.Squeeze(pooled, op.Constant(value_ints=[0])) if unbatched else pooled
+
+
+@register("aten::_cdist_forward")
+def aten_cdist_forward(x1: ir.Value, x2: ir.Value, p: float, compute_mode: int | None = None) -> ir.Value:
+    """_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor"""
+    # [..., P, 1, M] - [..., 1, R, M]: all pairwise differences, reduced over the last dim.
+    diff = op.Abs(op.Sub(op.Unsqueeze(x1, op.Constant(value_ints=[-2])), op.Unsqueeze(x2, op.Constant(value_ints=[-3]))))
+    last = op.Constant(value_ints=[-1])
+    if p == 0:
+        return op.ReduceSum(op.CastLike(op.Not(op.Equal(diff, op.CastLike(0, diff))), diff), last, keepdims=0)
+    if p == float("inf"):
+        return op.ReduceMax(diff, last, keepdims=0)
+    if p == 1:
+        return op.ReduceSum(diff, last, keepdims=0)
+    if p == 2:
+        return op.Sqrt(op.ReduceSumSquare(diff, last, keepdims=0))
+    return op.Pow(op.ReduceSum(op.Pow(diff, op.CastLike(p, diff)), last, keepdims=0), op.CastLike(1.0 / p, diff))
