@@ -68,6 +68,8 @@ CASES = {
  "adaptive_avg_1d_unbatched": (lambda x: F.adaptive_avg_pool1d(x, 2), lambda: (torch.randn(3, 8),)),
  "masked_select": (lambda x, m: torch.masked_select(x, m), lambda: (torch.randn(3, 4), torch.rand(4) > 0.3)),
  "cdist": (lambda a, b: tuple(torch.cdist(a, b, p=p) for p in (0.0, 1.0, 2.0, 3.0, float("inf"))), lambda: (torch.randn(2, 5, 3), torch.randn(2, 4, 3))),
+ "linspace": (lambda x: (x + torch.linspace(-2.0, -3, 6), torch.linspace(0, 10, 6, dtype=torch.int64)), lambda: (torch.randn(6),)),
+ "var_std_mean": (lambda x: (*torch.var_mean(x, 1), *torch.std_mean(x, (0, 1), correction=0), torch.var(x[:1], 0), x.std(), x.var(1, keepdim=True)), lambda: (torch.randn(3, 4),)),
  "prelu_silu": (lambda x: (F.silu(x), F.hardswish(x), F.mish(x), F.elu(x), F.leaky_relu(x, 0.1), F.softplus(x)), lambda: (torch.randn(3, 4),)),
 }
 

@@ -142,3 +142,64 @@ def aten_masked_select(self: ir.Value, mask: ir.Value) -> ir.Value:
     flat = op.Reshape(op.Expand(self, shape), op.Constant(value_ints=[-1]))
     keep = op.Reshape(op.Expand(mask, shape), op.Constant(value_ints=[-1]))
     return op.Compress(flat, keep, axis=0)
+
+
+def _static_arguments(node: Any) -> bool:
+    return not any(isinstance(a, torch.fx.Node) for a in [*node.args, *node.kwargs.values()])
+
+
+@register("aten::linspace", supports=_static_arguments)
+@wants_context
+def aten_linspace_static(start: float, end: float, steps: int, *args: Any, ctx: Any, node: Any, **kwargs: Any) -> ir.Value:
+    """linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, ...) -> Tensor
+
+    With every argument known at export time the result is a constant, computed by torch itself
+    so it matches eager bit for bit.
+    """
+    dtype = node.meta["val"].dtype
+    return ctx.tracer.constant(ir.tensor(torch.linspace(start, end, steps, dtype=dtype).numpy()))
+
+
+def _variance(self: ir.Value, dim: Any, correction: float | None, keepdim: bool) -> tuple[ir.Value, ir.Value]:
+    rank = self.shape.rank() if self.shape is not None else None
+    if rank is None:
+        raise ValueError("var/std need an input of known rank")
+    axes = list(range(rank)) if dim is None or (isinstance(dim, (list, tuple)) and not dim) else (
+        [dim] if isinstance(dim, int) else list(dim)
+    )
+    axes = [a % max(rank, 1) for a in axes]
+    axes_value = op.Constant(value_ints=axes)
+    mean = op.ReduceMean(self, axes_value, keepdims=1)
+    centered = op.Sub(self, mean)
+    squares = op.ReduceSum(op.Mul(centered, centered), axes_value, keepdims=1 if keepdim else 0)
+    count = op.ReduceProd(op.Gather(op.Shape(self), axes_value, axis=0), keepdims=0) if rank else op.Constant(value_int=1)
+    # ATen divides by N - correction; with no degrees of freedom left that is 0/0 = NaN, as in eager.
+    dof = op.Sub(op.CastLike(count, self), op.CastLike(1.0 if correction is None else float(correction), self))
+    variance = op.Div(squares, dof)
+    return variance, mean if keepdim else op.ReduceMean(self, axes_value, keepdims=0)
+
+
+@register("aten::var.correction")
+def aten_var_correction(self: ir.Value, dim: Any = None, *, correction: float | None = None, keepdim: bool = False) -> ir.Value:
+    """var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor"""
+    return _variance(self, dim, correction, keepdim)[0]
+
+
+@register("aten::std.correction")
+def aten_std_correction(self: ir.Value, dim: Any = None, *, correction: float | None = None, keepdim: bool = False) -> ir.Value:
+    """std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor"""
+    return op.Sqrt(_variance(self, dim, correction, keepdim)[0])
+
+
+@register("aten::var_mean.correction")
+def aten_var_mean_correction(self: ir.Value, dim: Any = None, *, correction: float | None = None, keepdim: bool = False) -> Any:
+    """var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"""
+    variance, mean = _variance(self, dim, correction, keepdim)
+    return variance, mean
+
+
+@register("aten::std_mean.correction")
+def aten_std_mean_correction(self: ir.Value, dim: Any = None, *, correction: float | None = None, keepdim: bool = False) -> Any:
+    """std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"""
+    variance, mean = _variance(self, dim, correction, keepdim)
+    return op.Sqrt(variance), mean
