@@ -70,6 +70,9 @@ CASES = {
  "cdist": (lambda a, b: tuple(torch.cdist(a, b, p=p) for p in (0.0, 1.0, 2.0, 3.0, float("inf"))), lambda: (torch.randn(2, 5, 3), torch.randn(2, 4, 3))),
  "linspace": (lambda x: (x + torch.linspace(-2.0, -3, 6), torch.linspace(0, 10, 6, dtype=torch.int64)), lambda: (torch.randn(6),)),
  "var_std_mean": (lambda x: (*torch.var_mean(x, 1), *torch.std_mean(x, (0, 1), correction=0), torch.var(x[:1], 0), x.std(), x.var(1, keepdim=True)), lambda: (torch.randn(3, 4),)),
+ "kthvalue_median": (lambda x: (*torch.kthvalue(x, 2, 1), *torch.kthvalue(x, 3, 0, keepdim=True), *torch.median(x, 1), torch.median(x)), lambda: (torch.randn(5, 4),)),
+ "searchsorted": (lambda s, v: (torch.searchsorted(s, v), torch.searchsorted(s, v, right=True, out_int32=True), torch.searchsorted(s[0], v)), lambda: (torch.sort(torch.randn(2, 6)).values, torch.tensor([[0.0, 1.0, -1.0], [0.5, -0.5, 2.0]]))),
+ "signbit_fmax_fmin_prod_frexp": (lambda x, y: (torch.signbit(x), torch.fmax(x, y), torch.fmin(x, y), torch.prod(x, 1), *torch.frexp(x)), lambda: (torch.tensor([[-0.0, 0.0, 1.5, -3.0], [8.0, float("nan"), 0.3, -1e-3]]), torch.tensor([[1.0, float("nan"), -2.0, 0.5], [0.0, 1.0, float("nan"), 2.0]]))),
  "prelu_silu": (lambda x: (F.silu(x), F.hardswish(x), F.mish(x), F.elu(x), F.leaky_relu(x, 0.1), F.softplus(x)), lambda: (torch.randn(3, 4),)),
 }
 

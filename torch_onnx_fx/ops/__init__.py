@@ -4,6 +4,17 @@ Grouped by family; importing this package registers them all. Each translation i
 function (or ONNX Script function) taking the FX node's arguments with tensors as ``ir.Value``.
 """
 
-from torch_onnx_fx.ops import activation, control_flow, core, nn, normalization, onnx_ops, spectral, symbolic  # noqa: F401
+from torch_onnx_fx.ops import (  # noqa: F401
+    activation,
+    control_flow,
+    core,
+    nn,
+    normalization,
+    onnx_ops,
+    prims,
+    sorting,
+    spectral,
+    symbolic,
+)
 
 __all__: list[str] = []

@@ -1,0 +1,75 @@
+"""``prims`` operators that PyTorch's decompositions produce and torchlib lacks.
+
+When an ATen operator is decomposed (it had no translation), its ``torch._refs`` implementation
+often bottoms out in primitives; translating these keeps such decompositions exportable.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import onnx_ir as ir
+from onnxscript import opset18 as op
+
+from torch_onnx_fx.registry import register
+
+__all__ = ["prims_signbit", "prims_fmax", "prims_fmin", "prims_prod", "prims_frexp"]
+
+
+@register("prims::signbit", "aten::signbit")
+def prims_signbit(self: ir.Value) -> ir.Value:
+    """signbit(Tensor self) -> Tensor
+
+    Also replaces torchlib's aten::signbit, which is ``x < 0`` and misses -0.0.
+    """
+    if self.dtype is not None and not self.dtype.is_floating_point():
+        return op.Less(self, op.CastLike(0, self))
+    zero = op.CastLike(0.0, self)
+    # -0.0 has its sign bit set although it equals 0: 1 / -0.0 is -inf.
+    negative_zero = op.And(op.Equal(self, zero), op.Less(op.Div(op.CastLike(1.0, self), self), zero))
+    return op.Or(op.Less(self, zero), negative_zero)
+
+
+def _nan_ignoring(pick: object) -> object:
+    def translation(self: ir.Value, other: ir.Value) -> ir.Value:
+        if self.dtype is not None and not self.dtype.is_floating_point():
+            return pick(self, other)  # type: ignore[operator]
+        return op.Where(op.IsNaN(self), other, op.Where(op.IsNaN(other), self, pick(self, other)))  # type: ignore[operator]
+
+    return translation
+
+
+prims_fmax = register("prims::fmax")(_nan_ignoring(op.Max))
+prims_fmin = register("prims::fmin")(_nan_ignoring(op.Min))
+
+
+@register("prims::prod")
+def prims_prod(inp: ir.Value, dims: Sequence[int] | None, *, output_dtype: int | None = None) -> ir.Value:
+    """prod(Tensor inp, int[]? dims, *, ScalarType? output_dtype=None) -> Tensor"""
+    if dims is None or not len(dims):
+        result = op.ReduceProd(inp, keepdims=0)
+    else:
+        result = op.ReduceProd(inp, op.Constant(value_ints=list(dims)), keepdims=0)
+    return op.Cast(result, to=output_dtype) if output_dtype is not None else result
+
+
+@register("prims::frexp")
+def prims_frexp(self: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """frexp(Tensor self) -> (Tensor mantissa, Tensor exponent): self = mantissa * 2**exponent, 0.5 <= |mantissa| < 1"""
+    magnitude = op.Abs(self)
+    is_zero = op.Equal(magnitude, op.CastLike(0.0, self))
+    safe = op.Where(is_zero, op.CastLike(1.0, self), magnitude)
+    exponent = op.Add(op.Floor(op.Div(op.Log(safe), op.CastLike(0.6931471805599453, self))), op.CastLike(1.0, self))
+    mantissa = op.Div(self, op.Pow(op.CastLike(2.0, self), exponent))
+    # log2 can round across a power of two; one correction step in each direction fixes it.
+    too_big = op.GreaterOrEqual(op.Abs(mantissa), op.CastLike(1.0, self))
+    exponent = op.Where(too_big, op.Add(exponent, op.CastLike(1.0, self)), exponent)
+    mantissa = op.Where(too_big, op.Div(mantissa, op.CastLike(2.0, self)), mantissa)
+    too_small = op.And(op.Less(op.Abs(mantissa), op.CastLike(0.5, self)), op.Not(is_zero))
+    exponent = op.Where(too_small, op.Sub(exponent, op.CastLike(1.0, self)), exponent)
+    mantissa = op.Where(too_small, op.Mul(mantissa, op.CastLike(2.0, self)), mantissa)
+    # Zero, infinities and NaN: the value itself with exponent 0, as in C's frexp.
+    special = op.Or(is_zero, op.Or(op.IsNaN(self), op.IsInf(self)))
+    exponent = op.Where(special, op.CastLike(0.0, self), exponent)
+    mantissa = op.Where(special, self, mantissa)
+    return mantissa, op.Cast(exponent, to=ir.DataType.INT32)

@@ -1,0 +1,96 @@
+"""Order statistics and searching: kthvalue, median, searchsorted.
+
+torchlib has none of them, and PyTorch has no decomposition for them either, so without these
+the export fails. All work on dynamic sizes: ``TopK`` takes its ``k`` as a tensor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import onnx_ir as ir
+from onnxscript import opset18 as op
+
+from torch_onnx_fx.registry import register
+
+__all__ = ["aten_kthvalue", "aten_median_dim", "aten_median", "aten_searchsorted"]
+
+
+def _kth_smallest(self: ir.Value, k: Any, dim: int, keepdim: bool) -> tuple[ir.Value, ir.Value]:
+    """Values and indices of the k-th smallest entries (1-based ``k``) along ``dim``."""
+    rank = self.shape.rank() if self.shape is not None else None
+    if rank is None:
+        raise ValueError("kthvalue/median need an input of known rank")
+    if rank == 0:
+        return op.Identity(self), op.Constant(value=ir.tensor(0, dtype=ir.DataType.INT64))
+    dim %= rank
+    k_vector = op.Reshape(op.Cast(k, to=ir.DataType.INT64) if isinstance(k, ir.Value) else op.Constant(value_ints=[int(k)]), op.Constant(value_ints=[1]))
+    values, indices = op.TopK(self, k_vector, axis=dim, largest=0, sorted=1)
+    last = op.Sub(k_vector, op.Constant(value_ints=[1]))
+    values = op.Gather(values, last, axis=dim)
+    indices = op.Gather(indices, last, axis=dim)
+    if not keepdim:
+        axis = op.Constant(value_ints=[dim])
+        values, indices = op.Squeeze(values, axis), op.Squeeze(indices, axis)
+    return values, indices
+
+
+@register("aten::kthvalue")
+def aten_kthvalue(self: ir.Value, k: Any, dim: int = -1, keepdim: bool = False) -> Any:
+    """kthvalue(Tensor self, SymInt k, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)"""
+    return _kth_smallest(self, k, dim, keepdim)
+
+
+def _lower_median_rank(size: ir.Value) -> ir.Value:
+    """ATen's median is the lower one: the ((n - 1) // 2 + 1)-th smallest."""
+    one = op.Constant(value_int=1)
+    return op.Add(op.Div(op.Sub(size, one), op.Constant(value_int=2)), one)
+
+
+@register("aten::median.dim")
+def aten_median_dim(self: ir.Value, dim: int, keepdim: bool = False) -> Any:
+    """median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"""
+    rank = self.shape.rank() if self.shape is not None else 0
+    if rank == 0:
+        return op.Identity(self), op.Constant(value=ir.tensor(0, dtype=ir.DataType.INT64))
+    size = op.Squeeze(op.Shape(self, start=dim % rank, end=dim % rank + 1))
+    return _kth_smallest(self, _lower_median_rank(size), dim, keepdim)
+
+
+@register("aten::median")
+def aten_median(self: ir.Value) -> ir.Value:
+    """median(Tensor self) -> Tensor"""
+    flat = op.Reshape(self, op.Constant(value_ints=[-1]))
+    size = op.Squeeze(op.Shape(flat))
+    values, _ = _kth_smallest(flat, _lower_median_rank(size), 0, False)
+    return values
+
+
+def _without_sorter(node: Any) -> bool:
+    return node.kwargs.get("sorter") is None
+
+
+@register("aten::searchsorted.Tensor", "aten::searchsorted.Scalar", supports=_without_sorter)
+def aten_searchsorted(
+    sorted_sequence: ir.Value,
+    self: Any,
+    *,
+    out_int32: bool = False,
+    right: bool = False,
+    side: str | None = None,
+    sorter: ir.Value | None = None,
+) -> ir.Value:
+    """searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor"""
+    # The insertion index is the count of boundaries before the value: < for the left side,
+    # <= for the right side, compared on a new trailing axis and summed.
+    if not isinstance(self, ir.Value):
+        self = op.CastLike(self, sorted_sequence)
+    boundaries = sorted_sequence
+    if sorted_sequence.shape is not None and sorted_sequence.shape.rank() > 1:
+        boundaries = op.Unsqueeze(sorted_sequence, op.Constant(value_ints=[-2]))
+    values = op.Unsqueeze(self, op.Constant(value_ints=[-1]))
+    before = op.LessOrEqual(boundaries, values) if right or side == "right" else op.Less(boundaries, values)
+    count = op.ReduceSum(op.Cast(before, to=ir.DataType.INT64), op.Constant(value_ints=[-1]), keepdims=0)
+    return op.Cast(count, to=ir.DataType.INT32) if out_int32 else count
+
+
