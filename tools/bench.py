@@ -1,0 +1,365 @@
+"""Benchmark ``torch_onnx_fx.export`` against ``torch.onnx.export(..., dynamo=True)`` on the corpus.
+
+For every model of ``tools.models.CORPUS``, each exporter and each repeat, one fresh process
+(``tools/bench_worker.py``, with a timeout) exports the model and measures export time (cold and
+warm), peak RSS during the export, ONNX node count, ONNX Runtime latency and the max abs
+difference from eager PyTorch. Results go to a JSON-lines file (first line: the machine) and a
+generated Markdown page with per-model results, ours/theirs ratios with their geometric means, and
+the failures of either exporter.
+
+Regenerate the page (about 40 minutes on 2 cores)::
+
+    python tools/bench.py --out docs/benchmarks.md --json tools/results/bench.jsonl
+
+``--render-only`` rewrites the page from an existing JSON-lines file without exporting anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tools.bench_worker import EXPORTERS, OURS, THEIRS, Record, corpus  # noqa: E402
+
+__all__ = ["measure", "combine", "combine_runs", "render_markdown", "main"]
+
+WORKER = Path(__file__).resolve().parent / "bench_worker.py"
+# Results are flagged in the page when they differ from eager by more than this.
+DIFF_FLAG = 1e-3
+# Ratios of peak RSS are left out below this denominator: a few MB is allocator noise.
+MIN_RSS_MB_FOR_RATIO = 1.0
+
+
+def measure(
+    case: Any, exporter: str, repeat: int, timeout_s: float, ort_runs: int, ort_budget_s: float, log_dir: Path
+) -> Record:
+    """Run one worker process and read back its record; a timeout or crash keeps partial results."""
+    result_path = log_dir / f"{case.name}.{exporter}.{repeat}.json"
+    log_path = log_dir / f"{case.name}.{exporter}.{repeat}.log"
+    command = [
+        sys.executable, str(WORKER), case.name, exporter, str(result_path),
+        "--ort-runs", str(ort_runs), "--ort-budget", str(ort_budget_s),
+    ]
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            returncode: int | None = process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, 9)
+            process.wait()
+            returncode = None
+    try:
+        record = Record(**json.loads(result_path.read_text()))
+    except (OSError, ValueError):
+        record = Record(model=case.name, family=case.family, exporter=exporter)
+    record.repeat = repeat
+    if returncode is None:
+        record.status = "timeout"
+        record.error = f"killed after {timeout_s:.0f} s during {record.stage}"
+    elif record.status in ("not run", "ok") and (returncode != 0 or record.stage != "done"):
+        tail = [line for line in log_path.read_text(errors="replace").splitlines() if line.strip()][-1:]
+        record.status = "crashed"
+        record.error = f"exit code {returncode} during {record.stage}" + (f": {tail[0][:300]}" if tail else "")
+    return record
+
+
+# Other work on a shared machine only ever adds time (on 2 shared cores, whole processes were seen
+# running ONNX Runtime ~1.7x slower), so timings take the best repeat; the rest the median.
+_BEST_OF = ("export_s", "warm_export_s", "ort_ms")
+_MEDIAN_OF = ("peak_rss_mb", "max_abs_diff", "max_abs_diff_second")
+
+
+def combine(records: Sequence[Record]) -> Record:
+    """One record from the repeats of a model and exporter: the status and counts of the first
+    successful repeat (else the first), the best of the timings and the median of the rest."""
+    ok = [r for r in records if r.status == "ok"]
+    combined = dataclasses.replace((ok or records)[0])
+    failed = [r for r in records if r.status != "ok"]
+    if ok and failed:
+        combined.note = "; ".join(
+            filter(None, [combined.note, f"{len(failed)} of {len(records)} repeats failed: {failed[0].status}: {failed[0].error}"])
+        )
+    for fields, pick in ((_BEST_OF, min), (_MEDIAN_OF, statistics.median)):
+        for field in fields:
+            values = [getattr(r, field) for r in records if getattr(r, field) is not None]
+            setattr(combined, field, pick(values) if values else None)
+    return combined
+
+
+def combine_runs(runs: Iterable[Record]) -> list[Record]:
+    """Combine the repeats of each (model, exporter), in the order they first ran."""
+    grouped: dict[tuple[str, str], list[Record]] = {}
+    for run in runs:
+        grouped.setdefault((run.model, run.exporter), []).append(run)
+    return [combine(group) for group in grouped.values()]
+
+
+def machine_info(command: str, repeat: int) -> dict[str, Any]:
+    import onnx
+    import onnxruntime
+    import onnxscript
+    import torch
+
+    cpu = platform.processor()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        commit = subprocess.run(
+            ["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    return {
+        "kind": "machine",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cores": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "onnxscript": onnxscript.__version__,
+        "onnxruntime": onnxruntime.__version__,
+        "onnx": onnx.__version__,
+        "commit": commit,
+        "command": command,
+        "repeat": repeat,
+    }
+
+
+# -- the page ------------------------------------------------------------------------------------
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    return f"{value:.{digits}f}"
+
+
+def _fmt_diff(value: float | None) -> str:
+    if value is None:
+        return "–"
+    text = "0" if value == 0 else f"{value:.1e}"
+    return f"**{text}**" if value > DIFF_FLAG else text
+
+
+def _nodes(record: Record) -> str:
+    if record.nodes is None:
+        return "–"
+    if record.nodes_total != record.nodes:
+        return f"{record.nodes} ({record.nodes_total})"
+    return str(record.nodes)
+
+
+def _ratio(ours: float | None, theirs: float | None, floor: float = 0.0) -> float | None:
+    if ours is None or theirs is None or theirs <= floor or ours <= 0:
+        return None
+    return ours / theirs
+
+
+def _geomean(values: Iterable[float | None]) -> tuple[float | None, int]:
+    kept = [v for v in values if v is not None]
+    if not kept:
+        return None, 0
+    return math.exp(sum(math.log(v) for v in kept) / len(kept)), len(kept)
+
+
+def _status(record: Record) -> str:
+    if record.status == "ok":
+        return "ok"
+    detail = (record.error or "").replace("|", "\\|")
+    return f"{record.status}: {detail[:120]}"
+
+
+_RATIOS: tuple[tuple[str, Callable[[Record], float | None], float], ...] = (
+    ("export time", lambda r: r.export_s, 0.0),
+    ("warm export time", lambda r: r.warm_export_s, 0.0),
+    ("peak RSS", lambda r: r.peak_rss_mb, MIN_RSS_MB_FOR_RATIO),
+    ("nodes", lambda r: r.nodes_total, 0.0),
+    ("ORT latency", lambda r: r.ort_ms, 0.0),
+)
+
+
+def render_markdown(machine: dict[str, Any], records: Sequence[Record]) -> str:
+    """The page: per-model results, ours/theirs ratios with geometric means, failures, notes."""
+    repeats = machine.get("repeat", 1)
+    by_model: dict[str, dict[str, Record]] = {}
+    for record in records:
+        by_model.setdefault(record.model, {})[record.exporter] = record
+    out = [
+        "# Benchmarks: torch_onnx_fx vs torch.onnx (dynamo=True)",
+        "",
+        "Generated by `tools/bench.py`; do not edit by hand. Regenerate with:",
+        "",
+        "```bash",
+        machine["command"],
+        "```",
+        "",
+        f"Machine: {machine['cores']} cores ({machine['cpu']}), Python {machine['python']}, "
+        f"torch {machine['torch']}, onnxscript {machine['onnxscript']}, onnxruntime {machine['onnxruntime']}, "
+        f"onnx {machine['onnx']}; commit {machine['commit']}, {machine['date']}.",
+        "",
+        "Each export runs in a fresh process with default options (`optimize=True`). *Export s*: wall "
+        "time of the export call, cold (first export in the process); *warm s*: a second export of the same "
+        "model in the same process, without one-time initialisation. *Peak RSS MB*: peak resident memory "
+        "during the export above what the process held before it. *Nodes*: top-level ONNX nodes, with "
+        "all nodes including subgraphs and functions in parentheses when different. *ORT ms*: median "
+        "latency of ONNX Runtime (CPU, 1 intra-op thread) on the example inputs. *Diff*: max abs "
+        "difference from eager PyTorch on the example inputs; *diff 2*: on the corpus's second inputs "
+        f"of other dynamic sizes. Differences above {DIFF_FLAG:g} are in bold. Each "
+        f"measurement is repeated {repeats} times in fresh processes: timings are the best repeat (other "
+        "work on this shared machine only adds time), the other numbers the median.",
+        "",
+        "## Results",
+        "",
+        "| model | family | exporter | export s | warm s | peak RSS MB | nodes | ORT ms | diff | diff 2 | status |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for model, pair in by_model.items():
+        for exporter in EXPORTERS:
+            r = pair.get(exporter)
+            if r is None:
+                continue
+            out.append(
+                f"| {model} | {r.family} | {exporter} | {_fmt(r.export_s)} | {_fmt(r.warm_export_s)} | {_fmt(r.peak_rss_mb, 0)} | "
+                f"{_nodes(r)} | {_fmt(r.ort_ms, 3)} | {_fmt_diff(r.max_abs_diff)} | "
+                f"{_fmt_diff(r.max_abs_diff_second)} | {_status(r)} |"
+            )
+
+    both_ok = {m: p for m, p in by_model.items() if all(p.get(e) and p[e].status == "ok" for e in EXPORTERS)}
+    out += [
+        "",
+        "## Ratios torch_onnx_fx / torch.onnx",
+        "",
+        "Below 1 means torch_onnx_fx is faster, smaller or leaner. Only models both exporters "
+        f"handle; peak-RSS ratios only where torch.onnx's peak is at least {MIN_RSS_MB_FOR_RATIO:g} MB; "
+        "node ratios count all nodes.",
+        "",
+        "| model | " + " | ".join(name for name, _, _ in _RATIOS) + " |",
+        "|---|" + "---:|" * len(_RATIOS),
+    ]
+    columns: list[list[float | None]] = [[] for _ in _RATIOS]
+    for model, pair in both_ok.items():
+        cells = []
+        for column, (_, get, floor) in zip(columns, _RATIOS):
+            ratio = _ratio(get(pair[OURS]), get(pair[THEIRS]), floor)
+            column.append(ratio)
+            cells.append(_fmt(ratio))
+        out.append(f"| {model} | " + " | ".join(cells) + " |")
+    means = [_geomean(column) for column in columns]
+    out.append("| **geometric mean** | " + " | ".join(f"**{_fmt(m)}** (n={n})" for m, n in means) + " |")
+
+    def exported(r: Record | None) -> bool:
+        return r is not None and r.nodes is not None
+
+    we_fail = [m for m, p in by_model.items() if exported(p.get(THEIRS)) and not exported(p.get(OURS))]
+    they_fail = [m for m, p in by_model.items() if exported(p.get(OURS)) and not exported(p.get(THEIRS))]
+    out += [
+        "",
+        "## Failures",
+        "",
+        f"- Models torch.onnx exports that torch_onnx_fx fails to export: **{len(we_fail)}**"
+        + (f" ({', '.join(we_fail)})" if we_fail else ""),
+        f"- Models torch_onnx_fx exports that torch.onnx fails to export: **{len(they_fail)}**"
+        + (f" ({', '.join(they_fail)})" if they_fail else ""),
+        f"- Models both exporters handle end to end: **{len(both_ok)}** of {len(by_model)}",
+    ]
+    failures = [r for pair in by_model.values() for r in pair.values() if r.status != "ok"]
+    if failures:
+        out += ["", "| model | exporter | status | error | innermost cause |", "|---|---|---|---|---|"]
+        for r in failures:
+            cells = [(text or "").replace("|", "\\|") for text in (r.error, r.cause)]
+            out.append(f"| {r.model} | {r.exporter} | {r.status} | {cells[0]} | {cells[1]} |")
+    notes = [r for pair in by_model.values() for r in pair.values() if r.note]
+    if notes:
+        out += ["", "Notes:", ""] + [f"- {r.model} / {r.exporter}: {r.note}" for r in notes]
+    return "\n".join(out) + "\n"
+
+
+def _read_jsonl(path: Path) -> tuple[dict[str, Any], list[Record]]:
+    """The machine line and the runs (one per model, exporter and repeat) of a results file."""
+    machine: dict[str, Any] = {}
+    runs: list[Record] = []
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        if entry.pop("kind") == "machine":
+            machine = {"kind": "machine", **entry}
+        else:
+            runs.append(Record(**entry))
+    return machine, runs
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", help="comma-separated corpus names (default: all)")
+    parser.add_argument("--repeat", type=int, default=3, help="fresh-process runs per model and exporter")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per worker process")
+    parser.add_argument("--ort-runs", type=int, default=200, help="timed ONNX Runtime runs at most")
+    parser.add_argument("--ort-budget", type=float, default=5.0, help="seconds of timed ORT runs at most")
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks.md")
+    parser.add_argument("--json", type=Path, default=REPO / "tools" / "results" / "bench.jsonl")
+    parser.add_argument("--render-only", action="store_true", help="rewrite --out from --json, no exports")
+    options = parser.parse_args(argv)
+
+    if options.render_only:
+        machine, runs = _read_jsonl(options.json)
+        options.out.write_text(render_markdown(machine, combine_runs(runs)))
+        return 0
+
+    cases = corpus()
+    if options.models:
+        wanted = options.models.split(",")
+        known = {case.name: case for case in cases}
+        unknown = [name for name in wanted if name not in known]
+        if unknown:
+            parser.error(f"unknown models {unknown}; known: {sorted(known)}")
+        cases = [known[name] for name in wanted]
+
+    shown = ["python", "tools/bench.py", *(sys.argv[1:] if argv is None else argv)]
+    machine = machine_info(shlex.join(shown), options.repeat)
+    options.json.parent.mkdir(parents=True, exist_ok=True)
+    options.out.parent.mkdir(parents=True, exist_ok=True)
+    options.json.write_text(json.dumps(machine) + "\n")
+    runs: list[Record] = []
+    with tempfile.TemporaryDirectory(prefix="bench-") as log_dir:
+        for case in cases:
+            for repeat in range(options.repeat):
+                # Alternate the order so neither exporter always runs on a warmer machine.
+                order = EXPORTERS if repeat % 2 == 0 else EXPORTERS[::-1]
+                for exporter in order:
+                    record = measure(case, exporter, repeat, options.timeout, options.ort_runs, options.ort_budget, Path(log_dir))
+                    runs.append(record)
+                    with options.json.open("a") as jsonl:
+                        jsonl.write(json.dumps({"kind": "run", **dataclasses.asdict(record)}) + "\n")
+                    print(
+                        f"{case.name:>14} {exporter:>13} #{repeat}: {record.status:<18} "
+                        f"export {_fmt(record.export_s)} s, RSS {_fmt(record.peak_rss_mb, 0)} MB, "
+                        f"nodes {_nodes(record)}, ORT {_fmt(record.ort_ms, 3)} ms, diff {_fmt_diff(record.max_abs_diff)}"
+                        + (f" | {record.error}" if record.error else ""),
+                        flush=True,
+                    )
+            # Rewrite the page after every model so a long run shows its progress.
+            options.out.write_text(render_markdown(machine, combine_runs(runs)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
