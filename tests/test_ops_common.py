@@ -73,6 +73,15 @@ CASES = {
  "kthvalue_median": (lambda x: (*torch.kthvalue(x, 2, 1), *torch.kthvalue(x, 3, 0, keepdim=True), *torch.median(x, 1), torch.median(x)), lambda: (torch.randn(5, 4),)),
  "searchsorted": (lambda s, v: (torch.searchsorted(s, v), torch.searchsorted(s, v, right=True, out_int32=True), torch.searchsorted(s[0], v)), lambda: (torch.sort(torch.randn(2, 6)).values, torch.tensor([[0.0, 1.0, -1.0], [0.5, -0.5, 2.0]]))),
  "signbit_fmax_fmin_prod_frexp": (lambda x, y: (torch.signbit(x), torch.fmax(x, y), torch.fmin(x, y), torch.prod(x, 1), *torch.frexp(x)), lambda: (torch.tensor([[-0.0, 0.0, 1.5, -3.0], [8.0, float("nan"), 0.3, -1e-3]]), torch.tensor([[1.0, float("nan"), -2.0, 0.5], [0.0, 1.0, float("nan"), 2.0]]))),
+ "adaptive_max_uneven_with_indices": (lambda x: (*F.adaptive_max_pool2d(x, (2, 3), return_indices=True), *F.adaptive_max_pool1d(x[0], 3, return_indices=True)), lambda: (torch.randn(1, 4, 4, 4),)),
+ "adaptive_max_unbatched_3d": (lambda x: (F.adaptive_max_pool2d(x, (3, 2)), F.adaptive_max_pool3d(x[None], (2, 2, 3))), lambda: (torch.randn(4, 5, 7),)),
+ "adaptive_avg_uneven": (lambda x: (F.adaptive_avg_pool2d(x, (3, 5)), F.adaptive_avg_pool3d(x[:, None], (2, 2, 3)), F.adaptive_avg_pool1d(x[0], 3)), lambda: (torch.randn(2, 7, 9),)),
+ "avg_pool_divisor_override": (lambda x: (F.avg_pool2d(x, 3, 1, 1, True, False, 2), F.avg_pool2d(x, (6, 6), (3, 3), (2, 3), True, True, 2), F.avg_pool3d(x[None], 2, 1, 1, True, False, 2)), lambda: (torch.randn(1, 3, 9, 9),)),
+ "batch_norm_training_stats": (lambda x, w, b, rm, rv: (*torch.ops.aten.native_batch_norm(x, w, b, rm, rv, True, 0.5, 0.6), *torch.ops.aten.native_batch_norm(x, w, b, rm, rv, False, 0.5, 1e-5)), lambda: (torch.randn(5, 5, 5), torch.randn(5), torch.randn(5), torch.randn(5), torch.rand(5) + 0.5)),
+ "batch_norm_train_module": (torch.nn.BatchNorm2d(3).train(), lambda: (torch.randn(4, 3, 2, 2),)),
+ "pad_circular_and_cropping": (lambda x: (F.pad(x, (1, 2, 2, 1), mode="circular"), F.pad(x, (-1, 2, 1, -2), mode="replicate"), F.pad(x, (-1, -1, 1, 1), mode="reflect")), lambda: (torch.randn(1, 2, 5, 5),)),
+ "cross_entropy_probabilities": (lambda x, t: (F.cross_entropy(x, t), F.cross_entropy(x, t, reduction="sum"), F.cross_entropy(x, t, reduction="none")), lambda: (torch.randn(2, 3), torch.softmax(torch.randn(2, 3), 1))),
+ "cummax_cummin": (lambda x, i: (*torch.cummax(x, 1), *torch.cummin(x, 0), *torch.cummax(i, 0)), lambda: (torch.randn(4, 5), torch.tensor([1, 3, 3, 2, 5, 5]))),
  "prelu_silu": (lambda x: (F.silu(x), F.hardswish(x), F.mish(x), F.elu(x), F.leaky_relu(x, 0.1), F.softplus(x)), lambda: (torch.randn(3, 4),)),
 }
 

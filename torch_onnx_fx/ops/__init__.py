@@ -11,6 +11,8 @@ from torch_onnx_fx.ops import (  # noqa: F401
     nn,
     normalization,
     onnx_ops,
+    padding,
+    pooling,
     prims,
     sorting,
     spectral,

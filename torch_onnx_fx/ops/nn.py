@@ -1,6 +1,6 @@
 """Neural-network layers torchlib lacks at the level torch.export leaves them.
 
-``batch_norm`` and ``adaptive_avg_pool*`` appear as such in torch.export's graphs; without a
+``adaptive_avg_pool*`` and ``_weight_norm`` appear as such in torch.export's graphs; without a
 translation torch re-traces the program to decompose them into several nodes each.
 """
 
@@ -14,31 +14,12 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.registry import register
 
-__all__ = ["aten_batch_norm", "aten_weight_norm", "aten_adaptive_avg_pool", "aten_cdist_forward"]
-
-
-def _inference_with_stats(node: Any) -> bool:
-    training = node.args[5] if len(node.args) > 5 else node.kwargs.get("training")
-    return not training and node.args[3] is not None and node.args[4] is not None
-
-
-@register("aten::batch_norm", supports=_inference_with_stats)
-def aten_batch_norm(
-    input: ir.Value,
-    weight: ir.Value | None,
-    bias: ir.Value | None,
-    running_mean: ir.Value,
-    running_var: ir.Value,
-    training: bool,
-    momentum: float,
-    eps: float,
-    cudnn_enabled: bool,
-) -> ir.Value:
-    """batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor"""
-    channels = op.Shape(running_mean)
-    scale = weight if weight is not None else op.Expand(op.CastLike(1.0, input), channels)
-    shift = bias if bias is not None else op.Expand(op.CastLike(0.0, input), channels)
-    return op.BatchNormalization(input, scale, shift, running_mean, running_var, epsilon=eps)
+__all__ = [
+    "aten_weight_norm",
+    "aten_adaptive_avg_pool",
+    "aten_cdist_forward",
+    "aten_cross_entropy_probabilities",
+]
 
 
 @register("aten::_weight_norm")
@@ -93,3 +74,27 @@ def aten_cdist_forward(x1: ir.Value, x2: ir.Value, p: float, compute_mode: int |
     if p == 2:
         return op.Sqrt(op.ReduceSumSquare(diff, last, keepdims=0))
     return op.Pow(op.ReduceSum(op.Pow(diff, op.CastLike(p, diff)), last, keepdims=0), op.CastLike(1.0 / p, diff))
+
+
+def _probability_targets(node: Any) -> bool:
+    target = node.args[1].meta.get("val") if isinstance(node.args[1], torch.fx.Node) else None
+    args = list(node.args) + [None] * 6
+    weight = node.kwargs.get("weight", args[2])
+    smoothing = node.kwargs.get("label_smoothing", args[5]) or 0.0
+    return isinstance(target, torch.Tensor) and target.dtype.is_floating_point and weight is None and smoothing == 0.0
+
+
+@register("aten::cross_entropy_loss", supports=_probability_targets)
+def aten_cross_entropy_probabilities(
+    self: ir.Value, target: ir.Value, weight: ir.Value | None = None, reduction: int = 1, ignore_index: int = -100, label_smoothing: float = 0.0
+) -> ir.Value:
+    """cross_entropy_loss with class probabilities as target: -sum(target * log_softmax(self), class dim)"""
+    # ONNX SoftmaxCrossEntropyLoss only takes class indices.
+    class_axis = 1 if self.shape.rank() > 1 else 0
+    losses = op.Neg(op.ReduceSum(op.Mul(target, op.LogSoftmax(self, axis=class_axis)), op.Constant(value_ints=[class_axis]), keepdims=0))
+    if reduction == 0:
+        return losses
+    if reduction == 2:
+        return op.ReduceSum(losses, keepdims=0)
+    # Mean over the batch and any extra dims: the element count of the per-sample losses.
+    return op.ReduceMean(losses, keepdims=0)

@@ -7,15 +7,23 @@ replace the mean/variance arithmetic torchlib or a decomposition would otherwise
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
+import numpy as np
 import onnx_ir as ir
 from onnxscript import opset18 as op
 from onnxscript import opset21, opset23
 
 from torch_onnx_fx.registry import register
 
-__all__ = ["aten_group_norm_opset21", "aten_rms_norm", "aten_rms_norm_opset23"]
+__all__ = [
+    "aten_group_norm_opset21",
+    "aten_rms_norm",
+    "aten_rms_norm_opset23",
+    "aten_batch_norm",
+    "aten_native_batch_norm",
+    "aten_native_batch_norm_legit_functional",
+]
 
 
 def _per_channel(value: ir.Value | None, x: ir.Value, fill: float) -> ir.Value:
@@ -87,3 +95,111 @@ def _finfo_eps(value: ir.Value) -> float:
 
     dtype = to_torch_dtype(value.dtype) if value.dtype is not None else torch.float32
     return float(torch.finfo(dtype).eps)
+
+
+def _batch_statistics(input: ir.Value, eps: float) -> tuple[ir.Value, ir.Value, ir.Value, list[int]]:
+    """Mean, biased variance (both kept as [1, C, 1...]) and 1/sqrt(var + eps) over N and spatial dims."""
+    rank = input.shape.rank() if input.shape is not None else None
+    if rank is None:
+        raise ValueError("batch_norm needs an input of known rank")
+    axes = [0, *range(2, rank)]
+    axes_value = op.Constant(value_ints=axes)
+    mean = op.ReduceMean(input, axes_value, keepdims=1)
+    centered = op.Sub(input, mean)
+    variance = op.ReduceMean(op.Mul(centered, centered), axes_value, keepdims=1)
+    invstd = op.Reciprocal(op.Sqrt(op.Add(variance, op.CastLike(eps, input))))
+    return mean, variance, invstd, axes
+
+
+def _per_channel_view(value: ir.Value, rank: int) -> ir.Value:
+    return op.Reshape(value, op.Constant(value_ints=[1, -1, *([1] * (rank - 2))]))
+
+
+def _batch_norm(
+    input: ir.Value,
+    weight: ir.Value | None,
+    bias: ir.Value | None,
+    running_mean: ir.Value | None,
+    running_var: ir.Value | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+) -> tuple[ir.Value, ...]:
+    """(output, save_mean, save_invstd, new_running_mean, new_running_var) as ATen computes them."""
+    rank = input.shape.rank()
+    if not training:
+        scale = weight if weight is not None else op.Expand(op.CastLike(1.0, input), op.Shape(running_mean))
+        shift = bias if bias is not None else op.Expand(op.CastLike(0.0, input), op.Shape(running_mean))
+        output = op.BatchNormalization(input, scale, shift, running_mean, running_var, epsilon=eps)
+        # ATen returns empty saved statistics in inference.
+        empty = op.CastLike(op.Constant(value=ir.tensor(np.zeros([0], dtype=np.float32))), input)
+        return output, empty, empty, running_mean, running_var
+    mean, variance, invstd, axes = _batch_statistics(input, eps)
+    output = op.Mul(op.Sub(input, mean), invstd)
+    if weight is not None:
+        output = op.Mul(output, _per_channel_view(weight, rank))
+    if bias is not None:
+        output = op.Add(output, _per_channel_view(bias, rank))
+    axes_value = op.Constant(value_ints=axes)
+    save_mean, save_invstd = op.Squeeze(mean, axes_value), op.Squeeze(invstd, axes_value)
+    if running_mean is None or running_var is None:
+        return output, save_mean, save_invstd, running_mean, running_var
+    # Running statistics use the unbiased variance: n / (n - 1).
+    count = op.CastLike(op.ReduceProd(op.Gather(op.Shape(input), axes_value, axis=0), keepdims=0), input)
+    unbiased = op.Mul(op.Squeeze(variance, axes_value), op.Div(count, op.Sub(count, op.CastLike(1.0, input))))
+    keep = op.CastLike(1.0 - momentum, input)
+    new_mean = op.Add(op.Mul(running_mean, keep), op.Mul(save_mean, op.CastLike(momentum, input)))
+    new_var = op.Add(op.Mul(running_var, keep), op.Mul(unbiased, op.CastLike(momentum, input)))
+    return output, save_mean, save_invstd, new_mean, new_var
+
+
+@register("aten::native_batch_norm")
+def aten_native_batch_norm(
+    input: ir.Value,
+    weight: ir.Value | None,
+    bias: ir.Value | None,
+    running_mean: ir.Value | None,
+    running_var: ir.Value | None,
+    training: bool,
+    momentum: float,
+    eps: float,
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)"""
+    return _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)[:3]
+
+
+@register("aten::_native_batch_norm_legit_functional")
+def aten_native_batch_norm_legit_functional(
+    input: ir.Value,
+    weight: ir.Value | None,
+    bias: ir.Value | None,
+    running_mean: ir.Value,
+    running_var: ir.Value,
+    training: bool,
+    momentum: float,
+    eps: float,
+) -> tuple[ir.Value, ...]:
+    """_native_batch_norm_legit_functional(...) -> (Tensor, Tensor, Tensor, Tensor running_mean_out, Tensor running_var_out)"""
+    return _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
+
+
+def _inference_with_stats(node: Any) -> bool:
+    """aten::batch_norm in inference: training mode updates buffers, which torch must functionalize."""
+    training = node.args[5] if len(node.args) > 5 else node.kwargs.get("training")
+    return not training and node.args[3] is not None and node.args[4] is not None
+
+
+@register("aten::batch_norm", supports=_inference_with_stats)
+def aten_batch_norm(
+    input: ir.Value,
+    weight: ir.Value | None,
+    bias: ir.Value | None,
+    running_mean: ir.Value,
+    running_var: ir.Value,
+    training: bool,
+    momentum: float,
+    eps: float,
+    cudnn_enabled: bool,
+) -> ir.Value:
+    """batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor"""
+    return _batch_norm(input, weight, bias, running_mean, running_var, False, momentum, eps)[0]

@@ -1,4 +1,4 @@
-"""Order statistics and searching: kthvalue, median, searchsorted.
+"""Order statistics and searching: kthvalue, median, searchsorted, cummax/cummin.
 
 torchlib has none of them, and PyTorch has no decomposition for them either, so without these
 the export fails. All work on dynamic sizes: ``TopK`` takes its ``k`` as a tensor.
@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import onnx_ir as ir
+import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.registry import register
 
-__all__ = ["aten_kthvalue", "aten_median_dim", "aten_median", "aten_searchsorted"]
+__all__ = ["aten_kthvalue", "aten_median_dim", "aten_median", "aten_searchsorted", "aten_cummax", "aten_cummin"]
 
 
 def _kth_smallest(self: ir.Value, k: Any, dim: int, keepdim: bool) -> tuple[ir.Value, ir.Value]:
@@ -94,3 +96,57 @@ def aten_searchsorted(
     return op.Cast(count, to=ir.DataType.INT32) if out_int32 else count
 
 
+
+
+def _cumulative_extreme(self: ir.Value, dim: int, pick_max: bool) -> tuple[ir.Value, ir.Value]:
+    """Running max/min and the index of its latest occurrence, via a lower-triangular mask.
+
+    O(n^2) in the scanned dim, so only used for static sizes up to _CUMULATIVE_LIMIT.
+    """
+    rank = self.shape.rank()
+    if rank == 0:
+        return op.Identity(self), op.Constant(value=ir.tensor(0, dtype=ir.DataType.INT64))
+    dim %= rank
+    n = int(self.shape[dim])
+    x = op.Transpose(self, perm=[*[d for d in range(rank) if d != dim], dim]) if dim != rank - 1 else self
+    lower = op.Constant(value=ir.tensor(np.tril(np.ones((n, n), dtype=bool))))
+    rows = op.Unsqueeze(x, op.Constant(value_ints=[-2]))  # [..., 1, n]: row i sees x[:i+1]
+    fill = op.CastLike(float("-inf") if pick_max else float("inf"), x) if self.dtype.is_floating_point() else op.CastLike(
+        np.iinfo(np.int64).min if pick_max else np.iinfo(np.int64).max, x
+    )
+    candidates = op.Where(lower, rows, fill)
+    last = op.Constant(value_ints=[-1])
+    values = op.ReduceMax(candidates, last, keepdims=0) if pick_max else op.ReduceMin(candidates, last, keepdims=0)
+    hits = op.And(lower, op.Equal(rows, op.Unsqueeze(values, last)))
+    positions = op.Constant(value=ir.tensor(np.arange(n, dtype=np.int64)))
+    indices = op.ReduceMax(op.Where(hits, positions, op.Constant(value=ir.tensor(np.int64(-1)))), last, keepdims=0)
+    if dim != rank - 1:
+        back = list(range(rank - 1))
+        back.insert(dim, rank - 1)
+        values, indices = op.Transpose(values, perm=back), op.Transpose(indices, perm=back)
+    return values, indices
+
+
+_CUMULATIVE_LIMIT = 2048
+
+
+def _static_scan_length(node: Any) -> bool:
+    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    if not isinstance(example, torch.Tensor) or example.is_complex():
+        return False
+    if example.dim() == 0:
+        return True
+    size = example.shape[node.args[1] % example.dim()]
+    return isinstance(size, int) and size <= _CUMULATIVE_LIMIT
+
+
+@register("aten::cummax", supports=_static_scan_length)
+def aten_cummax(self: ir.Value, dim: int) -> tuple[ir.Value, ir.Value]:
+    """cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)"""
+    return _cumulative_extreme(self, dim, pick_max=True)
+
+
+@register("aten::cummin", supports=_static_scan_length)
+def aten_cummin(self: ir.Value, dim: int) -> tuple[ir.Value, ir.Value]:
+    """cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)"""
+    return _cumulative_extreme(self, dim, pick_max=False)

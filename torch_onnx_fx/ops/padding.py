@@ -1,0 +1,61 @@
+"""Padding modes ONNX Runtime rejects: circular, and negative (cropping) replicate/reflect pads.
+
+``aten::pad`` lists (left, right) pairs from the last dim backwards. Negative amounts crop, which
+becomes a Slice; circular padding concatenates the wrapped-around slices; positive
+replicate/reflect amounts stay a Pad (``edge``/``reflect``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import onnx_ir as ir
+from onnxscript import opset18 as op
+
+from torch_onnx_fx.registry import register
+
+__all__ = ["aten_pad_special"]
+
+_END = 2**63 - 1
+
+
+def _needs_own_pad(node: Any) -> bool:
+    args = list(node.args) + [None, None, None]
+    pad, mode = args[1], node.kwargs.get("mode", args[2]) or "constant"
+    if not all(isinstance(p, int) for p in pad):
+        return False
+    return mode == "circular" or (mode in ("replicate", "reflect") and any(p < 0 for p in pad))
+
+
+def _slice(x: ir.Value, axis: int, start: int, end: int) -> ir.Value:
+    return op.Slice(x, op.Constant(value_ints=[start]), op.Constant(value_ints=[end]), op.Constant(value_ints=[axis]))
+
+
+@register("aten::pad", supports=_needs_own_pad)
+def aten_pad_special(self: ir.Value, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> ir.Value:
+    """pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor"""
+    rank = self.shape.rank()
+    x = self
+    pairs = [(pad[i], pad[i + 1]) for i in range(0, len(pad), 2)]
+    # Crop first: negative amounts remove elements from the ends.
+    for offset, (left, right) in enumerate(pairs):
+        axis = rank - 1 - offset
+        if left < 0 or right < 0:
+            x = _slice(x, axis, max(-left, 0), right if right < 0 else _END)
+    grow = [(max(left, 0), max(right, 0)) for left, right in pairs]
+    if mode == "circular":
+        for offset, (left, right) in enumerate(grow):
+            axis = rank - 1 - offset
+            pieces = ([_slice(x, axis, -left, _END)] if left else []) + [x] + ([_slice(x, axis, 0, right)] if right else [])
+            if len(pieces) > 1:
+                x = op.Concat(*pieces, axis=axis)
+        return x
+    if not any(left or right for left, right in grow):
+        return op.Identity(x)
+    begins = [0] * rank
+    ends = [0] * rank
+    for offset, (left, right) in enumerate(grow):
+        begins[rank - 1 - offset], ends[rank - 1 - offset] = left, right
+    return op.Pad(x, op.Constant(value_ints=begins + ends), mode="edge" if mode == "replicate" else "reflect")
+
+

@@ -1,0 +1,163 @@
+"""Pooling cases ONNX's pooling operators do not express directly.
+
+* Adaptive pooling whose input size is not a multiple of the output size: PyTorch's bins
+  ``[floor(i*L/out), ceil((i+1)*L/out))`` overlap and differ in size. With static sizes we gather
+  every bin's elements through a precomputed index table (short bins repeat their last element
+  for max, and are weighted out for mean), then reduce; max pooling also returns PyTorch's
+  indices (flat over the spatial dims).
+* ``avg_pool`` with ``divisor_override``: a sum over each window (a depthwise convolution with a
+  kernel of ones, padded as ATen pads, ``ceil_mode`` included) divided by the given divisor.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import onnx_ir as ir
+import torch
+from onnxscript import opset18 as op
+
+from torch_onnx_fx.registry import register
+
+__all__ = ["aten_adaptive_max_pool", "aten_adaptive_avg_pool_general", "aten_avg_pool_divisor_override"]
+
+
+def _static_spatial(node: Any) -> bool:
+    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    output_size = node.args[1]
+    if not isinstance(example, torch.Tensor) or not all(isinstance(o, int) and o > 0 for o in output_size):
+        return False
+    return all(isinstance(s, int) for s in example.shape[-len(output_size):])
+
+
+def _bins(length: int, out: int) -> list[range]:
+    return [range((i * length) // out, -((-(i + 1) * length) // out)) for i in range(out)]
+
+
+def _bin_table(spatial: Sequence[int], output_size: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """For every output position, the flat spatial indices of its bin (padded by repeating the
+    last one) and a 0/1 mask of which entries are real: shapes [*output_size, K]."""
+    per_dim = [_bins(length, out) for length, out in zip(spatial, output_size)]
+    widest = [max(len(b) for b in bins) for bins in per_dim]
+    strides = [int(np.prod(spatial[i + 1:])) for i in range(len(spatial))]
+    index = np.zeros([*output_size, int(np.prod(widest))], dtype=np.int64)
+    mask = np.zeros_like(index, dtype=np.float32)
+    for position in itertools.product(*(range(o) for o in output_size)):
+        entries = []
+        for offsets in itertools.product(*(range(w) for w in widest)):
+            coords = []
+            real = True
+            for d, (i, k) in enumerate(zip(position, offsets)):
+                bin_ = per_dim[d][i]
+                real = real and k < len(bin_)
+                coords.append(bin_[min(k, len(bin_) - 1)])
+            entries.append((sum(c * s for c, s in zip(coords, strides)), real))
+        index[position] = [e for e, _ in entries]
+        mask[position] = [1.0 if r else 0.0 for _, r in entries]
+    return index, mask
+
+
+def _gathered(self: ir.Value, output_size: Sequence[int]) -> tuple[ir.Value, np.ndarray, np.ndarray, bool]:
+    """``self``'s bins as [N?, C, *output_size, K] plus the tables; batch dim added if missing."""
+    dims = len(output_size)
+    spatial = [int(d) for d in self.shape[-dims:]]
+    unbatched = self.shape.rank() == dims + 1
+    x = op.Unsqueeze(self, op.Constant(value_ints=[0])) if unbatched else self
+    index, mask = _bin_table(spatial, output_size)
+    flat = op.Reshape(x, op.Constant(value_ints=[0, 0, -1])) if dims > 1 else x  # [N, C, prod(spatial)]
+    gathered = op.Gather(flat, op.Constant(value=ir.tensor(index)), axis=2)
+    return gathered, index, mask, unbatched
+
+
+@register("aten::adaptive_max_pool1d", "aten::adaptive_max_pool2d", "aten::adaptive_max_pool3d", supports=_static_spatial)
+def aten_adaptive_max_pool(self: ir.Value, output_size: Sequence[int]) -> tuple[ir.Value, ir.Value]:
+    """adaptive_max_pool{1,2,3}d(Tensor self, int[] output_size) -> (Tensor, Tensor)"""
+    gathered, index, _, unbatched = _gathered(self, output_size)
+    last = op.Constant(value_ints=[-1])
+    values = op.ReduceMax(gathered, last, keepdims=0)
+    # ArgMax takes the first maximum, as ATen does; map the bin position back to the flat index.
+    position = op.ArgMax(gathered, axis=-1, keepdims=1, select_last_index=0)
+    table = op.Constant(value=ir.tensor(index))
+    indices = op.Squeeze(op.GatherElements(op.Expand(table, op.Shape(gathered)), position, axis=-1), last)
+    if unbatched:
+        first = op.Constant(value_ints=[0])
+        values, indices = op.Squeeze(values, first), op.Squeeze(indices, first)
+    return values, indices
+
+
+def _not_uniform(node: Any) -> bool:
+    """Static sizes that some output size does not divide (the uniform case uses AveragePool)."""
+    if not _static_spatial(node):
+        return False
+    example = node.args[0].meta["val"]
+    output_size = node.args[1]
+    return any(s % o for s, o in zip(example.shape[-len(output_size):], output_size))
+
+
+@register(
+    "aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::_adaptive_avg_pool2d",
+    "aten::adaptive_avg_pool3d", "aten::_adaptive_avg_pool3d",
+    supports=_not_uniform,
+)
+def aten_adaptive_avg_pool_general(self: ir.Value, output_size: Sequence[int]) -> ir.Value:
+    """adaptive_avg_pool{1,2,3}d(Tensor self, SymInt[] output_size) -> Tensor, for uneven bins"""
+    gathered, _, mask, unbatched = _gathered(self, output_size)
+    weights = op.CastLike(op.Constant(value=ir.tensor(mask)), gathered)
+    counts = op.CastLike(op.Constant(value=ir.tensor(mask.sum(-1))), gathered)
+    result = op.Div(op.ReduceSum(op.Mul(gathered, weights), op.Constant(value_ints=[-1]), keepdims=0), counts)
+    return op.Squeeze(result, op.Constant(value_ints=[0])) if unbatched else result
+
+
+def _divisor_override_static(node: Any) -> bool:
+    args = list(node.args) + [None] * 7
+    divisor = node.kwargs.get("divisor_override", args[6])
+    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    return (
+        divisor is not None
+        and isinstance(example, torch.Tensor)
+        and all(isinstance(s, int) for s in example.shape[1:])
+    )
+
+
+def _expand(value: Any, dims: int, default: Sequence[int]) -> list[int]:
+    if value is None or (isinstance(value, (list, tuple)) and not value):
+        return list(default)
+    if isinstance(value, int):
+        return [value] * dims
+    return list(value) * dims if len(value) == 1 else list(value)
+
+
+@register("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d", supports=_divisor_override_static)
+def aten_avg_pool_divisor_override(
+    self: ir.Value,
+    kernel_size: Sequence[int],
+    stride: Sequence[int] = (),
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> ir.Value:
+    """avg_pool{1,2,3}d(..., int? divisor_override) with a divisor: window sums / divisor"""
+    dims = len(kernel_size) if isinstance(kernel_size, (list, tuple)) else 1
+    kernel = _expand(kernel_size, dims, [])
+    strides = _expand(stride, dims, kernel)
+    pads = _expand(padding, dims, [0] * dims)
+    rank = self.shape.rank()
+    spatial = [int(d) for d in self.shape[rank - dims:]]
+    channels = int(self.shape[rank - dims - 1])
+    ends = []
+    for length, k, s, p in zip(spatial, kernel, strides, pads):
+        rounding = math.ceil if ceil_mode else math.floor
+        out = rounding((length + 2 * p - k) / s) + 1
+        if ceil_mode and (out - 1) * s >= length + p:
+            out -= 1  # ATen drops a last window that would start in the right padding
+        ends.append(max((out - 1) * s + k - length - p, 0))
+    unbatched = rank == dims + 1
+    x = op.Unsqueeze(self, op.Constant(value_ints=[0])) if unbatched else self
+    ones = op.CastLike(op.Constant(value=ir.tensor(np.ones([channels, 1, *kernel], dtype=np.float32))), x)
+    sums = op.Conv(x, ones, group=channels, kernel_shape=kernel, strides=strides, pads=[*pads, *ends])
+    result = op.Div(sums, op.CastLike(float(divisor_override), x))
+    return op.Squeeze(result, op.Constant(value_ints=[0])) if unbatched else result
