@@ -100,3 +100,15 @@ def test_split_with_dynamic_sizes():
     assert_matches_eager(
         fn, (torch.randn(3, 6),), dynamic_shapes=({0: "n", 1: "m"},), more_inputs=[((torch.randn(4, 9),), {})]
     )
+
+
+def test_transformers_grouped_mm_fallback():
+    pytest.importorskip("transformers")
+    import transformers.integrations.moe  # noqa: F401 - registers torch.ops.transformers.grouped_mm_fallback
+
+    def fn(x, weight, offs):
+        return torch.ops.transformers.grouped_mm_fallback(x, weight, offs)
+
+    # 7 rows: 3 for expert 0, none for expert 1, 4 for expert 2.
+    args = (torch.randn(7, 4), torch.randn(3, 4, 5), torch.tensor([3, 3, 7], dtype=torch.int32))
+    assert_matches_eager(fn, args)

@@ -19,6 +19,7 @@ __all__ = [
     "aten_adaptive_avg_pool",
     "aten_cdist_forward",
     "aten_cross_entropy_probabilities",
+    "transformers_grouped_mm_fallback",
 ]
 
 
@@ -98,3 +99,21 @@ def aten_cross_entropy_probabilities(
         return op.ReduceSum(losses, keepdims=0)
     # Mean over the batch and any extra dims: the element count of the per-sample losses.
     return op.ReduceMean(losses, keepdims=0)
+
+
+@register("transformers::grouped_mm_fallback")
+def transformers_grouped_mm_fallback(input: ir.Value, weight: ir.Value, offs: ir.Value) -> ir.Value:
+    """grouped_mm_fallback(Tensor input, Tensor weight, Tensor offs) -> Tensor
+
+    transformers' mixture-of-experts matmul: rows of ``input`` are sorted by expert and ``offs``
+    holds each expert's cumulative row count; row r uses expert #{i : offs[i] <= r}.
+    """
+    rows = op.Range(op.Constant(value_int=0), op.Squeeze(op.Shape(input, start=0, end=1)), op.Constant(value_int=1))
+    boundaries = op.Unsqueeze(op.Cast(offs, to=ir.DataType.INT64), op.Constant(value_ints=[0]))
+    passed = op.LessOrEqual(boundaries, op.Unsqueeze(rows, op.Constant(value_ints=[1])))
+    expert = op.ReduceSum(op.Cast(passed, to=ir.DataType.INT64), op.Constant(value_ints=[1]), keepdims=0)
+    last_expert = op.Sub(op.Squeeze(op.Shape(weight, start=0, end=1)), op.Constant(value_int=1))
+    expert = op.Min(expert, last_expert)
+    per_row = op.Gather(weight, expert, axis=0)  # [S, input_dim, output_dim]
+    product = op.MatMul(op.Unsqueeze(input, op.Constant(value_ints=[1])), per_row)
+    return op.Squeeze(product, op.Constant(value_ints=[1]))
