@@ -109,6 +109,35 @@ class ExportSession:
             rows.append((target_name(target), count, source or "**no translation**"))
         return rows
 
+    def _io_section(self) -> list[str]:
+        """Inputs and outputs with dtypes and (symbolic) shapes: of the ONNX model if it exists."""
+        if self.program is not None:
+            graph = self.program.model.graph
+
+            def describe(value: Any) -> str:
+                dims = ", ".join(str(d) for d in value.shape) if value.shape is not None else "?"
+                return f"`{value.name}`: {value.dtype.name if value.dtype is not None else '?'}[{dims}]"
+
+            inputs, outputs = [describe(v) for v in graph.inputs], [describe(v) for v in graph.outputs]
+        elif self.capture_result is not None:
+            program = self.capture_result.exported_program
+            placeholders = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
+
+            def describe_spec(name: str) -> str:
+                value = placeholders[name].meta.get("val") if name in placeholders else None
+                shape = list(value.shape) if isinstance(value, torch.Tensor) else value
+                return f"`{name}`: {getattr(value, 'dtype', '')} {shape}"
+
+            inputs = [
+                describe_spec(spec.arg.name)
+                for spec in program.graph_signature.input_specs
+                if spec.kind.name == "USER_INPUT" and hasattr(spec.arg, "name")
+            ]
+            outputs = [f"`{spec.arg.name}`" for spec in program.graph_signature.output_specs if hasattr(spec.arg, "name")]
+        else:
+            return []
+        return ["", "Inputs:", *[f"- {i}" for i in inputs], "", "Outputs:", *[f"- {o}" for o in outputs]]
+
     def write_report(self) -> str:
         lines = [f"# torch_onnx_fx export report ({self.stamp})", ""]
         status = "failed" if self.error else "succeeded"
@@ -132,6 +161,7 @@ class ExportSession:
             for dtype, size in by_dtype.items():
                 lines.append(f"- {dtype}: {size:,} bytes")
             lines += ["", f"Range constraints: `{program.range_constraints}`"]
+        lines += self._io_section()
         histogram = self._histogram()
         if histogram:
             lines += ["", "## Operators", "", "| operator | count | translation |", "|---|---|---|"]
@@ -154,15 +184,44 @@ class ExportSession:
         return path
 
 
+class _Profiler:
+    """pyinstrument's sampling profiler when installed (low overhead, readable call tree),
+    else cProfile's top 30 functions by cumulative time."""
+
+    def __init__(self) -> None:
+        try:
+            import pyinstrument
+        except ImportError:
+            self._sampler = None
+            self._profile = cProfile.Profile()
+        else:
+            self._sampler = pyinstrument.Profiler()
+
+    def start(self) -> None:
+        if self._sampler is not None:
+            self._sampler.start()
+        else:
+            self._profile.enable()
+
+    def stop(self) -> str:
+        if self._sampler is not None:
+            self._sampler.stop()
+            return self._sampler.output_text(unicode=False, color=False)
+        self._profile.disable()
+        buffer = io.StringIO()
+        pstats.Stats(self._profile, stream=buffer).sort_stats("cumulative").print_stats(30)
+        return buffer.getvalue()
+
+
 @contextlib.contextmanager
 def session(
     model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], progress: Progress, **options: Any
 ) -> Iterator[ExportSession]:
     """Run the export body under an :class:`ExportSession`; write artifacts at the end."""
     state = ExportSession(model, args, kwargs, progress, **options)
-    profiler = cProfile.Profile() if state.profile else None
+    profiler = _Profiler() if state.profile else None
     if profiler is not None:
-        profiler.enable()
+        profiler.start()
     try:
         yield state
     except BaseException as exc:
@@ -170,10 +229,7 @@ def session(
         raise
     finally:
         if profiler is not None:
-            profiler.disable()
-            buffer = io.StringIO()
-            pstats.Stats(profiler, stream=buffer).sort_stats("cumulative").print_stats(30)
-            state.profile_text = buffer.getvalue()
+            state.profile_text = profiler.stop()
             if not state.report:
                 path = state._path("_profile.txt")
                 with open(path, "w", encoding="utf-8") as handle:
