@@ -57,6 +57,17 @@ def promotion_rule(target: Any) -> tuple[Kind, tuple[int, ...]] | None:
     return None
 
 
+def _as_number(example: Any) -> Any:
+    """Symbolic scalars promote like the Python numbers they stand for."""
+    if isinstance(example, torch.SymBool):
+        return True
+    if isinstance(example, torch.SymInt):
+        return 1
+    if isinstance(example, torch.SymFloat):
+        return 1.0
+    return example
+
+
 def promote_arguments(
     rule: tuple[Kind, tuple[int, ...]],
     args: list[Any],
@@ -69,7 +80,7 @@ def promote_arguments(
     ``cast`` inserts a Cast node.
     """
     kind, indices = rule
-    participants = [example_args[i] for i in indices if i < len(example_args)]
+    participants = [_as_number(example_args[i]) for i in indices if i < len(example_args)]
     participants = [p for p in participants if isinstance(p, (torch.Tensor, bool, int, float, complex))]
     if not participants:
         return args
@@ -90,6 +101,10 @@ def promote_arguments(
         example, value = example_args[i], args[i]
         if isinstance(example, torch.Tensor) and isinstance(value, ir.Value):
             if example.dtype != target_dtype:
+                promoted[i] = cast(value, onnx_dtype)
+        elif isinstance(example, (torch.SymInt, torch.SymFloat, torch.SymBool)) and isinstance(value, ir.Value):
+            # A symbolic size is a 0-d INT64/FLOAT/BOOL tensor here; it takes part like a scalar.
+            if value.dtype != onnx_dtype:
                 promoted[i] = cast(value, onnx_dtype)
         elif isinstance(value, bool) and target_dtype != torch.bool:
             promoted[i] = float(value) if target_dtype.is_floating_point else int(value)

@@ -203,3 +203,32 @@ def aten_std_mean_correction(self: ir.Value, dim: Any = None, *, correction: flo
     """std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"""
     variance, mean = _variance(self, dim, correction, keepdim)
     return op.Sqrt(variance), mean
+
+
+def _mean_reduction(node: Any) -> bool:
+    args = list(node.args) + [None] * 5
+    return args[4] == "mean"
+
+
+@register("aten::scatter_reduce.two", supports=_mean_reduction)
+def aten_scatter_reduce_mean(
+    self: ir.Value, dim: int, index: ir.Value, src: ir.Value, reduce: str, *, include_self: bool = True
+) -> ir.Value:
+    """scatter_reduce.two(..., str reduce="mean", *, bool include_self=True) -> Tensor
+
+    ONNX has no mean reduction (torchlib falls back to a plain scatter): sum the sources and count
+    them with two additive scatters, then divide; untouched positions keep ``self``.
+    """
+    zeros = op.Mul(self, op.CastLike(0, self))
+    totals = op.ScatterElements(zeros, index, src, axis=dim, reduction="add")
+    counts = op.ScatterElements(zeros, index, op.Add(op.Mul(src, op.CastLike(0, src)), op.CastLike(1, src)), axis=dim, reduction="add")
+    if include_self:
+        totals = op.Add(totals, self)
+        counts = op.Add(counts, op.CastLike(1, self))
+    touched = op.Greater(counts, op.CastLike(0, counts))
+    safe_counts = op.Where(touched, counts, op.CastLike(1, counts))
+    mean = op.Div(totals, safe_counts)
+    if self.dtype is not None and not self.dtype.is_floating_point():
+        # Integer means round toward negative infinity in ATen (floor division).
+        mean = op.CastLike(op.Floor(op.Div(op.Cast(totals, to=ir.DataType.DOUBLE), op.Cast(safe_counts, to=ir.DataType.DOUBLE))), self)
+    return op.Where(touched, mean, self)

@@ -112,14 +112,18 @@ def aten_adaptive_avg_pool_general(self: ir.Value, output_size: Sequence[int]) -
 
 
 def _divisor_override_static(node: Any) -> bool:
+    """A divisor, a static channel count (the ones kernel needs it) and, with ceil_mode, static
+    spatial sizes (to compute the extra end padding)."""
     args = list(node.args) + [None] * 7
     divisor = node.kwargs.get("divisor_override", args[6])
+    ceil_mode = node.kwargs.get("ceil_mode", args[4])
     example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
-    return (
-        divisor is not None
-        and isinstance(example, torch.Tensor)
-        and all(isinstance(s, int) for s in example.shape[1:])
-    )
+    if divisor is None or not isinstance(example, torch.Tensor):
+        return False
+    dims = len(args[1]) if isinstance(args[1], (list, tuple)) else 1
+    channels = example.shape[example.dim() - dims - 1]
+    spatial_static = all(isinstance(s, int) for s in example.shape[example.dim() - dims:])
+    return isinstance(channels, int) and (spatial_static or not ceil_mode)
 
 
 def _expand(value: Any, dims: int, default: Sequence[int]) -> list[int]:
@@ -146,15 +150,15 @@ def aten_avg_pool_divisor_override(
     strides = _expand(stride, dims, kernel)
     pads = _expand(padding, dims, [0] * dims)
     rank = self.shape.rank()
-    spatial = [int(d) for d in self.shape[rank - dims:]]
     channels = int(self.shape[rank - dims - 1])
-    ends = []
-    for length, k, s, p in zip(spatial, kernel, strides, pads):
-        rounding = math.ceil if ceil_mode else math.floor
-        out = rounding((length + 2 * p - k) / s) + 1
-        if ceil_mode and (out - 1) * s >= length + p:
-            out -= 1  # ATen drops a last window that would start in the right padding
-        ends.append(max((out - 1) * s + k - length - p, 0))
+    ends = list(pads)
+    if ceil_mode:
+        ends = []
+        for length, k, s, p in zip([int(d) for d in self.shape[rank - dims:]], kernel, strides, pads):
+            out = math.ceil((length + 2 * p - k) / s) + 1
+            if (out - 1) * s >= length + p:
+                out -= 1  # ATen drops a last window that would start in the right padding
+            ends.append(max((out - 1) * s + k - length - p, 0))
     unbatched = rank == dims + 1
     x = op.Unsqueeze(self, op.Constant(value_ints=[0])) if unbatched else self
     ones = op.CastLike(op.Constant(value=ir.tensor(np.ones([channels, 1, *kernel], dtype=np.float32))), x)
