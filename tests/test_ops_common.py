@@ -85,6 +85,7 @@ CASES = {
  "scatter_reduce_mean": (lambda x, i, s: (x.scatter_reduce(1, i, s, "mean"), x.scatter_reduce(1, i, s, "mean", include_self=False), x.scatter_reduce(1, i, s, "amax")), lambda: (torch.randn(2, 5), torch.tensor([[0, 1, 1, 4], [2, 2, 2, 0]]), torch.randn(2, 4))),
  "avg_pool_divisor_dynamic": (lambda x: F.avg_pool2d(x, 3, 2, 1, divisor_override=3), lambda: (torch.randn(2, 3, 9, 8),)),
  "int_tensor_divided_by_size": (lambda ids: (ids / ids.shape[1], ids * (ids.shape[0] + 0.5)), lambda: (torch.tensor([[1, 2, 3], [4, 5, 6]]),)),
+ "logit": (lambda x: (torch.logit(x, 0.2), torch.logit(x)), lambda: (torch.rand(5, 5) * 0.98 + 0.01,)),
  "prelu_silu": (lambda x: (F.silu(x), F.hardswish(x), F.mish(x), F.elu(x), F.leaky_relu(x, 0.1), F.softplus(x)), lambda: (torch.randn(3, 4),)),
 }
 

@@ -232,3 +232,12 @@ def aten_scatter_reduce_mean(
         # Integer means round toward negative infinity in ATen (floor division).
         mean = op.CastLike(op.Floor(op.Div(op.Cast(totals, to=ir.DataType.DOUBLE), op.Cast(safe_counts, to=ir.DataType.DOUBLE))), self)
     return op.Where(touched, mean, self)
+
+
+@register("aten::logit")
+def aten_logit(self: ir.Value, eps: float | None = None) -> ir.Value:
+    """logit(Tensor self, float? eps=None) -> Tensor"""
+    # torchlib compares eps in Python after it became a tensor; eps is an attribute-like float.
+    if eps is not None:
+        self = op.Clip(self, op.CastLike(eps, self), op.CastLike(1.0 - eps, self))
+    return op.Log(op.Div(self, op.Sub(op.CastLike(1.0, self), self)))
