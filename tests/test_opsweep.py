@@ -1,0 +1,79 @@
+"""The operator sweep (tools/opsweep.py): its quick subset in process, and its comparison and page."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+# torch's OpInfo database imports expecttest, which torch itself does not install.
+pytest.importorskip("expecttest", reason="the OpInfo database needs expecttest: pip install expecttest")
+
+from tools import opsweep  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def infos() -> dict:
+    return opsweep.op_infos()
+
+
+@pytest.mark.parametrize("key", opsweep.QUICK_OPS)
+def test_quick_op_matches_eager(infos: dict, key: str) -> None:
+    records = opsweep.sweep_op(infos[key], torch.float32, samples=1, exporters=(opsweep.OURS,))
+    assert records, f"{key} produced no records"
+    # Samples torch.export cannot capture say nothing about the exporter.
+    failed = [r for r in records if r.status not in ("pass", "capture_failed")]
+    assert not failed, "; ".join(f"sample {r.sample} ({r.inputs}): {r.status}: {r.error}" for r in failed)
+
+
+def test_skips_random_ops_by_name_only(infos: dict) -> None:
+    assert opsweep.skip_reason(infos["normal"], torch.float32).startswith("random")
+    assert opsweep.skip_reason(infos["nn.functional.dropout"], torch.float32).startswith("random")
+    assert opsweep.skip_reason(infos["empty_like"], torch.float32).startswith("nondeterministic")
+    # Deterministic ops whose names merely contain a marker.
+    assert opsweep.skip_reason(infos["__rand__"], torch.int64) is None
+    assert opsweep.skip_reason(infos["nn.functional.normalize"], torch.float32) is None
+
+
+def test_compare_views_real_pairs_as_complex_and_checks_dtype() -> None:
+    expected = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex64)
+    opsweep.compare(expected, [torch.view_as_real(expected)])
+    opsweep.compare((torch.ones(2), torch.arange(3)), [torch.zeros(1), torch.ones(2), torch.arange(3)])
+    with pytest.raises(AssertionError, match=r"output 1 of 2: dtype torch.int32 != eager torch.int64"):
+        opsweep.compare((torch.ones(2), torch.arange(3)), [torch.ones(2), torch.arange(3, dtype=torch.int32)])
+    with pytest.raises(AssertionError, match="Mismatched elements: 1 / 2"):
+        opsweep.compare(torch.ones(2), [torch.tensor([1.0, 1.1])])
+
+
+def test_page_lists_what_torch_onnx_passes_and_groups_causes() -> None:
+    records = [
+        opsweep.Record("add", 0, opsweep.OURS, "pass"),
+        opsweep.Record("add", 0, opsweep.THEIRS, "pass"),
+        opsweep.Record("foo", 0, opsweep.OURS, "export_failed", inputs="float32[3]", error="TranslationError: node 'foo_1' failed at 3"),
+        opsweep.Record("foo", 0, opsweep.THEIRS, "pass"),
+        opsweep.Record("foo", 1, opsweep.OURS, "export_failed", error="TranslationError: node 'foo_2' failed at 4"),
+        opsweep.Record("foo", 1, opsweep.THEIRS, "export_failed", error="ConversionError: …"),
+        opsweep.Record(
+            "baz", 0, opsweep.OURS, "export_failed",
+            error="MissingTranslationError: 2 operator(s) have no ONNX translation and no decomposition: aten::baz, prims::qux.",
+        ),
+        opsweep.Record("baz", 0, opsweep.THEIRS, "mismatch", error="AssertionError: Tensor-likes are not close!; Mismatched elements: 1 / 2"),
+        opsweep.Record("bar", 0, opsweep.OURS, "capture_failed", error="UserError: data-dependent"),
+        opsweep.Record("bar", 0, opsweep.THEIRS, "capture_failed", error="UserError: data-dependent"),
+        opsweep.Record("normal", None, opsweep.OURS, "skipped", error="random: draws random numbers"),
+        opsweep.Record("normal", None, opsweep.THEIRS, "skipped", error="random: draws random numbers"),
+    ]
+    header = {
+        "dtype": "float32", "samples": 3, "command": "python tools/opsweep.py", "exporters": list(opsweep.EXPORTERS),
+        "ops": ["add", "foo", "baz", "bar", "normal"], "torch": "x", "onnxscript": "x", "onnxruntime": "x",
+        "commit": "abc", "date": "today", "minutes": 1.0, "jobs": 1,
+    }
+    page = opsweep.render_markdown(header, records)
+    assert "python tools/opsweep.py" in page
+    assert "| **pass rate** | **25.0%** | **50.0%** |" in page
+    assert "## torch.onnx passes, torch_onnx_fx fails: 1 samples" in page
+    assert "| foo | 0 | `float32[3]` | export_failed |" in page
+    # Both failures of foo are one cause once node names and numbers are blanked.
+    assert "| 2 | export_failed | TranslationError: node 'foo_N' failed at N | foo |" in page
+    assert "| `aten::baz` | 1 | baz |" in page and "| `prims::qux` | 1 | baz |" in page
+    assert "| **foo** | export_failed 2 | pass 1, export_failed 1 |  |" in page
+    assert "1 samples torch.export cannot capture" in page

@@ -1,0 +1,480 @@
+"""Model sweep: every model of the corpus (``tools/models.py``) through both ONNX exporters.
+
+Each model is exported with its dynamic shapes by ``torch_onnx_fx.export`` and by
+``torch.onnx.export(..., dynamo=True)``, each export in its own worker process with a timeout;
+both ONNX models run in ONNX Runtime (through ``ONNXProgram.__call__``) on the model's example
+inputs and on its second input set of other dynamic sizes, and are compared with eager PyTorch
+by the check ``tests/test_models.py`` uses (dtype, shape, then ``assert_close`` with the case's
+rtol/atol). Each (model, exporter) gets one status: pass, mismatch, export_failed, ort_failed,
+timeout; or crashed (the worker died) and build_failed (the corpus case itself failed in eager).
+
+Results go to a JSON-lines file and to the ``## Model corpus`` section of ``docs/coverage.md``,
+between the markers ``<!-- modelsweep:start -->`` and ``<!-- modelsweep:end -->`` (appended if
+missing); the rest of that page belongs to the operator sweep and is left as it is.
+
+Regenerate (about 20 minutes on 2 cores)::
+
+    python tools/modelsweep.py
+
+``--models a,b`` runs only those models and merges their records into the existing results, so the
+torchvision models can be added from another environment; ``--render-only`` rewrites the section
+from the JSON-lines file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import json
+import math
+import multiprocessing
+import os
+import re
+import shlex
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+for _path in (REPO, REPO / "tests"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+__all__ = ["Record", "STATUSES", "EXPORTERS", "run_case", "sweep", "render_section", "write_section", "main"]
+
+OURS = "torch_onnx_fx"
+THEIRS = "torch.onnx"
+EXPORTERS = (OURS, THEIRS)
+STATUSES = ("pass", "mismatch", "export_failed", "ort_failed", "timeout", "crashed", "build_failed")
+START_MARKER = "<!-- modelsweep:start -->"
+END_MARKER = "<!-- modelsweep:end -->"
+DEFAULT_JSON = REPO / "tools" / "results" / "modelsweep.jsonl"
+DEFAULT_PAGE = REPO / "docs" / "coverage.md"
+
+
+@dataclasses.dataclass
+class Record:
+    """One exporter on one model. ``error`` is the exception's type and first line, ``cause`` that
+    of its innermost cause when it wraps one; ``max_abs_diff`` is over every input set compared."""
+
+    model: str
+    family: str
+    exporter: str
+    ci: bool
+    status: str = "crashed"
+    stage: str = "start"
+    error: str | None = None
+    cause: str | None = None
+    export_s: float | None = None
+    max_abs_diff: float | None = None
+    input_sets: int = 0
+    run: int = 0
+
+
+# -- one model and exporter, in a worker process --------------------------------------------------
+
+
+def _first_line(text: str) -> str:
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # torch.onnx colours its messages
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0][:300] if lines else ""
+
+
+def _describe(exc: BaseException) -> tuple[str, str | None]:
+    """``Type: first line`` of the exception and of its innermost cause, if it wraps one."""
+    root, seen = exc, {id(exc)}
+    while True:
+        inner = root.__cause__ or (None if root.__suppress_context__ else root.__context__)
+        if inner is None or id(inner) in seen:
+            break
+        root = inner
+        seen.add(id(root))
+    top = f"{type(exc).__name__}: {_first_line(str(exc))}"
+    return top, (f"{type(root).__name__}: {_first_line(str(root))}" if root is not exc else None)
+
+
+def _export(exporter: str, model: Any, args: tuple, kwargs: dict, dynamic_shapes: Any) -> Any:
+    import torch
+
+    if exporter == OURS:
+        import torch_onnx_fx
+
+        return torch_onnx_fx.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, verbose=False)
+    return torch.onnx.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, dynamo=True, verbose=False)
+
+
+def max_abs_diff(expected: Any, actual: Sequence[Any]) -> float | None:
+    """Max abs difference of the last len(eager outputs) ONNX outputs from the eager outputs (NaN
+    against NaN and equal infinities count as equal); None when the counts or shapes differ."""
+    import torch
+    from helpers import flat_tensors
+
+    flat_expected = flat_tensors(expected)
+    if len(actual) < len(flat_expected):
+        return None
+    worst = 0.0
+    for exp, act in zip(flat_expected, list(actual)[len(actual) - len(flat_expected):]):
+        if tuple(exp.shape) != tuple(act.shape):
+            return None
+        if exp.numel() == 0:
+            continue
+        exp64, act64 = exp.detach().to(torch.float64), act.to(torch.float64)
+        diff = torch.where((exp64 == act64) | (exp64.isnan() & act64.isnan()), 0.0, (exp64 - act64).abs())
+        worst = max(worst, math.inf if diff.isnan().any() else float(diff.max()))
+    return worst
+
+
+def run_case(case: Any, exporter: str, on_stage: Any = lambda record: None) -> Record:
+    """Export ``case`` with ``exporter``, run it in ONNX Runtime on both input sets and compare with
+    eager; ``on_stage(record)`` is called as each stage starts, so a timeout can say where it was."""
+    import torch
+    from helpers import assert_close_outputs
+
+    record = Record(case.name, case.family, exporter, case.ci)
+
+    def stage(name: str) -> None:
+        record.stage = name
+        on_stage(record)
+
+    def fail(status: str, exc: BaseException) -> Record:
+        record.status = status
+        record.error, record.cause = _describe(exc)
+        return record
+
+    stage("build")
+    try:
+        model, args, kwargs, dynamic_shapes = case.build()
+        input_sets = [(args, kwargs)] + ([case.second_inputs()] if case.second_inputs is not None else [])
+        # Eager outputs first: an export must not be able to change the reference.
+        with torch.no_grad():
+            expected = [model(*call_args, **call_kwargs) for call_args, call_kwargs in input_sets]
+    except Exception as exc:  # noqa: BLE001 - any failure is a result to record
+        return fail("build_failed", exc)
+
+    stage("export")
+    start = time.perf_counter()
+    try:
+        program = _export(exporter, model, args, kwargs, dynamic_shapes)
+    except Exception as exc:  # noqa: BLE001
+        return fail("export_failed", exc)
+    finally:
+        record.export_s = round(time.perf_counter() - start, 2)
+
+    diffs: list[float | None] = []
+    for (call_args, call_kwargs), eager in zip(input_sets, expected):
+        stage(f"onnxruntime, input set {record.input_sets + 1}")
+        try:
+            actual = program(*call_args, **call_kwargs)
+        except Exception as exc:  # noqa: BLE001
+            return fail("ort_failed", exc)
+        record.input_sets += 1
+        diffs.append(max_abs_diff(eager, actual))
+        record.max_abs_diff = None if None in diffs else max(diffs)  # type: ignore[type-var]
+        try:
+            assert_close_outputs(eager, actual, case.rtol, case.atol)
+        except AssertionError as exc:
+            record.status = "mismatch"
+            record.error = f"input set {record.input_sets}: {_first_line(str(exc)) or 'output counts differ'}"
+            return record
+    record.status = "pass"
+    stage("done")
+    return record
+
+
+# Imported once by the fork server, so each worker starts warm instead of paying ~10 s of imports,
+# and every worker runs the code as it was when the sweep started (translations included).
+_PRELOAD = [
+    "torch", "transformers", "onnxruntime", "onnxscript", "onnxscript.function_libs.torch_lib.ops",
+    "torch.onnx._internal.exporter._core", "torch_onnx_fx", "torch_onnx_fx.ops", "tools.models", "tools.modelsweep",
+]
+
+
+def _worker(model: str, exporter: str, connection: Any, log_path: str) -> None:
+    """Entry of a worker process: sends each stage's record, then the final one."""
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    warnings.simplefilter("ignore")
+    from tools.models import by_name
+
+    record = run_case(by_name(model), exporter, on_stage=lambda r: connection.send(("stage", dataclasses.asdict(r))))
+    connection.send(("done", dataclasses.asdict(record)))
+
+
+def _run_worker(context: Any, case: Any, exporter: str, timeout_s: float, scratch: Path) -> Record:
+    receive, send = context.Pipe(duplex=False)
+    log_path = scratch / f"{case.name}.{exporter}.log"
+    process = context.Process(target=_worker, args=(case.name, exporter, send, str(log_path)))
+    process.start()
+    send.close()
+    last = Record(case.name, case.family, exporter, case.ci)
+    deadline = time.monotonic() + timeout_s
+    finished = False
+    # The worker's end of the pipe closes when it exits, so a crash ends the wait with EOFError.
+    while not finished and receive.poll(max(0.0, deadline - time.monotonic())):
+        try:
+            kind, payload = receive.recv()
+        except EOFError:
+            break
+        last, finished = Record(**payload), kind == "done"
+    if not finished and process.is_alive():
+        process.kill()
+        last.status, last.error = "timeout", f"killed after {timeout_s:.0f} s during {last.stage}"
+    elif not finished:
+        process.join()
+        tail = [line for line in log_path.read_text(errors="replace").splitlines() if line.strip()][-1:]
+        last.status = "crashed"
+        last.error = f"exit code {process.exitcode} during {last.stage}" + (f": {tail[0][:300]}" if tail else "")
+    process.join()
+    receive.close()
+    return last
+
+
+def sweep(cases: Sequence[Any], timeout_s: float) -> Iterable[Record]:
+    """Every case with each exporter, one worker process at a time."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_PRELOAD)
+    with tempfile.TemporaryDirectory(prefix="modelsweep-") as scratch:
+        for case in cases:
+            for exporter in EXPORTERS:
+                yield _run_worker(context, case, exporter, timeout_s, Path(scratch))
+
+
+# -- results and the page ---------------------------------------------------------------------------
+
+
+def _run_header(run: int, command: str, timeout_s: float) -> dict[str, Any]:
+    """The machine, versions and commit (as the benchmark records them) when a run starts, with
+    transformers' version and the run's settings; ``minutes`` is filled in when it ends."""
+    import transformers
+
+    from tools.bench import machine_info
+
+    header = {key: value for key, value in machine_info(command, repeat=1).items() if key != "repeat"}
+    return {
+        **header,
+        "kind": "run",
+        "run": run,
+        "minutes": 0.0,
+        "timeout_s": timeout_s,
+        "transformers": transformers.__version__,
+    }
+
+
+def read_results(path: Path) -> tuple[list[dict[str, Any]], list[Record]]:
+    runs, records = [], []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            entry = json.loads(line)
+            kind = entry.pop("kind")
+            if kind == "run":
+                runs.append({"kind": kind, **entry})
+            else:
+                records.append(Record(**entry))
+    return runs, records
+
+
+def write_results(path: Path, runs: Sequence[dict[str, Any]], records: Sequence[Record]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(run) for run in runs]
+    lines += [json.dumps({"kind": "record", **dataclasses.asdict(r)}) for r in records]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _cell(text: str | None) -> str:
+    return (text or "").replace("|", "\\|").replace("\n", " ")
+
+
+def _diff(value: float | None) -> str:
+    if value is None:
+        return "–"
+    return "0" if value == 0 else f"{value:.1e}"
+
+
+def _status(record: Record | None) -> str:
+    if record is None:
+        return "–"
+    return "pass" if record.status == "pass" else f"**{record.status}**"
+
+
+def render_section(runs: Sequence[dict[str, Any]], records: Sequence[Record]) -> str:
+    """The ``## Model corpus`` section, markers included."""
+    pairs: dict[str, dict[str, Record]] = {}
+    for record in records:
+        pairs.setdefault(record.model, {})[record.exporter] = record
+    families = collections.Counter(pair[next(iter(pair))].family for pair in pairs.values())
+    out = [
+        START_MARKER,
+        "## Model corpus",
+        "",
+        "Generated by `tools/modelsweep.py`; do not edit this section by hand. Regenerate it with:",
+        "",
+        "```bash",
+        "python tools/modelsweep.py",
+        "```",
+        "",
+        f"Every model of the corpus in `tools/models.py` ({len(pairs)} models: "
+        + ", ".join(f"{n} {family}" for family, n in families.most_common())
+        + ") is exported with its dynamic shapes by `torch_onnx_fx.export` and by "
+        "`torch.onnx.export(..., dynamo=True)`, each export in its own worker process with a timeout. "
+        "Both ONNX models run in ONNX Runtime on the example inputs and on a second input set of other "
+        "dynamic sizes, and are compared with eager PyTorch as `tests/test_models.py` does: dtype, shape, "
+        "then `assert_close` with the case's rtol/atol (1e-4/1e-5 unless the case says why not). "
+        "transformers models are built from tiny configs with random weights. "
+        "Models marked CI are the ones `tests/test_models.py` runs.",
+        "",
+        "Runs:",
+        "",
+    ]
+    for run in runs:
+        out.append(
+            f"- run {run['run']}: `{run['command']}`, {run['date']}, commit {run['commit']}, "
+            f"{run['minutes']:.0f} min on {run['cores']} cores, timeout {run['timeout_s']:.0f} s; "
+            f"torch {run['torch']}, transformers {run['transformers']}, "
+            f"onnxscript {run['onnxscript']}, onnxruntime {run['onnxruntime']}"
+        )
+    counts = {e: collections.Counter(r.status for r in records if r.exporter == e) for e in EXPORTERS}
+    out += ["", "### Totals", "", f"| status | {OURS} | {THEIRS} |", "|---|---:|---:|"]
+    for status in STATUSES:
+        if counts[OURS][status] or counts[THEIRS][status]:
+            out.append(f"| {status} | {counts[OURS][status]} | {counts[THEIRS][status]} |")
+    out.append(f"| **total** | **{sum(counts[OURS].values())}** | **{sum(counts[THEIRS].values())}** |")
+
+    def pair_list(title: str, winner: str, loser: str, note: str) -> list[str]:
+        rows = [
+            pair[loser] for pair in pairs.values()
+            if winner in pair and loser in pair and pair[winner].status == "pass" and pair[loser].status != "pass"
+        ]
+        lines = ["", f"### {title}: {len(rows)}", "", note, ""]
+        if not rows:
+            return lines + ["None."]
+        lines += [f"| model | family | {loser} status | error |", "|---|---|---|---|"]
+        return lines + [f"| {r.model} | {r.family} | {r.status} | {_cell(r.error)} |" for r in rows]
+
+    out += pair_list(
+        "torch.onnx passes, torch_onnx_fx fails", THEIRS, OURS,
+        "Regressions against the exporter torch_onnx_fx replaces. The target is an empty list.",
+    )
+    out += pair_list(
+        "torch.onnx fails, torch_onnx_fx passes", OURS, THEIRS, "Models only torch_onnx_fx exports correctly.",
+    )
+    out += [
+        "",
+        "### Per model",
+        "",
+        "Max diff: the largest absolute difference from eager over both input sets (– where the export "
+        "or ONNX Runtime failed, or the outputs' shapes differ). Export: seconds of one export.",
+        "",
+        f"| model | family | CI | {OURS} | {THEIRS} | max diff, ours | max diff, theirs "
+        "| export s, ours | export s, theirs |",
+        "|---|---|:-:|---|---|---:|---:|---:|---:|",
+    ]
+    for model, pair in pairs.items():
+        ours, theirs = pair.get(OURS), pair.get(THEIRS)
+        first = ours or theirs
+        assert first is not None
+        seconds = [f"{r.export_s:.1f}" if r is not None and r.export_s is not None else "–" for r in (ours, theirs)]
+        out.append(
+            f"| {model} | {first.family} | {'✓' if first.ci else ''} | {_status(ours)} | {_status(theirs)} | "
+            f"{_diff(ours.max_abs_diff if ours else None)} | {_diff(theirs.max_abs_diff if theirs else None)} | "
+            f"{seconds[0]} | {seconds[1]} |"
+        )
+    failures = [r for r in records if r.status != "pass"]
+    out += ["", f"### Failures: {len(failures)}", ""]
+    if failures:
+        out += ["| model | exporter | status | error | innermost cause |", "|---|---|---|---|---|"]
+        out += [f"| {r.model} | {r.exporter} | {r.status} | {_cell(r.error)} | {_cell(r.cause)} |" for r in failures]
+    else:
+        out.append("None.")
+    out += [
+        "",
+        "### torchvision models",
+        "",
+        "The corpus adds eight torchvision classifiers with random weights (`torchvision-resnet18`, "
+        "`-mobilenet_v3_small`, `-efficientnet_b0`, `-vit_b_16`, `-convnext_tiny`, `-swin_t`, "
+        "`-regnet_y_400mf`, `-densenet121`; 224x224 images, dynamic batch) wherever torchvision is "
+        "importable. torchvision 0.29.1 requires torch 2.14.1, so they run from a separate "
+        "environment, and their records merge into the results above:",
+        "",
+        "```bash",
+        "python -m venv /tmp/vision && . /tmp/vision/bin/activate",
+        "pip install torch==2.14.1 torchvision==0.29.1 --index-url https://download.pytorch.org/whl/cpu",
+        "pip install -e '.[test]'",
+        "python tools/modelsweep.py --models " + ",".join(
+            f"torchvision-{name}" for name in (
+                "resnet18", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16", "convnext_tiny", "swin_t",
+                "regnet_y_400mf", "densenet121",
+            )
+        ),
+        "```",
+        END_MARKER,
+    ]
+    return "\n".join(out)
+
+
+def write_section(page: Path, section: str) -> None:
+    """Replace the text between the markers (included) with ``section``, or append it; the rest of
+    the page, which other tools write, is kept byte for byte."""
+    text = page.read_text() if page.exists() else ""
+    start = text.find(START_MARKER)
+    end = text.find(END_MARKER, start)
+    if start >= 0 and end >= 0:
+        text = text[:start] + section + text[end + len(END_MARKER):]
+    else:
+        text += ("\n" if text and not text.endswith("\n") else "") + ("\n" if text else "") + section + "\n"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from tools.models import CORPUS
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", help="comma-separated corpus names; merged into the existing results")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per model and exporter")
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, help="JSON-lines results")
+    parser.add_argument("--out", type=Path, default=DEFAULT_PAGE, help="the page whose model section is written")
+    parser.add_argument("--render-only", action="store_true", help="rewrite the section from --json, run nothing")
+    options = parser.parse_args(argv)
+
+    runs, records = read_results(options.json)
+    if not options.render_only:
+        known = {case.name: case for case in CORPUS}
+        names = options.models.split(",") if options.models else list(known)
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            parser.error(f"unknown models {unknown}; known: {list(known)}")
+        if not options.models:
+            runs, records = [], []
+        run = max((r["run"] for r in runs), default=0) + 1
+        command = shlex.join(["python", "tools/modelsweep.py", *(sys.argv[1:] if argv is None else argv)])
+        header = _run_header(run, command, options.timeout)
+        kept = [r for r in records if r.model not in names]
+        start = time.monotonic()
+        new: list[Record] = []
+        for record in sweep([known[name] for name in names], options.timeout):
+            record.run = run
+            new.append(record)
+            detail = f" ({record.error})" if record.error else ""
+            elapsed = time.monotonic() - start
+            print(f"[{elapsed:5.0f} s] {record.model} {record.exporter}: {record.status}{detail}", flush=True)
+            write_results(options.json, runs, kept + new)
+        runs = [r for r in runs if any(k.run == r["run"] for k in kept)]
+        runs.append({**header, "minutes": round((time.monotonic() - start) / 60, 1)})
+        # Corpus order, whatever order the runs came in.
+        order = {name: i for i, name in enumerate(known)}
+        records = sorted(kept + new, key=lambda r: (order.get(r.model, len(order)), EXPORTERS.index(r.exporter)))
+        write_results(options.json, runs, records)
+    write_section(options.out, render_section(runs, records))
+    return 0
+
+
+if __name__ == "__main__":
+    # Run as the module tools.modelsweep, so the fork server's workers find _worker under that name.
+    from tools.modelsweep import main as _main
+
+    sys.exit(_main())

@@ -1,0 +1,793 @@
+"""Operator sweep: every OpInfo of PyTorch's test database through both ONNX exporters.
+
+For each OpInfo of ``torch.testing._internal.common_methods_invocations.op_db`` and its first
+``--samples`` sample inputs of one dtype, the call ``op(sample.input, *sample.args, **sample.kwargs)``
+is wrapped in a tiny module whose inputs are the sample's tensors (wherever they sit: inside lists
+of ``args`` too) and whose other arguments are baked in. The module is captured once with
+``torch.export.export(strict=False)`` and that same ExportedProgram is exported by
+``torch_onnx_fx.export`` and by ``torch.onnx.export(dynamo=True)``; both models run in ONNX Runtime
+and are compared with eager PyTorch (dtype, shape, then values; see ``tolerance``).
+
+Every op runs in a worker process forked from a server that has already imported torch and the
+exporters, with a timeout, so a crash or a hang costs one op, not the sweep. Records are written
+per (op, sample, exporter) to a JSON-lines file (first line: the run's settings and versions), and
+a Markdown page is generated from it.
+
+Regenerate the page (about an hour on two shared cores; the default ``--samples 3`` takes half as
+long again)::
+
+    python tools/opsweep.py --jobs 2 --samples 2 --json tools/results/opsweep_float32.jsonl --out docs/coverage.md
+
+``--render-only`` rewrites the page from the JSON-lines file; ``--quick`` runs the ~40 common ops of
+``QUICK_OPS`` with one sample (``tests/test_opsweep.py`` runs them in process with ``sweep_op``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import itertools
+import json
+import logging
+import multiprocessing
+import os
+import re
+import shlex
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+for _path in (REPO, REPO / "tests"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+import torch  # noqa: E402
+import torch.utils._pytree as pytree  # noqa: E402
+from helpers import assert_close_outputs, flat_tensors  # noqa: E402
+
+from tools.bench_worker import EXPORTERS, OURS, THEIRS  # noqa: E402
+
+__all__ = [
+    "Record", "EXPORTERS", "QUICK_OPS", "STATUSES", "DTYPES", "op_infos", "skip_reason", "sweep_op", "compare",
+    "run_sweep", "cause_key", "missing_operators", "render_markdown", "main",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_SAMPLES = 3
+
+# Per (op, sample, exporter). The first four are results on a captured sample; capture_failed and
+# eager_failed are properties of the sample (counted apart); skipped covers a whole op.
+STATUSES = ("pass", "mismatch", "export_failed", "ort_failed", "timeout", "crashed")
+APART = ("capture_failed", "eager_failed", "skipped")
+
+DTYPES = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int64": torch.int64,
+    "bool": torch.bool,
+}
+
+# (rtol, atol) by the dtype of each eager output; integer and bool outputs are compared exactly.
+_TOLERANCES = {
+    torch.float16: (1e-2, 1e-3),
+    torch.bfloat16: (5e-2, 1e-2),
+    torch.complex32: (1e-2, 1e-3),
+}
+_DEFAULT_FLOAT_TOLERANCE = (1e-3, 1e-5)
+
+# OpInfo names whose results are not determined by their inputs: random draws or uninitialised
+# memory. Comparing them with eager would only measure chance.
+_NONDETERMINISTIC: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^(rand|randn|randint)(_like)?$"), "random: draws random numbers"),
+    (re.compile(r"^(bernoulli|multinomial|uniform|cauchy|exponential|geometric|log_normal|normal)(\.|$)"),
+     "random: draws random numbers"),
+    (re.compile(r"dropout(?!_backward)"), "random: dropout mask"),
+    (re.compile(r"rrelu|fractional_max_pool|(svd|pca)_lowrank"), "random: draws random numbers"),
+    (re.compile(r"^(new_)?empty"), "nondeterministic: uninitialised memory"),
+)
+
+# Common operators of real models, one sample each: the sweep's smoke test.
+QUICK_OPS = (
+    "add", "sub", "mul", "div.no_rounding_mode", "pow", "neg", "abs", "exp", "log", "sqrt", "rsqrt",
+    "sigmoid", "tanh", "where", "clamp", "matmul", "mm", "bmm", "nn.functional.linear",
+    "nn.functional.conv2d", "nn.functional.relu", "nn.functional.gelu", "nn.functional.silu",
+    "softmax", "log_softmax", "nn.functional.layer_norm", "nn.functional.embedding",
+    "nn.functional.max_pool2d", "nn.functional.avg_pool2d", "sum", "mean", "amax", "cumsum", "cat",
+    "stack", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand", "index_select",
+    "gather",
+)
+
+
+@dataclasses.dataclass
+class Record:
+    """One exporter on one sample of one op; ``sample`` is None for records about the whole op."""
+
+    op: str
+    sample: int | None
+    exporter: str
+    status: str
+    inputs: str | None = None
+    error: str | None = None
+    cause: str | None = None
+    seconds: float | None = None
+
+
+# -- one op, in process ----------------------------------------------------------------------------
+
+
+def op_key(opinfo: Any) -> str:
+    return f"{opinfo.name}.{opinfo.variant_test_name}" if opinfo.variant_test_name else opinfo.name
+
+
+def op_infos() -> dict[str, Any]:
+    """OpInfos by ``name[.variant]``, in op_db's order."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return {op_key(opinfo): opinfo for opinfo in op_db}
+
+
+def skip_reason(opinfo: Any, dtype: torch.dtype) -> str | None:
+    key = op_key(opinfo)
+    for pattern, reason in _NONDETERMINISTIC:
+        if pattern.search(key):
+            return reason
+    if dtype not in opinfo.supported_dtypes("cpu"):
+        return f"no {str(dtype).removeprefix('torch.')} samples on CPU"
+    return None
+
+
+def tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    if dtype.is_floating_point or dtype.is_complex:
+        return _TOLERANCES.get(dtype, _DEFAULT_FLOAT_TOLERANCE)
+    return 0.0, 0.0
+
+
+_ORT_SOURCE = re.compile(r"/onnxruntime_src/\S+:\d+ ")
+
+
+def _without_ort_location(text: str) -> str:
+    """Drop the ``file.cc:123 Status ns::Function(const Arg&, ...)`` ONNX Runtime puts before its message."""
+    found = _ORT_SOURCE.search(text)
+    if found is None:
+        return text
+    depth = 0
+    for i in range(found.end(), len(text)):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return text[: found.start()] + text[i + 1 :].lstrip()
+    return text
+
+
+def _first_line(text: str) -> str:
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # torch.onnx colours its messages
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return _without_ort_location(lines[0])[:400] if lines else ""
+
+
+def describe_exception(exc: BaseException) -> tuple[str, str | None]:
+    """``Type: first line`` of the exception, and of its innermost cause when it wraps one."""
+    top = f"{type(exc).__name__}: {_first_line(str(exc))}"
+    root, seen = exc, {id(exc)}
+    while root.__cause__ is not None or (root.__context__ is not None and not root.__suppress_context__):
+        root = root.__cause__ or root.__context__  # type: ignore[assignment]
+        if id(root) in seen:
+            break
+        seen.add(id(root))
+    return top, (f"{type(root).__name__}: {_first_line(str(root))}" if root is not exc else None)
+
+
+class OpCall(torch.nn.Module):
+    """``op(input, *args, **kwargs)`` of one sample, its tensors as the module's inputs.
+
+    The sample's (input, args, kwargs) is flattened with pytree; tensor leaves are taken from
+    ``forward``'s arguments in order, every other leaf is a constant of the module.
+    """
+
+    def __init__(self, op: Callable[..., Any], sample: Any):
+        super().__init__()
+        leaves, self.spec = pytree.tree_flatten((sample.input, sample.args, sample.kwargs))
+        self.op = op
+        self.is_input = [isinstance(leaf, torch.Tensor) for leaf in leaves]
+        self.constants = [None if is_input else leaf for leaf, is_input in zip(leaves, self.is_input)]
+        self.example = tuple(leaf for leaf, is_input in zip(leaves, self.is_input) if is_input)
+
+    def forward(self, *tensors: torch.Tensor) -> Any:
+        given = iter(tensors)
+        leaves = [next(given) if is_input else constant for is_input, constant in zip(self.is_input, self.constants)]
+        sample_input, args, kwargs = pytree.tree_unflatten(leaves, self.spec)
+        return self.op(sample_input, *args, **kwargs)
+
+    def fresh_inputs(self) -> tuple[torch.Tensor, ...]:
+        """Copies of the sample's tensors: an op that writes to its inputs cannot change the next run."""
+        return tuple(t.detach().clone() for t in self.example)
+
+
+def describe_sample(sample: Any, limit: int = 160) -> str:
+    def one(value: Any) -> str:
+        if isinstance(value, torch.Tensor):
+            return f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)}"
+        if isinstance(value, (list, tuple)):
+            inner = ", ".join(one(v) for v in value)
+            return f"[{inner}]" if isinstance(value, list) else f"({inner})"
+        return repr(value)
+
+    parts = [one(sample.input), *(one(a) for a in sample.args), *(f"{k}={one(v)}" for k, v in sample.kwargs.items())]
+    text = ", ".join(parts)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _ort_session(model: str | bytes) -> Any:
+    """One thread per session: the inputs are tiny and the sweep runs ops side by side."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
+
+
+def _export(exporter: str, program: torch.export.ExportedProgram, args: tuple[torch.Tensor, ...]) -> Any:
+    if exporter == OURS:
+        import torch_onnx_fx
+
+        return torch_onnx_fx.export(program, args, verbose=False)
+    return torch.onnx.export(program, args, dynamo=True, verbose=False)
+
+
+def compare(expected: Any, actual: Sequence[torch.Tensor]) -> None:
+    """Raise AssertionError unless the ONNX outputs match eager in dtype, shape and value.
+
+    The last ``len(eager outputs)`` ONNX outputs are the user's (mutated buffers come first).
+    Complex outputs given in ONNX's real form (a trailing dim of 2) are viewed as complex first:
+    torch_onnx_fx's ONNXProgram does that itself, torch.onnx's does not.
+    """
+    flat = flat_tensors(expected)
+    if len(actual) < len(flat):
+        raise AssertionError(f"{len(actual)} ONNX outputs for {len(flat)} eager outputs")
+    actual = list(actual)[len(actual) - len(flat):]
+    for i, (exp, act) in enumerate(zip(flat, actual)):
+        if exp.is_complex() and not act.is_complex() and tuple(act.shape) == (*exp.shape, 2):
+            act = torch.view_as_complex(act.contiguous())
+        rtol, atol = tolerance(exp.dtype)
+        try:
+            assert_close_outputs(exp, [act], rtol, atol)
+        except AssertionError as exc:
+            # assert_close spreads its verdict over lines (mismatched count, greatest differences):
+            # one line keeps it whole in the record.
+            where = f"output {i} of {len(flat)}: " if len(flat) > 1 else ""
+            lines = [line.strip() for line in str(exc).removeprefix("output 0: ").splitlines() if line.strip()]
+            raise AssertionError(where + "; ".join(lines)) from None
+
+
+def _run_exporter(
+    record: Record, exporter: str, module: OpCall, program: torch.export.ExportedProgram, expected: Any,
+    on_stage: Callable[[str], None],
+) -> None:
+    """Export, run and compare; fills ``record.status`` and the error fields."""
+    status_of = {"export": "export_failed", "onnxruntime": "ort_failed", "compare": "mismatch"}
+    stage = "export"
+    try:
+        on_stage(stage)
+        onnx_program = _export(exporter, program, module.fresh_inputs())
+        stage = "onnxruntime"
+        on_stage(stage)
+        onnx_program.initialize_inference_session(_ort_session)
+        actual = onnx_program(*module.fresh_inputs())
+        stage = "compare"
+        on_stage(stage)
+        compare(expected, actual)
+        record.status = "pass"
+    except Exception as exc:  # noqa: BLE001 - every failure is a result to record
+        record.status = status_of[stage]
+        record.error, record.cause = describe_exception(exc)
+
+
+def _first_samples(opinfo: Any, dtype: torch.dtype, samples: int) -> tuple[list[Any], str | None]:
+    """The op's first sample inputs, or why there are none."""
+    torch.manual_seed(0)
+    generator = opinfo.sample_inputs("cpu", dtype, requires_grad=False)
+    try:
+        chosen = list(itertools.islice(generator, samples))
+    except Exception as exc:  # noqa: BLE001 - a broken generator skips the op, with its error
+        return [], "sample_inputs raised " + describe_exception(exc)[0]
+    finally:
+        # Closed now, not at garbage collection: a generator's no_grad exit inside a trace breaks it.
+        close = getattr(generator, "close", None)
+        if close is not None:
+            close()
+    return chosen, None if chosen else "no sample inputs"
+
+
+def sweep_op(
+    opinfo: Any,
+    dtype: torch.dtype = torch.float32,
+    samples: int = 3,
+    exporters: Sequence[str] = EXPORTERS,
+    *,
+    on_record: Callable[[Record], None] | None = None,
+    on_stage: Callable[[int | None, str | None, str], None] | None = None,
+) -> list[Record]:
+    """All records of one op: its first ``samples`` sample inputs through each exporter.
+
+    ``on_record`` sees each record as soon as it is complete and ``on_stage(sample, exporter,
+    stage)`` each step before it starts, so a supervisor can tell where a killed worker was.
+    """
+    key = op_key(opinfo)
+    records: list[Record] = []
+
+    def emit(record: Record) -> None:
+        records.append(record)
+        if on_record is not None:
+            on_record(record)
+
+    def stage(sample: int | None, exporter: str | None, name: str) -> None:
+        if on_stage is not None:
+            on_stage(sample, exporter, name)
+
+    stage(None, None, "sample inputs")
+    chosen: list[Any] = []
+    reason = skip_reason(opinfo, dtype)
+    if reason is None:
+        chosen, reason = _first_samples(opinfo, dtype, samples)
+    if reason is not None:
+        for exporter in exporters:
+            emit(Record(key, None, exporter, "skipped", error=reason))
+        return records
+
+    for index, sample in enumerate(chosen):
+        module = OpCall(opinfo.op, sample)
+        inputs = describe_sample(sample)
+        sample_status, error, cause, program = None, None, None, None
+        stage(index, None, "eager")
+        try:
+            with torch.no_grad():
+                expected = module(*module.fresh_inputs())
+        except Exception as exc:  # noqa: BLE001
+            sample_status = "eager_failed"
+            error, cause = describe_exception(exc)
+        if sample_status is None:
+            stage(index, None, "capture")
+            try:
+                program = torch.export.export(module, module.fresh_inputs(), strict=False)
+            except Exception as exc:  # noqa: BLE001
+                sample_status = "capture_failed"
+                error, cause = describe_exception(exc)
+        for exporter in exporters:
+            record = Record(key, index, exporter, sample_status or "", inputs=inputs, error=error, cause=cause)
+            if program is not None:
+                start = time.perf_counter()
+                _run_exporter(record, exporter, module, program, expected, lambda name: stage(index, exporter, name))
+                record.seconds = round(time.perf_counter() - start, 3)
+            emit(record)
+    return records
+
+
+# -- many ops, each in a worker process --------------------------------------------------------------
+
+# Imported once by the fork server, so every worker starts warm instead of paying ~5 s of imports.
+_PRELOAD = [
+    "torch", "torch.testing._internal.common_methods_invocations", "onnxruntime", "onnxscript",
+    "torch.onnx._internal.exporter._core", "torch_onnx_fx", "tools.opsweep",
+]
+
+
+def _worker(key: str, dtype_name: str, samples: int, exporters: Sequence[str], events_path: str, log_path: str) -> None:
+    """Entry of a worker process: one op's records, appended to ``events_path`` as they come."""
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    warnings.simplefilter("ignore")
+    logging.disable(logging.WARNING)
+    torch.set_num_threads(1)
+    with open(events_path, "a", buffering=1) as events:
+
+        def write(kind: str, payload: dict[str, Any]) -> None:
+            events.write(json.dumps({"kind": kind, **payload}) + "\n")
+            events.flush()
+
+        sweep_op(
+            op_infos()[key], DTYPES[dtype_name], samples, exporters,
+            on_record=lambda record: write("record", dataclasses.asdict(record)),
+            on_stage=lambda sample, exporter, stage: write("stage", {"sample": sample, "exporter": exporter, "stage": stage}),
+        )
+
+
+@dataclasses.dataclass
+class _Job:
+    key: str
+    process: Any
+    started: float
+    events_path: Path
+    log_path: Path
+
+
+def _collect(job: _Job, exporters: Sequence[str], timed_out: float | None) -> list[Record]:
+    """The worker's records; a timeout or a crash adds one for the step it was killed in."""
+    records: list[Record] = []
+    where: dict[str, Any] = {"sample": None, "exporter": None, "stage": "start"}
+    if job.events_path.exists():
+        for line in job.events_path.read_text().splitlines():
+            event = json.loads(line)
+            kind = event.pop("kind")
+            if kind == "record":
+                records.append(Record(**event))
+            else:
+                where = event
+    if timed_out is None and job.process.exitcode == 0:
+        return records
+    if timed_out is not None:
+        status, error = "timeout", f"killed after {timed_out:.0f} s during {where['stage']}; later samples not run"
+    else:
+        tail = [line for line in job.log_path.read_text(errors="replace").splitlines() if line.strip()][-1:]
+        status = "crashed"
+        error = f"exit code {job.process.exitcode} during {where['stage']}" + (f": {tail[0][:300]}" if tail else "")
+    done = {(r.sample, r.exporter) for r in records}
+    for exporter in [where["exporter"]] if where["exporter"] else exporters:
+        if (where["sample"], exporter) not in done:
+            records.append(Record(job.key, where["sample"], exporter, status, error=error))
+    return records
+
+
+def run_sweep(
+    keys: Sequence[str], dtype_name: str, samples: int, exporters: Sequence[str], jobs: int, timeout_s: float,
+) -> Iterator[list[Record]]:
+    """Yield each op's records as its worker finishes (in completion order)."""
+    opinfos = op_infos()
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_PRELOAD)
+    # Start the fork server (it imports _PRELOAD) before any op's clock runs.
+    warm_up = context.Process(target=time.sleep, args=(0,))
+    warm_up.start()
+    warm_up.join()
+    pending = collections.deque(keys)
+    running: list[_Job] = []
+    with tempfile.TemporaryDirectory(prefix="opsweep-") as scratch:
+        while pending or running:
+            while pending and len(running) < jobs:
+                key = pending.popleft()
+                reason = skip_reason(opinfos[key], DTYPES[dtype_name])
+                if reason is not None:
+                    yield [Record(key, None, exporter, "skipped", error=reason) for exporter in exporters]
+                    continue
+                stem = f"{len(keys) - len(pending)}"
+                job = _Job(key, None, time.monotonic(), Path(scratch, stem + ".jsonl"), Path(scratch, stem + ".log"))
+                job.process = context.Process(
+                    target=_worker, args=(key, dtype_name, samples, tuple(exporters), str(job.events_path), str(job.log_path))
+                )
+                job.process.start()
+                running.append(job)
+            time.sleep(0.05)
+            for job in list(running):
+                elapsed = time.monotonic() - job.started
+                if job.process.is_alive() and elapsed < timeout_s:
+                    continue
+                timed_out = None
+                if job.process.is_alive():
+                    job.process.kill()
+                    timed_out = elapsed
+                job.process.join()
+                running.remove(job)
+                yield _collect(job, exporters, timed_out)
+
+
+# -- the page -------------------------------------------------------------------------------------
+
+
+_MISSING = re.compile(r"^MissingTranslationError: \d+ operator\(s\) have no ONNX translation and no decomposition: (.*?)\.?$")
+
+
+def normalize_cause(text: str) -> str:
+    """An error's first line with what varies between samples (numbers, node names) blanked."""
+    text = re.sub(r"0x[0-9a-fA-F]+", "0x…", text)
+    text = re.sub(r"\b([A-Za-z]\w*?)(_\d+)+\b", r"\1_N", text)  # FX/ONNX value names: add_3, val_12
+    text = re.sub(r"(?<![\w.])-?\d+(\.\d+)?(e[-+]?\d+)?\b", "N", text)
+    return text[:240]
+
+
+def missing_operators(record: Record) -> list[str]:
+    """The operators a MissingTranslationError names; empty for any other failure."""
+    found = _MISSING.match(record.error or "")
+    return found.group(1).split(", ") if found else []
+
+
+def cause_key(record: Record) -> str:
+    """What failures are grouped by: exception type and normalized first line.
+
+    A value mismatch keeps only assert_close's verdict, not this sample's differences; missing
+    translations are one cause, broken down by operator in a table of their own.
+    """
+    if missing_operators(record):
+        return "MissingTranslationError: operators with no ONNX translation and no decomposition (table below)"
+    cause = record.error or record.status
+    if record.status == "mismatch":
+        cause = cause.split(";")[0]
+    return normalize_cause(cause)
+
+
+def _cell(text: str | None) -> str:
+    return (text or "").replace("|", "\\|").replace("\n", " ")
+
+
+def _counts(records: Iterable[Record]) -> str:
+    counter = collections.Counter(r.status for r in records)
+    return ", ".join(f"{status} {n}" for status, n in counter.most_common())
+
+
+def render_markdown(header: dict[str, Any], records: Sequence[Record]) -> str:
+    exporters = [e for e in EXPORTERS if e in header["exporters"]]
+    order = {key: i for i, key in enumerate(header["ops"])}
+    records = sorted(records, key=lambda r: (order.get(r.op, len(order)), -1 if r.sample is None else r.sample, r.exporter))
+    by_sample: dict[tuple[str, int | None], dict[str, Record]] = {}
+    for record in records:
+        by_sample.setdefault((record.op, record.sample), {})[record.exporter] = record
+    counted = [r for r in records if r.status in STATUSES]
+    limited = "" if header["samples"] >= DEFAULT_SAMPLES else (
+        f" The sweep's default is {DEFAULT_SAMPLES} samples per op; this run took only the first {header['samples']} "
+        "to keep it under about 50 minutes on the machine below."
+    )
+    out = [
+        f"# Operator coverage: OpInfo sweep, {header['dtype']}",
+        "",
+        "Generated by `tools/opsweep.py`; do not edit by hand. Regenerate with:",
+        "",
+        "```bash",
+        header["command"],
+        "```",
+        "",
+        (f"Machine: {header['cores']} cores ({header['cpu']}), Python {header['python']}, " if "cores" in header else "")
+        + f"torch {header['torch']}, onnxscript {header['onnxscript']}, onnxruntime {header['onnxruntime']}; "
+        f"commit {header['commit']}, {header['date']}; {header['minutes']:.0f} min with {header['jobs']} job(s).",
+        "",
+        f"Every OpInfo of PyTorch's `op_db` ({len(header['ops'])} ops), its **first {header['samples']} sample "
+        f"inputs** in {header['dtype']} on CPU.{limited} Each sample's call is captured once with "
+        "`torch.export.export(strict=False)` and that ExportedProgram is exported by both exporters, run "
+        "in ONNX Runtime and compared with eager PyTorch: same dtype and shape, then `assert_close` "
+        "(float32 rtol 1e-3/atol 1e-5, float16 1e-2/1e-3, bfloat16 5e-2/1e-2, integers and bool exact, "
+        "NaNs equal). Complex outputs in ONNX's real form are viewed as complex before comparing. "
+        "Random ops and ops without CPU samples of this dtype are skipped; samples torch.export cannot "
+        "capture are counted apart.",
+        "",
+        "## Totals over capturable samples",
+        "",
+        "| status | " + " | ".join(exporters) + " |",
+        "|---|" + "---:|" * len(exporters),
+    ]
+    per_exporter = {e: collections.Counter(r.status for r in counted if r.exporter == e) for e in exporters}
+    for status in STATUSES:
+        out.append(f"| {status} | " + " | ".join(str(per_exporter[e][status]) for e in exporters) + " |")
+    totals = {e: sum(per_exporter[e].values()) for e in exporters}
+    out.append("| **total** | " + " | ".join(f"**{totals[e]}**" for e in exporters) + " |")
+    out.append(
+        "| **pass rate** | "
+        + " | ".join(f"**{100 * per_exporter[e]['pass'] / totals[e]:.1f}%**" if totals[e] else "–" for e in exporters)
+        + " |"
+    )
+    first = exporters[0]
+    apart = collections.Counter(r.status for r in records if r.exporter == first and r.status in APART)
+    skipped_reasons = collections.Counter(r.error for r in records if r.exporter == first and r.status == "skipped")
+    out += [
+        "",
+        f"Not counted: {apart['capture_failed']} samples torch.export cannot capture, "
+        f"{apart['eager_failed']} samples eager PyTorch rejects, {apart['skipped']} ops skipped ("
+        + "; ".join(f"{reason}: {n}" for reason, n in skipped_reasons.most_common())
+        + ").",
+    ]
+
+    regressed: set[str] = set()
+    if OURS in exporters and THEIRS in exporters:
+        section, regressed = _comparison_section(by_sample)
+        out += section
+    if OURS in exporters:
+        failures = [r for r in counted if r.exporter == OURS and r.status != "pass"]
+        out += _causes_section(failures) + _missing_section(failures)
+    capture = [r for r in records if r.exporter == first and r.status in ("capture_failed", "eager_failed")]
+    out += _details(
+        f"Samples not captured ({len(capture)})",
+        ["| op | sample | status | error |", "|---|---:|---|---|"]
+        + [f"| {r.op} | {r.sample} | {r.status} | {_cell(r.error)} |" for r in capture],
+    )
+    rows = ["| op | " + " | ".join(exporters) + " | not counted |", "|---|" + "---|" * (len(exporters) + 1)]
+    for key in dict.fromkeys(r.op for r in records):
+        mine = [r for r in records if r.op == key]
+        cells = [_counts(r for r in mine if r.exporter == e and r.status in STATUSES) for e in exporters]
+        skipped = next((r.error for r in mine if r.status == "skipped"), None)
+        other = f"skipped: {_cell(skipped)}" if skipped else _counts(r for r in mine if r.exporter == first and r.status in APART)
+        name = f"**{key}**" if key in regressed else key
+        rows.append(f"| {name} | " + " | ".join(cells) + f" | {other} |")
+    out += _details(
+        f"Per-op results ({len(order)} ops; counts of samples; ops in bold have samples torch.onnx passes and torch_onnx_fx fails)",
+        rows,
+    )
+    return "\n".join(out) + "\n"
+
+
+def _details(summary: str, lines: list[str]) -> list[str]:
+    return ["", "<details>", f"<summary>{summary}</summary>", "", *lines, "", "</details>"]
+
+
+def _comparison_section(by_sample: dict[tuple[str, int | None], dict[str, Record]]) -> tuple[list[str], set[str]]:
+    """The samples one exporter passes and the other fails, and the ops where we are behind."""
+    we_fail, they_fail = [], []
+    for pair in by_sample.values():
+        ours, theirs = pair.get(OURS), pair.get(THEIRS)
+        if ours is None or theirs is None or ours.status not in STATUSES or theirs.status not in STATUSES:
+            continue
+        if theirs.status == "pass" and ours.status != "pass":
+            we_fail.append(ours)
+        elif ours.status == "pass" and theirs.status != "pass":
+            they_fail.append(theirs)
+    out = [
+        "",
+        f"## torch.onnx passes, torch_onnx_fx fails: {len(we_fail)} samples",
+        "",
+        "The regressions against the exporter we replace; fix these first.",
+        "",
+        "| op | sample | inputs | status | error |",
+        "|---|---:|---|---|---|",
+    ]
+    out += [f"| {r.op} | {r.sample} | `{_cell(r.inputs)}` | {r.status} | {_cell(r.error)} |" for r in we_fail]
+    if not we_fail:
+        out[-2:] = ["None."]
+    out += _details(
+        f"torch_onnx_fx passes, torch.onnx fails: {len(they_fail)} samples",
+        ["| op | sample | status | torch.onnx error (innermost cause) |", "|---|---:|---|---|"]
+        + [f"| {r.op} | {r.sample} | {r.status} | {_cell(r.cause or r.error)} |" for r in they_fail],
+    )
+    return out, {r.op for r in we_fail}
+
+
+def _causes_section(failures: Sequence[Record]) -> list[str]:
+    groups: dict[str, list[Record]] = {}
+    for record in failures:
+        groups.setdefault(cause_key(record), []).append(record)
+    out = [
+        "",
+        f"## torch_onnx_fx failures by cause: {len(failures)} samples, {len(groups)} causes",
+        "",
+        "Exception type and first line, with numbers and value names blanked; most frequent first.",
+        "",
+        "| samples | status | cause | ops |",
+        "|---:|---|---|---|",
+    ]
+    for cause, members in sorted(groups.items(), key=lambda item: -len(item[1])):
+        ops = list(dict.fromkeys(r.op for r in members))
+        shown = ", ".join(ops[:12]) + (f", … ({len(ops)} ops)" if len(ops) > 12 else "")
+        out.append(f"| {len(members)} | {members[0].status} | {_cell(cause)} | {shown} |")
+    return out
+
+
+def _missing_section(failures: Sequence[Record]) -> list[str]:
+    by_operator: dict[str, list[Record]] = {}
+    for record in failures:
+        for operator in missing_operators(record):
+            by_operator.setdefault(operator, []).append(record)
+    out = [
+        "",
+        f"### Operators without a translation or decomposition: {len(by_operator)}",
+        "",
+        "| operator | samples | ops |",
+        "|---|---:|---|",
+    ]
+    for operator, members in sorted(by_operator.items(), key=lambda item: (-len(item[1]), item[0])):
+        out.append(f"| `{operator}` | {len(members)} | {', '.join(dict.fromkeys(r.op for r in members))} |")
+    return out
+
+
+# -- the driver ----------------------------------------------------------------------------------
+
+
+def _header(options: argparse.Namespace, keys: Sequence[str], command: str) -> dict[str, Any]:
+    """The run's settings, with the machine and versions as the benchmark records them."""
+    from tools.bench import machine_info
+
+    header = machine_info(command, repeat=1)
+    del header["repeat"]
+    header.update(
+        kind="header", dtype=options.dtype, samples=options.samples, exporters=list(options.exporters),
+        jobs=options.jobs, minutes=0.0, ops=list(keys),
+    )
+    return header
+
+
+def _read_jsonl(path: Path) -> tuple[dict[str, Any], list[Record]]:
+    header: dict[str, Any] = {}
+    records: list[Record] = []
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        kind = entry.pop("kind")
+        if kind == "header":
+            header.update(entry)
+        elif kind == "elapsed":
+            header["minutes"] = entry["minutes"]
+        else:
+            records.append(Record(**entry))
+    return header, records
+
+
+def _select(parser: argparse.ArgumentParser, wanted: str | None, known: Sequence[str]) -> list[str]:
+    """``--ops`` names, each an exact ``name[.variant]`` or a name standing for all its variants."""
+    if not wanted:
+        return list(known)
+    chosen: list[str] = []
+    for name in wanted.split(","):
+        matches = [key for key in known if key == name or key.startswith(name + ".")]
+        if not matches:
+            parser.error(f"unknown op {name!r}; see the OpInfo names in torch's common_methods_invocations")
+        chosen += [key for key in matches if key not in chosen]
+    return chosen
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ops", help="comma-separated OpInfo names (name or name.variant; default: all)")
+    parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, help="sample inputs per op (the first N)")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
+    parser.add_argument("--exporters", type=lambda s: s.split(","), default=list(EXPORTERS), help="comma-separated")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per op (all its samples and exporters)")
+    parser.add_argument("--jobs", type=int, default=1, help="ops run side by side")
+    parser.add_argument("--quick", action="store_true", help="only QUICK_OPS, one sample each")
+    parser.add_argument("--json", type=Path, help="JSON-lines results (default tools/results/opsweep_<dtype>.jsonl; none with --quick)")
+    parser.add_argument("--out", type=Path, help="Markdown page (default docs/coverage.md; none with --quick)")
+    parser.add_argument("--render-only", action="store_true", help="rewrite --out from --json, run nothing")
+    options = parser.parse_args(argv)
+    unknown = [e for e in options.exporters if e not in EXPORTERS]
+    if unknown:
+        parser.error(f"unknown exporters {unknown}; known: {list(EXPORTERS)}")
+    # --quick is a smoke test: it writes files only when asked to, never over the full sweep's.
+    json_path = options.json or (None if options.quick else REPO / "tools" / "results" / f"opsweep_{options.dtype}.jsonl")
+    out_path = options.out or (None if options.quick else REPO / "docs" / "coverage.md")
+    if options.render_only:
+        if json_path is None or out_path is None:
+            parser.error("--render-only needs the results to read: drop --quick or give --json and --out")
+        header, records = _read_jsonl(json_path)
+        out_path.write_text(render_markdown(header, records))
+        return 0
+
+    known = list(op_infos())
+    if options.quick:
+        keys, options.samples = list(QUICK_OPS), 1
+    else:
+        keys = _select(parser, options.ops, known)
+    command = shlex.join(["python", "tools/opsweep.py", *(sys.argv[1:] if argv is None else argv)])
+    header = _header(options, keys, command)
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(header) + "\n")
+    start = time.monotonic()
+    everything: list[Record] = []
+    for done, records in enumerate(run_sweep(keys, options.dtype, options.samples, options.exporters, options.jobs, options.timeout), 1):
+        everything += records
+        if json_path is not None:
+            with json_path.open("a") as jsonl:
+                jsonl.writelines(json.dumps({"kind": "record", **dataclasses.asdict(r)}) + "\n" for r in records)
+        op = records[0].op if records else "?"
+        summary = "; ".join(f"{e}: {_counts(r for r in records if r.exporter == e)}" for e in options.exporters)
+        print(f"[{done}/{len(keys)} {time.monotonic() - start:6.0f} s] {op}: {summary}", flush=True)
+    header["minutes"] = (time.monotonic() - start) / 60
+    if json_path is not None:
+        with json_path.open("a") as jsonl:
+            jsonl.write(json.dumps({"kind": "elapsed", "minutes": header["minutes"]}) + "\n")
+    if out_path is not None:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        out_path.write_text(render_markdown(header, everything))
+    failing = [r for r in everything if r.status in STATUSES and r.status != "pass"]
+    print(f"{len(everything)} records, {len(failing)} failing: " + _counts(everything))
+    return 0
+
+
+if __name__ == "__main__":
+    # Run as the module tools.opsweep, so worker processes unpickle its functions by that name.
+    from tools.opsweep import main as _main
+
+    sys.exit(_main())
