@@ -11,7 +11,9 @@ Regenerate the page (about 40 minutes on 2 cores)::
 
     python tools/bench.py --out docs/benchmarks.md --json tools/results/bench.jsonl
 
-``--render-only`` rewrites the page from an existing JSON-lines file without exporting anything.
+``--render-only`` rewrites the page from an existing JSON-lines file without exporting anything;
+``--models a,b --merge`` re-runs only those models (say, one that failed for an outside reason)
+and keeps the other models' runs, noting the re-run on the page.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import math
 import os
 import platform
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -58,12 +61,17 @@ def measure(
     ]
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        returncode: int | None = None
         try:
-            returncode: int | None = process.wait(timeout=timeout_s)
+            returncode = process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(process.pid, 9)
-            process.wait()
-            returncode = None
+            pass
+        finally:
+            # The worker runs in its own session: end it on a timeout and when the driver is
+            # interrupted, so no export is left running.
+            if returncode is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
     try:
         record = Record(**json.loads(result_path.read_text()))
     except (OSError, ValueError):
@@ -198,6 +206,10 @@ _RATIOS: tuple[tuple[str, Callable[[Record], float | None], float], ...] = (
 )
 
 
+def _inaccurate(record: Record) -> bool:
+    return any(d is not None and d > DIFF_FLAG for d in (record.max_abs_diff, record.max_abs_diff_second))
+
+
 def render_markdown(machine: dict[str, Any], records: Sequence[Record]) -> str:
     """The page: per-model results, ours/theirs ratios with geometric means, failures, notes."""
     repeats = machine.get("repeat", 1)
@@ -217,6 +229,8 @@ def render_markdown(machine: dict[str, Any], records: Sequence[Record]) -> str:
         f"torch {machine['torch']}, onnxscript {machine['onnxscript']}, onnxruntime {machine['onnxruntime']}, "
         f"onnx {machine['onnx']}; commit {machine['commit']}, {machine['date']}.",
         "",
+        *(f"Later: {rerun}." for rerun in machine.get("reruns", [])),
+        *([""] if machine.get("reruns") else []),
         "Each export runs in a fresh process with default options (`optimize=True`). *Export s*: wall "
         "time of the export call, cold (first export in the process); *warm s*: a second export of the same "
         "model in the same process, without one-time initialisation. *Peak RSS MB*: peak resident memory "
@@ -225,7 +239,7 @@ def render_markdown(machine: dict[str, Any], records: Sequence[Record]) -> str:
         "latency of ONNX Runtime (CPU, 1 intra-op thread) on the example inputs. *Diff*: max abs "
         "difference from eager PyTorch on the example inputs; *diff 2*: on the corpus's second inputs "
         f"of other dynamic sizes. Differences above {DIFF_FLAG:g} are in bold. Each "
-        f"measurement is repeated {repeats} times in fresh processes: timings are the best repeat (other "
+        f"measurement ran {repeats} time{'s' if repeats != 1 else ''} in fresh processes: timings are the best repeat (other "
         "work on this shared machine only adds time), the other numbers the median.",
         "",
         "## Results",
@@ -282,6 +296,12 @@ def render_markdown(machine: dict[str, Any], records: Sequence[Record]) -> str:
         + (f" ({', '.join(they_fail)})" if they_fail else ""),
         f"- Models both exporters handle end to end: **{len(both_ok)}** of {len(by_model)}",
     ]
+    for exporter in EXPORTERS:
+        wrong = [m for m, p in by_model.items() if p.get(exporter) and _inaccurate(p[exporter])]
+        out.append(
+            f"- Models whose {exporter} export runs but differs from eager by more than {DIFF_FLAG:g}: "
+            f"**{len(wrong)}**" + (f" ({', '.join(wrong)})" if wrong else "")
+        )
     failures = [r for pair in by_model.values() for r in pair.values() if r.status != "ok"]
     if failures:
         out += ["", "| model | exporter | status | error | innermost cause |", "|---|---|---|---|---|"]
@@ -307,6 +327,23 @@ def _read_jsonl(path: Path) -> tuple[dict[str, Any], list[Record]]:
     return machine, runs
 
 
+def _run_entry(record: Record) -> dict[str, Any]:
+    return {"kind": "run", **dataclasses.asdict(record)}
+
+
+_VERSIONS = ("torch", "onnxscript", "onnxruntime", "onnx")
+
+
+def _merge_into(path: Path, machine: dict[str, Any], rerun: set[str]) -> tuple[dict[str, Any] | None, list[Record]]:
+    """The existing results without the models to re-run, under their original machine line with
+    the re-run recorded; ``None`` for the machine when the package versions differ."""
+    previous, runs = _read_jsonl(path)
+    if any(previous.get(key) != machine[key] for key in _VERSIONS):
+        return None, []
+    note = f"{', '.join(sorted(rerun))} re-run on {machine['date']} at {machine['commit']} with `{machine['command']}`"
+    return {**previous, "reruns": [*previous.get("reruns", []), note]}, [r for r in runs if r.model not in rerun]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", help="comma-separated corpus names (default: all)")
@@ -317,6 +354,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks.md")
     parser.add_argument("--json", type=Path, default=REPO / "tools" / "results" / "bench.jsonl")
     parser.add_argument("--render-only", action="store_true", help="rewrite --out from --json, no exports")
+    parser.add_argument(
+        "--merge", action="store_true",
+        help="with --models: re-run only these and keep the other models' runs already in --json",
+    )
     options = parser.parse_args(argv)
 
     if options.render_only:
@@ -325,6 +366,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     cases = corpus()
+    position = {case.name: i for i, case in enumerate(cases)}
+    if options.merge and not options.models:
+        parser.error("--merge re-runs the models given with --models")
     if options.models:
         wanted = options.models.split(",")
         known = {case.name: case for case in cases}
@@ -335,10 +379,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     shown = ["python", "tools/bench.py", *(sys.argv[1:] if argv is None else argv)]
     machine = machine_info(shlex.join(shown), options.repeat)
+    runs: list[Record] = []
+    if options.merge:
+        machine, runs = _merge_into(options.json, machine, {case.name for case in cases})
+        if machine is None:
+            parser.error(f"{options.json} was measured with other package versions: re-run all models")
     options.json.parent.mkdir(parents=True, exist_ok=True)
     options.out.parent.mkdir(parents=True, exist_ok=True)
-    options.json.write_text(json.dumps(machine) + "\n")
-    runs: list[Record] = []
+    options.json.write_text("".join(json.dumps(entry) + "\n" for entry in [machine, *map(_run_entry, runs)]))
     with tempfile.TemporaryDirectory(prefix="bench-") as log_dir:
         for case in cases:
             for repeat in range(options.repeat):
@@ -348,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     record = measure(case, exporter, repeat, options.timeout, options.ort_runs, options.ort_budget, Path(log_dir))
                     runs.append(record)
                     with options.json.open("a") as jsonl:
-                        jsonl.write(json.dumps({"kind": "run", **dataclasses.asdict(record)}) + "\n")
+                        jsonl.write(json.dumps(_run_entry(record)) + "\n")
                     print(
                         f"{case.name:>14} {exporter:>13} #{repeat}: {record.status:<18} "
                         f"export {_fmt(record.export_s)} s, RSS {_fmt(record.peak_rss_mb, 0)} MB, "
@@ -357,7 +405,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         flush=True,
                     )
             # Rewrite the page after every model so a long run shows its progress.
-            options.out.write_text(render_markdown(machine, combine_runs(runs)))
+            in_corpus_order = sorted(runs, key=lambda run: position.get(run.model, len(position)))
+            options.out.write_text(render_markdown(machine, combine_runs(in_corpus_order)))
     return 0
 
 
