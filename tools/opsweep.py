@@ -547,7 +547,7 @@ def render_markdown(header: dict[str, Any], records: Sequence[Record]) -> str:
         "",
         (f"Machine: {header['cores']} cores ({header['cpu']}), Python {header['python']}, " if "cores" in header else "")
         + f"torch {header['torch']}, onnxscript {header['onnxscript']}, onnxruntime {header['onnxruntime']}; "
-        f"commit {header['commit']}, {header['date']}; {header['minutes']:.0f} min with {header['jobs']} job(s).",
+        f"{header['date']}, commit {header['commit']}; {header['minutes']:.0f} min with {header['jobs']} job(s).",
         "",
         f"Every OpInfo of PyTorch's `op_db` ({len(header['ops'])} ops), its **first {header['samples']} sample "
         f"inputs** in {header['dtype']} on CPU.{limited} Each sample's call is captured once with "
@@ -701,8 +701,10 @@ def _header(options: argparse.Namespace, keys: Sequence[str], command: str) -> d
 
 
 def _read_jsonl(path: Path) -> tuple[dict[str, Any], list[Record]]:
+    """The run's header and records; an op run again after a ``resume`` line keeps only its new records."""
     header: dict[str, Any] = {}
-    records: list[Record] = []
+    by_op: dict[str, tuple[int, list[Record]]] = {}
+    segment = 0
     for line in path.read_text().splitlines():
         entry = json.loads(line)
         kind = entry.pop("kind")
@@ -710,9 +712,14 @@ def _read_jsonl(path: Path) -> tuple[dict[str, Any], list[Record]]:
             header.update(entry)
         elif kind == "elapsed":
             header["minutes"] = entry["minutes"]
+        elif kind == "resume":
+            segment += 1
+            header["commit"] += f", resumed at {entry['commit']} ({entry['date']})"
         else:
-            records.append(Record(**entry))
-    return header, records
+            record = Record(**entry)
+            seen, records = by_op.get(record.op, (segment, []))
+            by_op[record.op] = (segment, (records if seen == segment else []) + [record])
+    return header, [record for _, records in by_op.values() for record in records]
 
 
 def _select(parser: argparse.ArgumentParser, wanted: str | None, known: Sequence[str]) -> list[str]:
@@ -740,6 +747,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="JSON-lines results (default tools/results/opsweep_<dtype>.jsonl; none with --quick)")
     parser.add_argument("--out", type=Path, help="Markdown page (default docs/coverage.md; none with --quick)")
     parser.add_argument("--render-only", action="store_true", help="rewrite --out from --json, run nothing")
+    parser.add_argument(
+        "--resume", action="store_true",
+        help="continue the interrupted run in --json with its settings: the ops it lacks, and --ops again",
+    )
     options = parser.parse_args(argv)
     unknown = [e for e in options.exporters if e not in EXPORTERS]
     if unknown:
@@ -754,30 +765,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         out_path.write_text(render_markdown(header, records))
         return 0
 
-    known = list(op_infos())
-    if options.quick:
-        keys, options.samples = list(QUICK_OPS), 1
-    else:
-        keys = _select(parser, options.ops, known)
-    command = shlex.join(["python", "tools/opsweep.py", *(sys.argv[1:] if argv is None else argv)])
-    header = _header(options, keys, command)
-    if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(header) + "\n")
-    start = time.monotonic()
     everything: list[Record] = []
+    if options.resume:
+        if json_path is None or not json_path.exists():
+            parser.error("--resume needs the JSON-lines file of the interrupted run (--json)")
+        header, everything = _read_jsonl(json_path)
+        again = set(_select(parser, options.ops, header["ops"])) if options.ops else set()
+        everything = [r for r in everything if r.op not in again]
+        finished = {r.op for r in everything}
+        keys = [key for key in header["ops"] if key not in finished]
+        options.dtype, options.samples, options.exporters = header["dtype"], header["samples"], header["exporters"]
+        from tools.bench import machine_info
+
+        now = machine_info("", repeat=1)
+        with json_path.open("a") as jsonl:
+            jsonl.write(json.dumps({"kind": "resume", "commit": now["commit"], "date": now["date"]}) + "\n")
+        header["commit"] += f", resumed at {now['commit']} ({now['date']})"
+    else:
+        keys = list(QUICK_OPS) if options.quick else _select(parser, options.ops, list(op_infos()))
+        if options.quick:
+            options.samples = 1
+        command = shlex.join(["python", "tools/opsweep.py", *(sys.argv[1:] if argv is None else argv)])
+        header = _header(options, keys, command)
+        if json_path is not None:
+            json_path.parent.mkdir(parents=True, exist_ok=True)
+            json_path.write_text(json.dumps(header) + "\n")
+    start, earlier_minutes = time.monotonic(), header["minutes"]
     for done, records in enumerate(run_sweep(keys, options.dtype, options.samples, options.exporters, options.jobs, options.timeout), 1):
         everything += records
+        header["minutes"] = earlier_minutes + (time.monotonic() - start) / 60
         if json_path is not None:
+            # The running total after every op, so an interrupted run still knows how long it took.
             with json_path.open("a") as jsonl:
                 jsonl.writelines(json.dumps({"kind": "record", **dataclasses.asdict(r)}) + "\n" for r in records)
+                jsonl.write(json.dumps({"kind": "elapsed", "minutes": round(header["minutes"], 2)}) + "\n")
         op = records[0].op if records else "?"
         summary = "; ".join(f"{e}: {_counts(r for r in records if r.exporter == e)}" for e in options.exporters)
         print(f"[{done}/{len(keys)} {time.monotonic() - start:6.0f} s] {op}: {summary}", flush=True)
-    header["minutes"] = (time.monotonic() - start) / 60
-    if json_path is not None:
-        with json_path.open("a") as jsonl:
-            jsonl.write(json.dumps({"kind": "elapsed", "minutes": header["minutes"]}) + "\n")
     if out_path is not None:
         out_path.parent.mkdir(parents=True, exist_ok=True)
         out_path.write_text(render_markdown(header, everything))
