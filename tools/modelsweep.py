@@ -352,8 +352,8 @@ def render_section(runs: Sequence[dict[str, Any]], records: Sequence[Record]) ->
         lines = ["", f"### {title}: {len(rows)}", "", note, ""]
         if not rows:
             return lines + ["None."]
-        lines += [f"| model | family | {loser} status | error |", "|---|---|---|---|"]
-        return lines + [f"| {r.model} | {r.family} | {r.status} | {_cell(r.error)} |" for r in rows]
+        lines += [f"| model | family | {loser} status | error (innermost cause) |", "|---|---|---|---|"]
+        return lines + [f"| {r.model} | {r.family} | {r.status} | {_cell(r.cause or r.error)} |" for r in rows]
 
     out += pair_list(
         "torch.onnx passes, torch_onnx_fx fails", THEIRS, OURS,
@@ -402,7 +402,7 @@ def render_section(runs: Sequence[dict[str, Any]], records: Sequence[Record]) ->
         "",
         "```bash",
         "python -m venv /tmp/vision && . /tmp/vision/bin/activate",
-        "pip install torch==2.14.1 torchvision==0.29.1 --index-url https://download.pytorch.org/whl/cpu",
+        "pip install torch==2.14.1 torchvision==0.29.1",
         "pip install -e '.[test]'",
         "python tools/modelsweep.py --models " + ",".join(
             f"torchvision-{name}" for name in (
