@@ -117,3 +117,24 @@ def test_dtype_overloads_in_a_list(dtype, expected_op):
     x = (torch.randn(3) * 10).to(dtype)
     program = assert_matches_eager(lambda x: torch.ops.tofx_test.double(x), (x,), custom_translation_table=table)
     assert expected_op in {n.op_type for n in program.model.graph}
+
+
+def test_effectful_ops_drop_their_token():
+    """linalg.inv decomposes into linalg_inv_ex plus an error check wrapped in with_effects, whose
+    token is a graph input and output of the ExportedProgram; neither may reach the ONNX graph."""
+
+    class Inverse(nn.Module):
+        def forward(self, x):
+            return torch.linalg.inv(x) * 2
+
+    def inv_ex_1x1(x, *, check_errors=False):
+        # Enough for 1x1 matrices: this test is about the token, not about inversion.
+        return op.Reciprocal(x), op.Cast(op.ReduceMax(op.Constant(value_ints=[0]), keepdims=0), to=6)
+
+    x = torch.tensor([[[4.0]], [[-0.5]]])
+    onnx_program = torch_onnx_fx.export(
+        Inverse(), (x,), custom_translation_table={torch.ops.aten.linalg_inv_ex.default: inv_ex_1x1}, verbose=False
+    )
+    assert [v.name for v in onnx_program.model.graph.inputs] == ["x"]
+    assert len(onnx_program.model.graph.outputs) == 1
+    assert_matches_eager(Inverse(), (x,), program=onnx_program)

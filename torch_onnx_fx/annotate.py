@@ -102,7 +102,7 @@ def annotate_graph(graph: ir.Graph, program: torch.export.ExportedProgram) -> No
         value.metadata_props[_INPUT_KIND_KEY] = spec.kind.name
         if spec.kind == gs.InputKind.BUFFER:
             value.metadata_props[_INPUT_PERSISTENT_KEY] = str(bool(spec.persistent))
-    kinds = [spec.kind.name for spec in signature.output_specs]
+    kinds = [spec.kind.name for spec in signature.output_specs if spec.kind != gs.OutputKind.TOKEN]
     for value, kind in zip(graph.outputs, kinds):
         value.metadata_props[_OUTPUT_KIND_KEY] = kind
 

@@ -32,6 +32,7 @@ logger = logging.getLogger(__name__)
 
 # FX targets the graph walk handles itself rather than through the table.
 _WALK_HANDLED: set[Any] = {operator.getitem}
+_WITH_EFFECTS = torch.ops.higher_order.with_effects
 
 
 def target_name(target: Any) -> str:
@@ -190,8 +191,9 @@ def untranslatable_targets(module: torch.fx.GraphModule, table: TranslationTable
         for node in submodule.graph.nodes:
             if node.op != "call_function" or node.target in _WALK_HANDLED:
                 continue
-            if not table.has(node.target, node):
-                missing.setdefault(node.target, None)
+            target = node.args[1] if node.target is _WITH_EFFECTS else node.target
+            if not table.has(target, node):
+                missing.setdefault(target, None)
     return list(missing)
 
 
@@ -336,14 +338,21 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
         else:
             ctx.values[node] = source[index]
         return
+    node_args, node_kwargs = node.args, node.kwargs
+    effect_token = target is _WITH_EFFECTS
+    if effect_token:
+        # with_effects(token, op, *args) orders side-effecting ops through a token. ONNX graphs
+        # have no side effects to order, so the wrapped op is translated on its own and the
+        # token becomes nothing (token inputs and outputs are left out of the graph).
+        target, node_args = node_args[1], node_args[2:]
     candidates = ctx.table.candidates(target, node)
     if not candidates:
         raise missing_translation_error([target])
-    example_args = [_meta(a) for a in node.args]
-    example_kwargs = {k: _meta(v) for k, v in node.kwargs.items()}
+    example_args = [_meta(a) for a in node_args]
+    example_kwargs = {k: _meta(v) for k, v in node_kwargs.items()}
     translation = choose(candidates, example_args, example_kwargs)
-    args = [_convert_argument(ctx, a) for a in node.args]
-    kwargs = {k: _convert_argument(ctx, v) for k, v in node.kwargs.items()}
+    args = [_convert_argument(ctx, a) for a in node_args]
+    kwargs = {k: _convert_argument(ctx, v) for k, v in node_kwargs.items()}
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     rule = promotion.promotion_rule(target)
     if rule is not None:
@@ -356,6 +365,9 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
         kwargs["ctx"] = ctx
         kwargs["node"] = node
     result = ctx.tracer.call(translation.function, args, kwargs)
+    if effect_token:
+        inner = result if isinstance(result, (list, tuple)) else ([] if result is None else [result])
+        result = (None, *inner)
     _bind_result(ctx, node, result)
 
 
@@ -420,7 +432,10 @@ def _translation_error(node: torch.fx.Node, exc: Exception, ctx: TranslationCont
 def _outputs(ctx: TranslationContext, node: torch.fx.Node) -> list[ir.Value]:
     outputs: list[ir.Value] = []
     seen: set[int] = set()
-    for arg in node.args[0]:
+    specs = ctx.program.graph_signature.output_specs
+    for arg, spec in zip(node.args[0], specs, strict=True):
+        if spec.kind == gs.OutputKind.TOKEN:
+            continue
         value = _convert_argument(ctx, arg)
         example = _meta(arg)
         if not isinstance(value, ir.Value):

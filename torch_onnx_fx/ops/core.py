@@ -31,6 +31,7 @@ __all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "a
     "aten::sym_constrain_range_for_size",
     "aten::_functional_sym_constrain_range",
     "aten::_functional_sym_constrain_range_for_size",
+    "aten::_linalg_check_errors",
 )
 def aten_assert_noop(*args: Any, **kwargs: Any) -> None:
     """Runtime checks are dropped: ONNX has no way to raise."""
