@@ -86,6 +86,14 @@ CASES = {
  "avg_pool_divisor_dynamic": (lambda x: F.avg_pool2d(x, 3, 2, 1, divisor_override=3), lambda: (torch.randn(2, 3, 9, 8),)),
  "int_tensor_divided_by_size": (lambda ids: (ids / ids.shape[1], ids * (ids.shape[0] + 0.5)), lambda: (torch.tensor([[1, 2, 3], [4, 5, 6]]),)),
  "logit": (lambda x: (torch.logit(x, 0.2), torch.logit(x)), lambda: (torch.rand(5, 5) * 0.98 + 0.01,)),
+ "zero_dim_dim_ops": (lambda x: (x.sum(0), x.prod(0), x.argmax(0), torch.logsumexp(x, 0), x.var(0), torch.max(x, 0)[1], x.cumsum(0), x.softmax(0), torch.amax(x, (0,)), torch.all(x, 0), torch.any(x, 0, keepdim=True)), lambda: (torch.tensor(3.0),)),
+ "masked_var_aliases": (lambda x, m: (torch.masked._ops.var(x, 1, unbiased=True, mask=m), torch.masked._ops.std(x, 0, mask=m)), lambda: (torch.randn(3, 4), torch.tensor([[1, 0, 1, 1], [1, 1, 0, 1], [0, 1, 1, 1]]) > 0)),
+ "fftn_padded": (lambda x: (torch.view_as_real(torch.fft.fftn(x, s=(3, 6))), torch.view_as_real(torch.fft.ihfft2(x[0])), torch.view_as_real(torch.fft.fft2(x, s=(5, 4)))), lambda: (torch.randn(3, 4, 5),)),
+ "adaptive_pools_empty_batch": (lambda x: (F.adaptive_avg_pool1d(x[:, 0], 3), F.adaptive_avg_pool3d(x[:, None], (1, 2, 2)), *F.adaptive_max_pool2d(x, (2, 3), return_indices=True)), lambda: (torch.randn(0, 3, 4, 5),)),
+ "unfold_variants": (lambda x: (F.unfold(x, 2, padding=1, stride=2), F.unfold(x[0], (2, 3), dilation=(2, 1), padding=(0, 1), stride=(1, 2)), F.unfold(x[:0], 3), F.unfold(x * float("inf"), 3)), lambda: (torch.randn(2, 3, 5, 6),)),
+ "sdpa_other_ranks": (lambda q, k, v, m: (F.scaled_dot_product_attention(q[0], k[0], v[0], attn_mask=m), F.scaled_dot_product_attention(q[0, 0], k[0, 0], v[0, 0], scale=0.3), F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=True)), lambda: (torch.randn(2, 2, 5, 4), torch.randn(2, 2, 6, 4), torch.randn(2, 2, 6, 3), torch.rand(5, 6) > 0.2)),
+ "nonzero_scalar": (lambda x: (torch.nonzero(x), torch.nonzero(x - 2)), lambda: (torch.tensor(2.0),)),
+ "unique_consecutive_any_dtype": (lambda x, i: (*torch.unique_consecutive(x, return_inverse=True, return_counts=True), torch.unique_consecutive(i), *torch.unique_consecutive(x[:0], return_counts=True)), lambda: (torch.tensor([[1.0, 1.0, 2.0], [2.0, 3.0, float("nan")]]), torch.tensor([3, 3, 1, 1, 1, 3]))),
  "prelu_silu": (lambda x: (F.silu(x), F.hardswish(x), F.mish(x), F.elu(x), F.leaky_relu(x, 0.1), F.softplus(x)), lambda: (torch.randn(3, 4),)),
 }
 

@@ -39,11 +39,19 @@ _add(
     "logaddexp logaddexp2 heaviside min.other max.other __and__.Tensor __or__.Tensor __xor__.Tensor",
     Kind.DEFAULT,
 )
-_add("div.Tensor div.Scalar true_divide.Tensor atan2", Kind.INT_TO_FLOAT)
+# Aliases (divide, subtract, multiply, greater, ...) reach the graph under their own names when
+# a decomposition or torch.masked uses them.
+_add(
+    "subtract.Tensor subtract.Scalar multiply.Tensor multiply.Scalar divide.Tensor_mode divide.Scalar_mode",
+    Kind.DEFAULT,
+)
+_add("div.Tensor div.Scalar true_divide.Tensor true_divide.Scalar divide.Tensor divide.Scalar atan2 arctan2", Kind.INT_TO_FLOAT)
 _add("pow.Tensor_Tensor pow.Tensor_Scalar", Kind.BOOL_TO_LONG)
 _add(
     "eq.Tensor eq.Scalar ne.Tensor ne.Scalar lt.Tensor lt.Scalar le.Tensor le.Scalar "
-    "gt.Tensor gt.Scalar ge.Tensor ge.Scalar logical_and logical_or logical_xor",
+    "gt.Tensor gt.Scalar ge.Tensor ge.Scalar logical_and logical_or logical_xor "
+    "greater.Tensor greater.Scalar greater_equal.Tensor greater_equal.Scalar less.Tensor less.Scalar "
+    "less_equal.Tensor less_equal.Scalar not_equal.Tensor not_equal.Scalar",
     Kind.ALWAYS_BOOL,
 )
 _add("where.self where.ScalarSelf where.ScalarOther where.Scalar", Kind.NO_OPMATH, (1, 2))

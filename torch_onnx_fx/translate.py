@@ -21,7 +21,7 @@ import torch
 from onnx_ir.tensor_adapters import TorchTensor, from_torch_dtype
 from torch.export import graph_signature as gs
 
-from torch_onnx_fx import annotate, promotion
+from torch_onnx_fx import annotate, promotion, zero_dim
 from torch_onnx_fx.errors import MissingTranslationError, TranslationError, UnsupportedArgumentError
 from torch_onnx_fx.registry import TranslationTable, choose
 from torch_onnx_fx.tracer import GraphTracer
@@ -361,10 +361,15 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
     args = promotion.widen_indices(target, args, example_args, ctx.cast)
     if translation.complex:
         args = _complex_scalars(ctx, translation, args, example_args)
+    rank_one = zero_dim.needs_rank_one(target, example_args)
+    if rank_one:
+        args[0] = zero_dim.lift(ctx.tracer, args[0])
     if getattr(translation.function, "_torch_onnx_fx_wants_context", False):
         kwargs["ctx"] = ctx
         kwargs["node"] = node
     result = ctx.tracer.call(translation.function, args, kwargs)
+    if rank_one:
+        result = zero_dim.restore(ctx.tracer, result, node.meta.get("val"))
     if effect_token:
         inner = result if isinstance(result, (list, tuple)) else ([] if result is None else [result])
         result = (None, *inner)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import from_torch_dtype
@@ -19,7 +20,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.registry import register, wants_context
 
-__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select"]
+__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive"]
 
 
 @register(
@@ -242,3 +243,67 @@ def aten_logit(self: ir.Value, eps: float | None = None) -> ir.Value:
     if eps is not None:
         self = op.Clip(self, op.CastLike(eps, self), op.CastLike(1.0 - eps, self))
     return op.Log(op.Div(self, op.Sub(op.CastLike(1.0, self), self)))
+
+
+def _zero_dim_input(node: Any) -> bool:
+    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    return isinstance(example, torch.Tensor) and example.dim() == 0
+
+
+@register("aten::nonzero", supports=_zero_dim_input)
+def aten_nonzero_scalar(self: ir.Value) -> ir.Value:
+    """nonzero(Tensor self) -> Tensor, for a 0-d self: shape [1, 0] if it is non-zero, else [0, 0]
+
+    ONNX NonZero treats a scalar as having one dim and returns [1, n].
+    """
+    count = op.Cast(op.Not(op.Equal(self, op.CastLike(0, self))), to=ir.DataType.INT64)
+    shape = op.Concat(op.Reshape(count, op.Constant(value_ints=[1])), op.Constant(value_ints=[0]), axis=0)
+    return op.ConstantOfShape(shape, value=ir.tensor(np.array([0], dtype=np.int64)))
+
+
+@register("aten::_conj_physical", "aten::conj_physical")
+def aten_conj_physical(self: ir.Value) -> ir.Value:
+    """_conj_physical(Tensor self) -> Tensor: the identity on real tensors"""
+    return op.Identity(self)
+
+
+@register("aten::_conj_physical", "aten::conj_physical", complex=True)
+def aten_conj_physical_complex(self: ir.Value) -> ir.Value:
+    """_conj_physical(Tensor self) -> Tensor on the real form [..., 2]: negate the imaginary part"""
+    return op.Mul(self, op.CastLike(op.Constant(value_floats=[1.0, -1.0]), self))
+
+
+def _flat_unique_consecutive(node: Any) -> bool:
+    args = list(node.args) + [None] * 4
+    return node.kwargs.get("dim", args[3]) is None
+
+
+@register("aten::unique_consecutive", supports=_flat_unique_consecutive)
+def aten_unique_consecutive(
+    self: ir.Value, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)
+
+    Over the flattened tensor, any dtype (torchlib's handles integers only): a run starts where
+    an element differs from its predecessor (NaN always does, as in eager).
+    """
+    flat = op.Reshape(self, op.Constant(value_ints=[-1]))
+    size = op.Shape(flat)
+    previous = op.Slice(flat, op.Constant(value_ints=[0]), op.Constant(value_ints=[-1]))
+    following = op.Slice(flat, op.Constant(value_ints=[1]), size)
+    starts_run = op.Concat(
+        op.Greater(size, op.Constant(value_ints=[0])),  # the first element, if there is one
+        op.Not(op.Equal(following, previous)),
+        axis=0,
+    )
+    values = op.Compress(flat, starts_run, axis=0)
+    inverse = op.Reshape(
+        op.Sub(op.CumSum(op.Cast(starts_run, to=ir.DataType.INT64), op.Constant(value_int=0)), op.Constant(value_int=1)),
+        op.Shape(self),
+    )
+    starts = op.Reshape(op.NonZero(starts_run), op.Constant(value_ints=[-1]))
+    ends = op.Concat(op.Slice(starts, op.Constant(value_ints=[1]), op.Constant(value_ints=[2**62])), size, axis=0)
+    counts = op.Sub(ends, starts)
+    # ATen returns empty tensors for the results not asked for.
+    empty = op.Constant(value=ir.tensor(np.zeros([0], dtype=np.int64)))
+    return values, inverse if return_inverse else empty, counts if return_counts else empty

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
+
 import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
@@ -20,6 +22,8 @@ __all__ = [
     "aten_cdist_forward",
     "aten_cross_entropy_probabilities",
     "transformers_grouped_mm_fallback",
+    "aten_im2col",
+    "aten_sdpa_any_rank",
 ]
 
 
@@ -117,3 +121,95 @@ def transformers_grouped_mm_fallback(input: ir.Value, weight: ir.Value, offs: ir
     per_row = op.Gather(weight, expert, axis=0)  # [S, input_dim, output_dim]
     product = op.MatMul(op.Unsqueeze(input, op.Constant(value_ints=[1])), per_row)
     return op.Squeeze(product, op.Constant(value_ints=[1]))
+
+
+def _static_image(node: Any) -> bool:
+    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    return isinstance(example, torch.Tensor) and all(isinstance(d, int) for d in example.shape[-3:])
+
+
+def _patch_table(height: int, width: int, kernel: Sequence[int], dilation: Sequence[int], padding: Sequence[int], stride: Sequence[int]) -> np.ndarray:
+    """Flat indices into the padded [H+2p, W+2p] image of every kernel offset at every block: [kh*kw, L]."""
+    padded_w = width + 2 * padding[1]
+    blocks = [
+        (height + 2 * padding[0] - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1,
+        (width + 2 * padding[1] - dilation[1] * (kernel[1] - 1) - 1) // stride[1] + 1,
+    ]
+    rows = np.arange(kernel[0])[:, None, None, None] * dilation[0] + np.arange(blocks[0])[None, None, :, None] * stride[0]
+    cols = np.arange(kernel[1])[None, :, None, None] * dilation[1] + np.arange(blocks[1])[None, None, None, :] * stride[1]
+    return (rows * padded_w + cols).reshape(kernel[0] * kernel[1], blocks[0] * blocks[1]).astype(np.int64)
+
+
+@register("aten::im2col", supports=_static_image)
+def aten_im2col(
+    self: ir.Value, kernel_size: Sequence[int], dilation: Sequence[int], padding: Sequence[int], stride: Sequence[int]
+) -> ir.Value:
+    """im2col(Tensor self, int[2] kernel_size, int[2] dilation, int[2] padding, int[2] stride) -> Tensor
+
+    A Gather of every patch element from the zero-padded image through a static index table:
+    exact (no multiplications, so inf/nan stay put) and valid for an empty batch, where
+    torchlib's Reshape to -1 cannot infer a size.
+    """
+    rank = self.shape.rank()
+    channels, height, width = (int(d) for d in self.shape[-3:])
+    pads = [0] * (rank - 2) + [padding[0], padding[1]]
+    x = op.Pad(self, op.Constant(value_ints=pads + pads)) if any(padding) else self
+    leading = op.Shape(self, end=rank - 3)
+    padded = (height + 2 * padding[0]) * (width + 2 * padding[1])
+    flat = op.Reshape(x, op.Concat(leading, op.Constant(value_ints=[channels, padded]), axis=0))
+    table = _patch_table(height, width, kernel_size, dilation, padding, stride)
+    patches = op.Gather(flat, op.Constant(value=ir.tensor(table)), axis=rank - 2)  # [..., C, kh*kw, L]
+    rows = channels * table.shape[0]
+    return op.Reshape(patches, op.Concat(leading, op.Constant(value_ints=[rows, table.shape[1]]), axis=0))
+
+
+def _not_4d_attention(node: Any) -> bool:
+    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    return isinstance(example, torch.Tensor) and example.dim() != 4
+
+
+@register("aten::scaled_dot_product_attention", supports=_not_4d_attention)
+def aten_sdpa_any_rank(
+    query: ir.Value,
+    key: ir.Value,
+    value: ir.Value,
+    attn_mask: ir.Value | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> ir.Value:
+    """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None,
+    float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor
+
+    For query/key/value of rank other than 4 (torchlib's translation requires [B, H, L, E]),
+    written out: softmax(q k^T * scale + mask) v over the last two dims, any leading dims.
+    """
+    if dropout_p:
+        raise ValueError("scaled_dot_product_attention with dropout_p > 0 is random; export the model in eval mode")
+    if enable_gqa:
+        raise ValueError("enable_gqa needs [B, H, L, E] inputs")
+    head_dim = query.shape[-1]
+    if scale is None:
+        if not isinstance(head_dim, int):
+            scale_value = op.Div(op.CastLike(1.0, query), op.Sqrt(op.CastLike(op.Shape(query, start=-1), query)))
+        else:
+            scale_value = op.CastLike(1.0 / float(np.sqrt(head_dim)), query)
+    else:
+        scale_value = op.CastLike(scale, query)
+    rank = key.shape.rank()
+    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+    scores = op.Mul(op.MatMul(query, op.Transpose(key, perm=perm)), scale_value)
+    if is_causal:
+        # query i sees keys j <= i (top-left aligned, as ATen does for L != S).
+        rows = op.Shape(query, start=-2, end=-1)
+        cols = op.Shape(key, start=-2, end=-1)
+        ones = op.Expand(op.Constant(value=ir.tensor(np.array(True))), op.Concat(rows, cols, axis=0))
+        allowed = op.Cast(op.Trilu(op.Cast(ones, to=ir.DataType.INT64), upper=0), to=ir.DataType.BOOL)
+        attn_mask = allowed if attn_mask is None else op.And(allowed, attn_mask)
+    if attn_mask is not None:
+        if attn_mask.dtype == ir.DataType.BOOL:
+            scores = op.Where(attn_mask, scores, op.CastLike(float("-inf"), scores))
+        else:
+            scores = op.Add(scores, op.CastLike(attn_mask, scores))
+    return op.MatMul(op.Softmax(scores, axis=-1), value)

@@ -12,9 +12,10 @@ from typing import Any, Sequence
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.errors import TranslationError
 from torch_onnx_fx.registry import register
 
-__all__ = ["aten_pad_special"]
+__all__ = ["aten_pad_special", "aten_constant_pad_nd_complex"]
 
 _END = 2**63 - 1
 
@@ -59,3 +60,23 @@ def aten_pad_special(self: ir.Value, pad: Sequence[int], mode: str = "constant",
     return op.Pad(x, op.Constant(value_ints=begins + ends), mode="edge" if mode == "replicate" else "reflect")
 
 
+
+
+@register("aten::constant_pad_nd", complex=True)
+def aten_constant_pad_nd_complex(self: ir.Value, pad: Sequence[int], value: float = 0.0) -> ir.Value:
+    """constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor
+
+    For complex tensors in their real form (trailing dim 2), which the real translation would pad
+    as if it were the last complex dim: torch.fft pads signals to the requested sizes this way.
+    """
+    if complex(value) != 0:
+        raise TranslationError("Padding a complex tensor with a non-zero value is not supported.")
+    if not all(isinstance(p, int) for p in pad):
+        raise TranslationError("Padding a complex tensor by symbolic amounts is not supported.")
+    rank = self.shape.rank()
+    begins = [0] * rank
+    ends = [0] * rank
+    for offset in range(len(pad) // 2):
+        axis = rank - 2 - offset  # the trailing real/imaginary dim is not a tensor dim
+        begins[axis], ends[axis] = pad[2 * offset], pad[2 * offset + 1]
+    return op.Pad(self, op.Constant(value_ints=begins + ends))

@@ -67,7 +67,9 @@ def _gathered(self: ir.Value, output_size: Sequence[int]) -> tuple[ir.Value, np.
     unbatched = self.shape.rank() == dims + 1
     x = op.Unsqueeze(self, op.Constant(value_ints=[0])) if unbatched else self
     index, mask = _bin_table(spatial, output_size)
-    flat = op.Reshape(x, op.Constant(value_ints=[0, 0, -1])) if dims > 1 else x  # [N, C, prod(spatial)]
+    # [N, C, prod(spatial)], spelled out: a -1 cannot be inferred when the batch is empty.
+    flat_shape = op.Concat(op.Shape(x, end=2), op.Constant(value_ints=[int(np.prod(spatial))]), axis=0)
+    flat = op.Reshape(x, flat_shape) if dims > 1 else x
     gathered = op.Gather(flat, op.Constant(value=ir.tensor(index)), axis=2)
     return gathered, index, mask, unbatched
 
@@ -77,15 +79,16 @@ def aten_adaptive_max_pool(self: ir.Value, output_size: Sequence[int]) -> tuple[
     """adaptive_max_pool{1,2,3}d(Tensor self, int[] output_size) -> (Tensor, Tensor)"""
     gathered, index, _, unbatched = _gathered(self, output_size)
     last = op.Constant(value_ints=[-1])
-    values = op.ReduceMax(gathered, last, keepdims=0)
+    values = op.ReduceMax(gathered, last, keepdims=1)
     # ArgMax takes the first maximum, as ATen does; map the bin position back to the flat index.
     position = op.ArgMax(gathered, axis=-1, keepdims=1, select_last_index=0)
     table = op.Constant(value=ir.tensor(index))
-    indices = op.Squeeze(op.GatherElements(op.Expand(table, op.Shape(gathered)), position, axis=-1), last)
-    if unbatched:
-        first = op.Constant(value_ints=[0])
-        values, indices = op.Squeeze(values, first), op.Squeeze(indices, first)
-    return values, indices
+    indices = op.GatherElements(op.Expand(table, op.Shape(gathered)), position, axis=-1)
+    # Reshape to the result's shape rather than squeeze the bin axis: ONNX Runtime's reductions
+    # drop it inconsistently on an empty batch.
+    leading = op.Shape(self, end=self.shape.rank() - len(output_size))
+    shape = op.Concat(leading, op.Constant(value_ints=list(output_size)), axis=0)
+    return op.Reshape(values, shape), op.Reshape(indices, shape)
 
 
 def _not_uniform(node: Any) -> bool:
@@ -97,17 +100,16 @@ def _not_uniform(node: Any) -> bool:
     return any(s % o for s, o in zip(example.shape[-len(output_size):], output_size))
 
 
-@register(
-    "aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::_adaptive_avg_pool2d",
-    "aten::adaptive_avg_pool3d", "aten::_adaptive_avg_pool3d",
-    supports=_not_uniform,
-)
+@register("aten::_adaptive_avg_pool2d", "aten::_adaptive_avg_pool3d", supports=_static_spatial)
+@register("aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d", supports=_not_uniform)
 def aten_adaptive_avg_pool_general(self: ir.Value, output_size: Sequence[int]) -> ir.Value:
     """adaptive_avg_pool{1,2,3}d(Tensor self, SymInt[] output_size) -> Tensor, for uneven bins"""
     gathered, _, mask, unbatched = _gathered(self, output_size)
-    weights = op.CastLike(op.Constant(value=ir.tensor(mask)), gathered)
-    counts = op.CastLike(op.Constant(value=ir.tensor(mask.sum(-1))), gathered)
-    result = op.Div(op.ReduceSum(op.Mul(gathered, weights), op.Constant(value_ints=[-1]), keepdims=0), counts)
+    # Each output is a weighted sum of its bin: weights = mask / count. The sum is a MatMul with a
+    # ones column rather than a ReduceSum, which ONNX Runtime mis-shapes on an empty batch.
+    weights = op.CastLike(op.Constant(value=ir.tensor(mask / mask.sum(-1, keepdims=True))), gathered)
+    ones = op.CastLike(op.Constant(value=ir.tensor(np.ones([mask.shape[-1], 1], dtype=np.float32))), gathered)
+    result = op.Squeeze(op.MatMul(op.Mul(gathered, weights), ones), op.Constant(value_ints=[-1]))
     return op.Squeeze(result, op.Constant(value_ints=[0])) if unbatched else result
 
 
