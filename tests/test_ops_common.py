@@ -94,6 +94,8 @@ CASES = {
  "sdpa_other_ranks": (lambda q, k, v, m: (F.scaled_dot_product_attention(q[0], k[0], v[0], attn_mask=m), F.scaled_dot_product_attention(q[0, 0], k[0, 0], v[0, 0], scale=0.3), F.scaled_dot_product_attention(q[None], k[None], v[None], is_causal=True)), lambda: (torch.randn(2, 2, 5, 4), torch.randn(2, 2, 6, 4), torch.randn(2, 2, 6, 3), torch.rand(5, 6) > 0.2)),
  "nonzero_scalar": (lambda x: (torch.nonzero(x), torch.nonzero(x - 2)), lambda: (torch.tensor(2.0),)),
  "unique_consecutive_any_dtype": (lambda x, i: (*torch.unique_consecutive(x, return_inverse=True, return_counts=True), torch.unique_consecutive(i), *torch.unique_consecutive(x[:0], return_counts=True)), lambda: (torch.tensor([[1.0, 1.0, 2.0], [2.0, 3.0, float("nan")]]), torch.tensor([3, 3, 1, 1, 1, 3]))),
+ "pad_replicate_crossing_crop": (lambda x: (F.pad(x, (-4, 5, 0, 0), mode="replicate"), F.pad(x, (0, 0, 2, -4), mode="replicate"), F.pad(x[None], (-1, 2, 1, -2, 1, 0), mode="replicate")), lambda: (torch.randn(5, 3, 4, 4),)),
+ "no_outputs": (lambda: torch.broadcast_shapes((), ()), lambda: ()),
  "prelu_silu": (lambda x: (F.silu(x), F.hardswish(x), F.mish(x), F.elu(x), F.leaky_relu(x, 0.1), F.softplus(x)), lambda: (torch.randn(3, 4),)),
 }
 

@@ -300,6 +300,11 @@ class ONNXProgram:
         Complex inputs and outputs are converted to and from the real representation
         (trailing dim of 2) the ONNX graph uses.
         """
+        if not self.model.graph.outputs:
+            # e.g. a model returning torch.Size([]): nothing to compute, and ONNX Runtime refuses
+            # to create a session for a graph without outputs.
+            self._flat_inputs(args, kwargs)  # still reject wrong arguments
+            return []
         results = self._run(None, args, kwargs)
         flags = self._complex_outputs()
         if len(flags) == len(results) and any(flags):

@@ -32,12 +32,31 @@ def _slice(x: ir.Value, axis: int, start: int, end: int) -> ir.Value:
     return op.Slice(x, op.Constant(value_ints=[start]), op.Constant(value_ints=[end]), op.Constant(value_ints=[axis]))
 
 
+def _replicate_by_index(x: ir.Value, pairs: Sequence[tuple[int, int]]) -> ir.Value:
+    """Replicate padding as ATen computes it: output j along an axis reads input
+    clamp(j - left, 0, size - 1). With a negative amount on one side and a positive one on the
+    other, cropping first would leave nothing to replicate (ONNX Runtime's edge Pad then fails on
+    the empty axis) while ATen still repeats the border element."""
+    rank = x.shape.rank()
+    for offset, (left, right) in enumerate(pairs):
+        if not left and not right:
+            continue
+        axis = rank - 1 - offset
+        size = op.Squeeze(op.Shape(x, start=axis, end=axis + 1))
+        positions = op.Range(op.Constant(value_int=-left), op.Add(size, op.Constant(value_int=right)), op.Constant(value_int=1))
+        index = op.Clip(positions, op.Constant(value_int=0), op.Sub(size, op.Constant(value_int=1)))
+        x = op.Gather(x, index, axis=axis)
+    return x
+
+
 @register("aten::pad", supports=_needs_own_pad)
 def aten_pad_special(self: ir.Value, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> ir.Value:
     """pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor"""
     rank = self.shape.rank()
     x = self
     pairs = [(pad[i], pad[i + 1]) for i in range(0, len(pad), 2)]
+    if mode == "replicate":
+        return _replicate_by_index(x, pairs)
     # Crop first: negative amounts remove elements from the ends.
     for offset, (left, right) in enumerate(pairs):
         axis = rank - 1 - offset
