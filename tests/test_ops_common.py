@@ -96,6 +96,8 @@ CASES = {
  "unique_consecutive_any_dtype": (lambda x, i: (*torch.unique_consecutive(x, return_inverse=True, return_counts=True), torch.unique_consecutive(i), *torch.unique_consecutive(x[:0], return_counts=True)), lambda: (torch.tensor([[1.0, 1.0, 2.0], [2.0, 3.0, float("nan")]]), torch.tensor([3, 3, 1, 1, 1, 3]))),
  "pad_replicate_crossing_crop": (lambda x: (F.pad(x, (-4, 5, 0, 0), mode="replicate"), F.pad(x, (0, 0, 2, -4), mode="replicate"), F.pad(x[None], (-1, 2, 1, -2, 1, 0), mode="replicate")), lambda: (torch.randn(5, 3, 4, 4),)),
  "no_outputs": (lambda: torch.broadcast_shapes((), ()), lambda: ()),
+ "squeeze_dims": (lambda x: (torch.squeeze(x, ()), torch.squeeze(x, (0, 2, -1)), torch.view_as_real(torch.squeeze(torch.complex(x, x), (1, -1)))), lambda: (torch.randn(1, 3, 1, 1),)),
+ "diagonal_scatter": (lambda x, s, t: (torch.diagonal_scatter(x, s), torch.diagonal_scatter(x, t, 2), torch.diagonal_scatter(x, t, -2), torch.diagonal_scatter(x[None].expand(3, 10, 10), t[None].expand(3, 8), 2, 1, 2), torch.diagonal_scatter(x[:, :0], x[:0, 0])), lambda: (torch.randn(10, 10), torch.randn(10), torch.randn(8))),
  "prelu_silu": (lambda x: (F.silu(x), F.hardswish(x), F.mish(x), F.elu(x), F.leaky_relu(x, 0.1), F.softplus(x)), lambda: (torch.randn(3, 4),)),
 }
 

@@ -17,6 +17,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     sorting,
     spectral,
     symbolic,
+    view_scatter,
 )
 
 __all__: list[str] = []

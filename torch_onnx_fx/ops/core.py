@@ -20,7 +20,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.registry import register, wants_context
 
-__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive"]
+__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims"]
 
 
 @register(
@@ -307,3 +307,21 @@ def aten_unique_consecutive(
     # ATen returns empty tensors for the results not asked for.
     empty = op.Constant(value=ir.tensor(np.zeros([0], dtype=np.int64)))
     return values, inverse if return_inverse else empty, counts if return_counts else empty
+
+
+@register("aten::squeeze.dims", complex=True)
+@register("aten::squeeze.dims")
+@wants_context
+def aten_squeeze_dims(self: ir.Value, dim: list[int], *, ctx: Any, node: Any) -> ir.Value:
+    """squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)
+
+    Squeezes only the listed dims of size 1 (others are left alone, and an empty list squeezes
+    nothing); which ones those are is known from the FX example. torchlib has no translation and
+    torch's decomposition ends in an aliasing prims::view_of that cannot be functionalized.
+    """
+    shape = node.args[0].meta["val"].shape
+    rank = len(shape)
+    axes = sorted({d % rank for d in dim if rank and isinstance(shape[d % rank], int) and shape[d % rank] == 1})
+    if not axes:
+        return op.Identity(self)
+    return op.Squeeze(self, op.Constant(value_ints=axes))
