@@ -13,7 +13,8 @@ Regenerate the page (about 40 minutes on 2 cores)::
 
 ``--render-only`` rewrites the page from an existing JSON-lines file without exporting anything;
 ``--models a,b --merge`` re-runs only those models (say, one that failed for an outside reason)
-and keeps the other models' runs, noting the re-run on the page.
+and keeps the other models' runs, noting the re-run on the page. The page shows the chart of the
+ratios that ``tools/plots.py`` draws from the same JSON-lines file.
 """
 
 from __future__ import annotations
@@ -23,14 +24,12 @@ import dataclasses
 import json
 import math
 import os
-import platform
 import shlex
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -38,15 +37,23 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from tools._common import (  # noqa: E402
+    BENCH_RATIOS_PNG, PLOTS_COMMAND, describe_machine, describe_versions, image, machine_info, read_entries,
+)
 from tools.bench_worker import EXPORTERS, OURS, THEIRS, Record, corpus  # noqa: E402
 
-__all__ = ["measure", "combine", "combine_runs", "render_markdown", "main"]
+__all__ = [
+    "measure", "combine", "combine_runs", "RATIOS", "pairs_by_model", "handled_by_both", "ratio_columns", "geomean",
+    "render_markdown", "read_results", "main",
+]
 
 WORKER = Path(__file__).resolve().parent / "bench_worker.py"
 # Results are flagged in the page when they differ from eager by more than this.
 DIFF_FLAG = 1e-3
 # Ratios of peak RSS are left out below this denominator: a few MB is allocator noise.
 MIN_RSS_MB_FOR_RATIO = 1.0
+# The package versions a run records, in the page's order; --merge needs them unchanged.
+_VERSIONS = ("torch", "onnxscript", "onnxruntime", "onnx")
 
 
 def measure(
@@ -118,39 +125,6 @@ def combine_runs(runs: Iterable[Record]) -> list[Record]:
     return [combine(group) for group in grouped.values()]
 
 
-def machine_info(command: str, repeat: int) -> dict[str, Any]:
-    import onnx
-    import onnxruntime
-    import onnxscript
-    import torch
-
-    cpu = platform.processor()
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    try:
-        commit = subprocess.run(
-            ["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
-    return {
-        "kind": "machine",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "cores": os.cpu_count(),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "onnxscript": onnxscript.__version__,
-        "onnxruntime": onnxruntime.__version__,
-        "onnx": onnx.__version__,
-        "commit": commit,
-        "command": command,
-        "repeat": repeat,
-    }
-
-
 # -- the page ------------------------------------------------------------------------------------
 
 
@@ -183,7 +157,8 @@ def _ratio(ours: float | None, theirs: float | None, floor: float = 0.0) -> floa
     return ours / theirs
 
 
-def _geomean(values: Iterable[float | None]) -> tuple[float | None, int]:
+def geomean(values: Iterable[float | None]) -> tuple[float | None, int]:
+    """The geometric mean of the values that are not None, and how many there are."""
     kept = [v for v in values if v is not None]
     if not kept:
         return None, 0
@@ -197,13 +172,37 @@ def _status(record: Record) -> str:
     return f"{record.status}: {detail[:120]}"
 
 
-_RATIOS: tuple[tuple[str, Callable[[Record], float | None], float], ...] = (
+# The compared metrics: name, how to read it from a record, and the smallest torch.onnx value a
+# ratio is taken over.
+RATIOS: tuple[tuple[str, Callable[[Record], float | None], float], ...] = (
     ("export time", lambda r: r.export_s, 0.0),
     ("warm export time", lambda r: r.warm_export_s, 0.0),
     ("peak RSS", lambda r: r.peak_rss_mb, MIN_RSS_MB_FOR_RATIO),
     ("nodes", lambda r: r.nodes_total, 0.0),
     ("ORT latency", lambda r: r.ort_ms, 0.0),
 )
+
+
+def pairs_by_model(records: Iterable[Record]) -> dict[str, dict[str, Record]]:
+    """Each model's record per exporter, models in the order they first appear."""
+    pairs: dict[str, dict[str, Record]] = {}
+    for record in records:
+        pairs.setdefault(record.model, {})[record.exporter] = record
+    return pairs
+
+
+def handled_by_both(pairs: dict[str, dict[str, Record]]) -> dict[str, dict[str, Record]]:
+    """The models both exporters export and run end to end: the only ones ratios are taken over."""
+    return {m: p for m, p in pairs.items() if all(p.get(e) and p[e].status == "ok" for e in EXPORTERS)}
+
+
+def ratio_columns(pairs: dict[str, dict[str, Record]]) -> dict[str, dict[str, float | None]]:
+    """For each metric of ``RATIOS``, torch_onnx_fx / torch.onnx per model of ``pairs`` (None where
+    either value is missing or torch.onnx's is below the metric's floor)."""
+    return {
+        name: {model: _ratio(get(pair[OURS]), get(pair[THEIRS]), floor) for model, pair in pairs.items()}
+        for name, get, floor in RATIOS
+    }
 
 
 def _inaccurate(record: Record) -> bool:
@@ -213,9 +212,7 @@ def _inaccurate(record: Record) -> bool:
 def render_markdown(machine: dict[str, Any], records: Sequence[Record]) -> str:
     """The page: per-model results, ours/theirs ratios with geometric means, failures, notes."""
     repeats = machine.get("repeat", 1)
-    by_model: dict[str, dict[str, Record]] = {}
-    for record in records:
-        by_model.setdefault(record.model, {})[record.exporter] = record
+    by_model = pairs_by_model(records)
     out = [
         "# Benchmarks: torch_onnx_fx vs torch.onnx (dynamo=True)",
         "",
@@ -225,9 +222,8 @@ def render_markdown(machine: dict[str, Any], records: Sequence[Record]) -> str:
         machine["command"],
         "```",
         "",
-        f"Machine: {machine['cores']} cores ({machine['cpu']}), Python {machine['python']}, "
-        f"torch {machine['torch']}, onnxscript {machine['onnxscript']}, onnxruntime {machine['onnxruntime']}, "
-        f"onnx {machine['onnx']}; commit {machine['commit']}, {machine['date']}.",
+        f"Machine: {describe_machine(machine)}, {describe_versions(machine, _VERSIONS)}; "
+        f"commit {machine['commit']}, {machine['date']}.",
         "",
         *(f"Later: {rerun}." for rerun in machine.get("reruns", [])),
         *([""] if machine.get("reruns") else []),
@@ -258,27 +254,26 @@ def render_markdown(machine: dict[str, Any], records: Sequence[Record]) -> str:
                 f"{_fmt_diff(r.max_abs_diff_second)} | {_status(r)} |"
             )
 
-    both_ok = {m: p for m, p in by_model.items() if all(p.get(e) and p[e].status == "ok" for e in EXPORTERS)}
+    both_ok = handled_by_both(by_model)
+    columns = ratio_columns(both_ok)
     out += [
         "",
         "## Ratios torch_onnx_fx / torch.onnx",
         "",
+        image("Ratios torch_onnx_fx / torch.onnx per model: export time, peak RSS, nodes and ORT latency", BENCH_RATIOS_PNG),
+        "",
         "Below 1 means torch_onnx_fx is faster, smaller or leaner. Only models both exporters "
         f"handle; peak-RSS ratios only where torch.onnx's peak is at least {MIN_RSS_MB_FOR_RATIO:g} MB; "
-        "node ratios count all nodes.",
+        "node ratios count all nodes. The chart, drawn by `tools/plots.py` from the same results, shows "
+        "each model's ratio on a log scale with the geometric mean marked; redraw it after regenerating "
+        f"this page with `{PLOTS_COMMAND}`.",
         "",
-        "| model | " + " | ".join(name for name, _, _ in _RATIOS) + " |",
-        "|---|" + "---:|" * len(_RATIOS),
+        "| model | " + " | ".join(columns) + " |",
+        "|---|" + "---:|" * len(columns),
     ]
-    columns: list[list[float | None]] = [[] for _ in _RATIOS]
-    for model, pair in both_ok.items():
-        cells = []
-        for column, (_, get, floor) in zip(columns, _RATIOS):
-            ratio = _ratio(get(pair[OURS]), get(pair[THEIRS]), floor)
-            column.append(ratio)
-            cells.append(_fmt(ratio))
-        out.append(f"| {model} | " + " | ".join(cells) + " |")
-    means = [_geomean(column) for column in columns]
+    for model in both_ok:
+        out.append(f"| {model} | " + " | ".join(_fmt(column[model]) for column in columns.values()) + " |")
+    means = [geomean(column.values()) for column in columns.values()]
     out.append("| **geometric mean** | " + " | ".join(f"**{_fmt(m)}** (n={n})" for m, n in means) + " |")
 
     def exported(r: Record | None) -> bool:
@@ -314,13 +309,12 @@ def render_markdown(machine: dict[str, Any], records: Sequence[Record]) -> str:
     return "\n".join(out) + "\n"
 
 
-def _read_jsonl(path: Path) -> tuple[dict[str, Any], list[Record]]:
+def read_results(path: Path) -> tuple[dict[str, Any], list[Record]]:
     """The machine line and the runs (one per model, exporter and repeat) of a results file."""
     machine: dict[str, Any] = {}
     runs: list[Record] = []
-    for line in path.read_text().splitlines():
-        entry = json.loads(line)
-        if entry.pop("kind") == "machine":
+    for kind, entry in read_entries(path):
+        if kind == "machine":
             machine = {"kind": "machine", **entry}
         else:
             runs.append(Record(**entry))
@@ -331,13 +325,10 @@ def _run_entry(record: Record) -> dict[str, Any]:
     return {"kind": "run", **dataclasses.asdict(record)}
 
 
-_VERSIONS = ("torch", "onnxscript", "onnxruntime", "onnx")
-
-
 def _merge_into(path: Path, machine: dict[str, Any], rerun: set[str]) -> tuple[dict[str, Any] | None, list[Record]]:
     """The existing results without the models to re-run, under their original machine line with
     the re-run recorded; ``None`` for the machine when the package versions differ."""
-    previous, runs = _read_jsonl(path)
+    previous, runs = read_results(path)
     if any(previous.get(key) != machine[key] for key in _VERSIONS):
         return None, []
     note = f"{', '.join(sorted(rerun))} re-run on {machine['date']} at {machine['commit']} with `{machine['command']}`"
@@ -361,7 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser.parse_args(argv)
 
     if options.render_only:
-        machine, runs = _read_jsonl(options.json)
+        machine, runs = read_results(options.json)
         options.out.write_text(render_markdown(machine, combine_runs(runs)))
         return 0
 
@@ -378,7 +369,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cases = [known[name] for name in wanted]
 
     shown = ["python", "tools/bench.py", *(sys.argv[1:] if argv is None else argv)]
-    machine = machine_info(shlex.join(shown), options.repeat)
+    machine = {**machine_info(shlex.join(shown)), "repeat": options.repeat}
     runs: list[Record] = []
     if options.merge:
         machine, runs = _merge_into(options.json, machine, {case.name for case in cases})

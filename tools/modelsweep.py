@@ -18,7 +18,7 @@ Regenerate (about 20 minutes on 2 cores)::
 
 ``--models a,b`` runs only those models and merges their records into the existing results, so the
 torchvision models can be added from another environment; ``--render-only`` rewrites the section
-from the JSON-lines file.
+from the JSON-lines file; ``tools/plots.py`` draws the section's chart from the same file.
 """
 
 from __future__ import annotations
@@ -44,7 +44,13 @@ for _path in (REPO, REPO / "tests"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-__all__ = ["Record", "STATUSES", "EXPORTERS", "run_case", "sweep", "render_section", "write_section", "main"]
+from tools._common import (  # noqa: E402
+    MODELSWEEP_FAMILIES_PNG, PLOTS_COMMAND, describe_versions, image, machine_info, read_entries,
+)
+
+__all__ = [
+    "Record", "STATUSES", "EXPORTERS", "run_case", "sweep", "read_results", "render_section", "write_section", "main",
+]
 
 OURS = "torch_onnx_fx"
 THEIRS = "torch.onnx"
@@ -248,15 +254,12 @@ def sweep(cases: Sequence[Any], timeout_s: float) -> Iterable[Record]:
 
 
 def _run_header(run: int, command: str, timeout_s: float) -> dict[str, Any]:
-    """The machine, versions and commit (as the benchmark records them) when a run starts, with
+    """The machine, versions and commit (as every tool records them) when a run starts, with
     transformers' version and the run's settings; ``minutes`` is filled in when it ends."""
     import transformers
 
-    from tools.bench import machine_info
-
-    header = {key: value for key, value in machine_info(command, repeat=1).items() if key != "repeat"}
     return {
-        **header,
+        **machine_info(command),
         "kind": "run",
         "run": run,
         "minutes": 0.0,
@@ -266,11 +269,10 @@ def _run_header(run: int, command: str, timeout_s: float) -> dict[str, Any]:
 
 
 def read_results(path: Path) -> tuple[list[dict[str, Any]], list[Record]]:
+    """The runs' headers and the records of a results file (none if it does not exist yet)."""
     runs, records = [], []
     if path.exists():
-        for line in path.read_text().splitlines():
-            entry = json.loads(line)
-            kind = entry.pop("kind")
+        for kind, entry in read_entries(path):
             if kind == "run":
                 runs.append({"kind": kind, **entry})
             else:
@@ -325,7 +327,8 @@ def render_section(runs: Sequence[dict[str, Any]], records: Sequence[Record]) ->
         "dynamic sizes, and are compared with eager PyTorch as `tests/test_models.py` does: dtype, shape, "
         "then `assert_close` with the case's rtol/atol (1e-4/1e-5 unless the case says why not). "
         "transformers models are built from tiny configs with random weights. "
-        "Models marked CI are the ones `tests/test_models.py` runs.",
+        "Models marked CI are the ones `tests/test_models.py` runs. The chart is drawn by `tools/plots.py` "
+        f"from the same results; redraw it after regenerating this section with `{PLOTS_COMMAND}`.",
         "",
         "Runs:",
         "",
@@ -334,11 +337,13 @@ def render_section(runs: Sequence[dict[str, Any]], records: Sequence[Record]) ->
         out.append(
             f"- run {run['run']}: `{run['command']}`, {run['date']}, commit {run['commit']}, "
             f"{run['minutes']:.0f} min on {run['cores']} cores, timeout {run['timeout_s']:.0f} s; "
-            f"torch {run['torch']}, transformers {run['transformers']}, "
-            f"onnxscript {run['onnxscript']}, onnxruntime {run['onnxruntime']}"
+            + describe_versions(run, ("torch", "transformers", "onnxscript", "onnxruntime"))
         )
     counts = {e: collections.Counter(r.status for r in records if r.exporter == e) for e in EXPORTERS}
-    out += ["", "### Totals", "", f"| status | {OURS} | {THEIRS} |", "|---|---:|---:|"]
+    out += [
+        "", "### Totals", "", image("Model status per exporter by model family", MODELSWEEP_FAMILIES_PNG), "",
+        f"| status | {OURS} | {THEIRS} |", "|---|---:|---:|",
+    ]
     for status in STATUSES:
         if counts[OURS][status] or counts[THEIRS][status]:
             out.append(f"| {status} | {counts[OURS][status]} | {counts[THEIRS][status]} |")

@@ -20,6 +20,8 @@ long again)::
 
 ``--render-only`` rewrites the page from the JSON-lines file; ``--quick`` runs the ~40 common ops of
 ``QUICK_OPS`` with one sample (``tests/test_opsweep.py`` runs them in process with ``sweep_op``).
+Writing the page keeps the model-corpus section ``tools/modelsweep.py`` appends to it; the charts
+the page shows are drawn by ``tools/plots.py`` from the same JSON-lines file.
 """
 
 from __future__ import annotations
@@ -50,11 +52,16 @@ import torch  # noqa: E402
 import torch.utils._pytree as pytree  # noqa: E402
 from helpers import assert_close_outputs, flat_tensors  # noqa: E402
 
+from tools._common import (  # noqa: E402
+    OPSWEEP_CAUSES_PNG, OPSWEEP_STATUS_PNG, PLOTS_COMMAND, describe_machine, describe_versions, image, machine_info,
+    read_entries,
+)
 from tools.bench_worker import EXPORTERS, OURS, THEIRS  # noqa: E402
 
 __all__ = [
     "Record", "EXPORTERS", "QUICK_OPS", "STATUSES", "DTYPES", "op_infos", "skip_reason", "sweep_op", "compare",
-    "run_sweep", "cause_key", "missing_operators", "render_markdown", "main",
+    "run_sweep", "cause_key", "missing_operators", "in_page_order", "status_counts", "failures_of", "failures_by_cause",
+    "render_markdown", "read_results", "main",
 ]
 
 logger = logging.getLogger(__name__)
@@ -524,10 +531,34 @@ def _counts(records: Iterable[Record]) -> str:
     return ", ".join(f"{status} {n}" for status, n in counter.most_common())
 
 
+def in_page_order(header: dict[str, Any], records: Iterable[Record]) -> list[Record]:
+    """Records in the order of the run's ops, each op's whole-op records first, then by sample."""
+    order = {key: i for i, key in enumerate(header["ops"])}
+    return sorted(records, key=lambda r: (order.get(r.op, len(order)), -1 if r.sample is None else r.sample, r.exporter))
+
+
+def status_counts(records: Iterable[Record], exporters: Sequence[str]) -> dict[str, collections.Counter[str]]:
+    """Per exporter, its number of samples of each status of ``STATUSES`` (other records not counted)."""
+    counted = [r for r in records if r.status in STATUSES]
+    return {e: collections.Counter(r.status for r in counted if r.exporter == e) for e in exporters}
+
+
+def failures_of(records: Iterable[Record], exporter: str) -> list[Record]:
+    """The counted samples ``exporter`` does not pass."""
+    return [r for r in records if r.exporter == exporter and r.status in STATUSES and r.status != "pass"]
+
+
+def failures_by_cause(failures: Iterable[Record]) -> list[tuple[str, list[Record]]]:
+    """Failures grouped by :func:`cause_key`, most frequent first; ties keep their first appearance."""
+    groups: dict[str, list[Record]] = {}
+    for record in failures:
+        groups.setdefault(cause_key(record), []).append(record)
+    return sorted(groups.items(), key=lambda item: -len(item[1]))
+
+
 def render_markdown(header: dict[str, Any], records: Sequence[Record]) -> str:
     exporters = [e for e in EXPORTERS if e in header["exporters"]]
-    order = {key: i for i, key in enumerate(header["ops"])}
-    records = sorted(records, key=lambda r: (order.get(r.op, len(order)), -1 if r.sample is None else r.sample, r.exporter))
+    records = in_page_order(header, records)
     by_sample: dict[tuple[str, int | None], dict[str, Record]] = {}
     for record in records:
         by_sample.setdefault((record.op, record.sample), {})[record.exporter] = record
@@ -545,8 +576,8 @@ def render_markdown(header: dict[str, Any], records: Sequence[Record]) -> str:
         header["command"],
         "```",
         "",
-        (f"Machine: {header['cores']} cores ({header['cpu']}), Python {header['python']}, " if "cores" in header else "")
-        + f"torch {header['torch']}, onnxscript {header['onnxscript']}, onnxruntime {header['onnxruntime']}; "
+        (f"Machine: {describe_machine(header)}, " if "cores" in header else "")
+        + f"{describe_versions(header, ('torch', 'onnxscript', 'onnxruntime'))}; "
         f"{header['date']}, commit {header['commit']}; {header['minutes']:.0f} min with {header['jobs']} job(s).",
         "",
         f"Every OpInfo of PyTorch's `op_db` ({len(header['ops'])} ops), its **first {header['samples']} sample "
@@ -558,12 +589,17 @@ def render_markdown(header: dict[str, Any], records: Sequence[Record]) -> str:
         "Random ops and ops without CPU samples of this dtype are skipped; samples torch.export cannot "
         "capture are counted apart.",
         "",
+        f"The charts are drawn by `tools/plots.py` from the same results; redraw them after regenerating "
+        f"this page with `{PLOTS_COMMAND}`.",
+        "",
         "## Totals over capturable samples",
+        "",
+        image("Samples of each status per exporter", OPSWEEP_STATUS_PNG),
         "",
         "| status | " + " | ".join(exporters) + " |",
         "|---|" + "---:|" * len(exporters),
     ]
-    per_exporter = {e: collections.Counter(r.status for r in counted if r.exporter == e) for e in exporters}
+    per_exporter = status_counts(counted, exporters)
     for status in STATUSES:
         out.append(f"| {status} | " + " | ".join(str(per_exporter[e][status]) for e in exporters) + " |")
     totals = {e: sum(per_exporter[e].values()) for e in exporters}
@@ -589,7 +625,7 @@ def render_markdown(header: dict[str, Any], records: Sequence[Record]) -> str:
         section, regressed = _comparison_section(by_sample)
         out += section
     if OURS in exporters:
-        failures = [r for r in counted if r.exporter == OURS and r.status != "pass"]
+        failures = failures_of(counted, OURS)
         out += _causes_section(failures) + _missing_section(failures)
     capture = [r for r in records if r.exporter == first and r.status in ("capture_failed", "eager_failed")]
     out += _details(
@@ -606,7 +642,7 @@ def render_markdown(header: dict[str, Any], records: Sequence[Record]) -> str:
         name = f"**{key}**" if key in regressed else key
         rows.append(f"| {name} | " + " | ".join(cells) + f" | {other} |")
     out += _details(
-        f"Per-op results ({len(order)} ops; counts of samples; ops in bold have samples torch.onnx passes and torch_onnx_fx fails)",
+        f"Per-op results ({len(set(header['ops']))} ops; counts of samples; ops in bold have samples torch.onnx passes and torch_onnx_fx fails)",
         rows,
     )
     return "\n".join(out) + "\n"
@@ -648,19 +684,19 @@ def _comparison_section(by_sample: dict[tuple[str, int | None], dict[str, Record
 
 
 def _causes_section(failures: Sequence[Record]) -> list[str]:
-    groups: dict[str, list[Record]] = {}
-    for record in failures:
-        groups.setdefault(cause_key(record), []).append(record)
+    groups = failures_by_cause(failures)
     out = [
         "",
         f"## torch_onnx_fx failures by cause: {len(failures)} samples, {len(groups)} causes",
+        "",
+        image("torch_onnx_fx's most frequent failure causes", OPSWEEP_CAUSES_PNG),
         "",
         "Exception type and first line, with numbers and value names blanked; most frequent first.",
         "",
         "| samples | status | cause | ops |",
         "|---:|---|---|---|",
     ]
-    for cause, members in sorted(groups.items(), key=lambda item: -len(item[1])):
+    for cause, members in groups:
         ops = list(dict.fromkeys(r.op for r in members))
         shown = ", ".join(ops[:12]) + (f", … ({len(ops)} ops)" if len(ops) > 12 else "")
         out.append(f"| {len(members)} | {members[0].status} | {_cell(cause)} | {shown} |")
@@ -688,11 +724,8 @@ def _missing_section(failures: Sequence[Record]) -> list[str]:
 
 
 def _header(options: argparse.Namespace, keys: Sequence[str], command: str) -> dict[str, Any]:
-    """The run's settings, with the machine and versions as the benchmark records them."""
-    from tools.bench import machine_info
-
-    header = machine_info(command, repeat=1)
-    del header["repeat"]
+    """The run's settings, with the machine and versions as every tool records them."""
+    header = machine_info(command)
     header.update(
         kind="header", dtype=options.dtype, samples=options.samples, exporters=list(options.exporters),
         jobs=options.jobs, minutes=0.0, ops=list(keys),
@@ -700,14 +733,12 @@ def _header(options: argparse.Namespace, keys: Sequence[str], command: str) -> d
     return header
 
 
-def _read_jsonl(path: Path) -> tuple[dict[str, Any], list[Record]]:
+def read_results(path: Path) -> tuple[dict[str, Any], list[Record]]:
     """The run's header and records; an op run again after a ``resume`` line keeps only its new records."""
     header: dict[str, Any] = {}
     by_op: dict[str, tuple[int, list[Record]]] = {}
     segment = 0
-    for line in path.read_text().splitlines():
-        entry = json.loads(line)
-        kind = entry.pop("kind")
+    for kind, entry in read_entries(path):
         if kind == "header":
             header.update(entry)
         elif kind == "elapsed":
@@ -720,6 +751,15 @@ def _read_jsonl(path: Path) -> tuple[dict[str, Any], list[Record]]:
             seen, records = by_op.get(record.op, (segment, []))
             by_op[record.op] = (segment, (records if seen == segment else []) + [record])
     return header, [record for _, records in by_op.values() for record in records]
+
+
+def _write_page(path: Path, page: str) -> None:
+    """Write the page, keeping the model-corpus section that ``tools/modelsweep.py`` appended to it."""
+    from tools.modelsweep import START_MARKER
+
+    previous = path.read_text() if path.exists() else ""
+    start = previous.find(START_MARKER)
+    path.write_text(page + ("\n" + previous[start:] if start >= 0 else ""))
 
 
 def _select(parser: argparse.ArgumentParser, wanted: str | None, known: Sequence[str]) -> list[str]:
@@ -761,23 +801,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.render_only:
         if json_path is None or out_path is None:
             parser.error("--render-only needs the results to read: drop --quick or give --json and --out")
-        header, records = _read_jsonl(json_path)
-        out_path.write_text(render_markdown(header, records))
+        header, records = read_results(json_path)
+        _write_page(out_path, render_markdown(header, records))
         return 0
 
     everything: list[Record] = []
     if options.resume:
         if json_path is None or not json_path.exists():
             parser.error("--resume needs the JSON-lines file of the interrupted run (--json)")
-        header, everything = _read_jsonl(json_path)
+        header, everything = read_results(json_path)
         again = set(_select(parser, options.ops, header["ops"])) if options.ops else set()
         everything = [r for r in everything if r.op not in again]
         finished = {r.op for r in everything}
         keys = [key for key in header["ops"] if key not in finished]
         options.dtype, options.samples, options.exporters = header["dtype"], header["samples"], header["exporters"]
-        from tools.bench import machine_info
-
-        now = machine_info("", repeat=1)
+        now = machine_info("")
         with json_path.open("a") as jsonl:
             jsonl.write(json.dumps({"kind": "resume", "commit": now["commit"], "date": now["date"]}) + "\n")
         header["commit"] += f", resumed at {now['commit']} ({now['date']})"
@@ -804,7 +842,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"[{done}/{len(keys)} {time.monotonic() - start:6.0f} s] {op}: {summary}", flush=True)
     if out_path is not None:
         out_path.parent.mkdir(parents=True, exist_ok=True)
-        out_path.write_text(render_markdown(header, everything))
+        _write_page(out_path, render_markdown(header, everything))
     failing = [r for r in everything if r.status in STATUSES and r.status != "pass"]
     print(f"{len(everything)} records, {len(failing)} failing: " + _counts(everything))
     return 0

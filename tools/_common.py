@@ -1,0 +1,94 @@
+"""What the benchmark, the two sweeps and the plots share: the machine a run was measured on, the
+JSON-lines results they write, and the charts their pages show.
+
+Each tool keeps its own record type and page; this module only holds what would otherwise be
+written three times: the machine description recorded with every run (and the sentence the pages
+make of it), the loop that reads a results file, and the names of the PNG charts
+``tools/plots.py`` draws into ``docs/img/``, so the pages that show a chart and the tool that draws
+it cannot disagree about a file name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+__all__ = [
+    "REPO", "machine_info", "describe_machine", "describe_versions", "read_entries",
+    "IMAGE_DIR", "BENCH_RATIOS_PNG", "OPSWEEP_STATUS_PNG", "OPSWEEP_CAUSES_PNG", "MODELSWEEP_FAMILIES_PNG",
+    "PLOTS", "PLOTS_COMMAND", "image",
+]
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def machine_info(command: str) -> dict[str, Any]:
+    """The machine, package versions and commit of a run started by ``command``, as a results line."""
+    import onnx
+    import onnxruntime
+    import onnxscript
+    import torch
+
+    cpu = platform.processor()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    try:
+        commit = subprocess.run(
+            ["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    return {
+        "kind": "machine",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cores": os.cpu_count(),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "onnxscript": onnxscript.__version__,
+        "onnxruntime": onnxruntime.__version__,
+        "onnx": onnx.__version__,
+        "commit": commit,
+        "command": command,
+    }
+
+
+def describe_machine(info: dict[str, Any]) -> str:
+    """``2 cores (CPU name), Python 3.x.y`` from a :func:`machine_info` line."""
+    return f"{info['cores']} cores ({info['cpu']}), Python {info['python']}"
+
+
+def describe_versions(info: dict[str, Any], packages: Sequence[str]) -> str:
+    """``torch 2.x, onnxscript 0.y, …``: the recorded versions of ``packages``, in that order."""
+    return ", ".join(f"{package} {info[package]}" for package in packages)
+
+
+def read_entries(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each line of a results file as ``(kind, the other fields)``; what a kind means is the tool's."""
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        yield entry.pop("kind"), entry
+
+
+# -- the charts ------------------------------------------------------------------------------------
+
+IMAGE_DIR = REPO / "docs" / "img"
+BENCH_RATIOS_PNG = "bench_ratios.png"
+OPSWEEP_STATUS_PNG = "opsweep_status.png"
+OPSWEEP_CAUSES_PNG = "opsweep_causes.png"
+MODELSWEEP_FAMILIES_PNG = "modelsweep_families.png"
+PLOTS = (BENCH_RATIOS_PNG, OPSWEEP_STATUS_PNG, OPSWEEP_CAUSES_PNG, MODELSWEEP_FAMILIES_PNG)
+# matplotlib is an optional extra: neither the package nor its tests need it.
+PLOTS_COMMAND = "pip install -e '.[plots]' && python tools/plots.py"
+
+
+def image(alt: str, name: str) -> str:
+    """The Markdown line that shows chart ``name`` on a page of ``docs/``."""
+    return f"![{alt}](img/{name})"
