@@ -63,6 +63,27 @@ def test_save_external_data_and_run(tmp_path, program):
     torch.testing.assert_close(torch.from_numpy(out), expected)
 
 
+def test_save_reports_progress_on_slow_saves(tmp_path, monkeypatch, capsys):
+    """A save slower than the progress interval prints lines; verbose=False silences them."""
+    from torch_onnx_fx import progress
+
+    # Weights above onnx-ir's 256-byte threshold, so they go to the external data file.
+    model = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 32)).eval()
+    program = torch_onnx_fx.export(model, (torch.randn(2, 32),), verbose=False)
+    program.verbose = True
+
+    program.save(tmp_path / "quick.onnx", external_data=True)
+    assert "saving weights" not in capsys.readouterr().err  # faster than the interval
+    monkeypatch.setattr(progress, "SAVE_INTERVAL", 0.0)
+    program.save(tmp_path / "slow.onnx", external_data=True)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "saving weights" in line]
+    # Both 32x32 weights are written externally (the biases stay inline), the last line says so.
+    assert lines and lines[-1].startswith("[torch_onnx_fx]   saving weights: 2/2 tensors")
+    program.verbose = False
+    program.save(tmp_path / "silent.onnx", external_data=True)
+    assert "saving weights" not in capsys.readouterr().err
+
+
 def test_save_to_file_object_and_external_data_needs_path(program):
     buffer = io.BytesIO()
     program.save(buffer)

@@ -340,6 +340,7 @@ def export(
             capture_failures=captured.failures,
             decomposed=decomposed.decomposed,
         )
+        onnx_program.verbose = verbose is not False
         session.exported(onnx_program)
         if verify:
             with progress.phase("verify") as phase:

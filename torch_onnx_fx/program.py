@@ -21,6 +21,7 @@ from torch.export import graph_signature as gs
 from torch_onnx_fx import optimize as optimize_module
 from torch_onnx_fx.dynamic_shapes import flatten_user_inputs
 from torch_onnx_fx.errors import OnnxRuntimeError, UnsupportedArgumentError
+from torch_onnx_fx.progress import SaveProgress
 
 __all__ = ["ONNXProgram"]
 
@@ -119,6 +120,8 @@ class ONNXProgram:
         self.capture_failures = list(capture_failures)
         self.decomposed = list(decomposed)
         self._inference_session: Any = None
+        # Progress lines while saving large weights; export() sets it from its verbose argument.
+        self.verbose = True
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
 
     # -- views ------------------------------------------------------------------------------
@@ -196,7 +199,7 @@ class ONNXProgram:
                     # A stale data file from an earlier save would be appended to otherwise.
                     with contextlib.suppress(FileNotFoundError):
                         os.remove(os.path.join(os.path.dirname(os.path.abspath(path)), data_name))
-                ir.save(self.model, path, external_data=data_name)
+                ir.save(self.model, path, external_data=data_name, callback=SaveProgress(enabled=self.verbose))
             else:
                 destination.write(ir.serde.serialize_model(self.model).SerializeToString())  # type: ignore[union-attr]
 

@@ -9,9 +9,9 @@ import contextlib
 import dataclasses
 import sys
 import time
-from typing import Iterator
+from typing import Any, Iterator
 
-__all__ = ["Progress", "Phase"]
+__all__ = ["Progress", "Phase", "SaveProgress"]
 
 
 @dataclasses.dataclass
@@ -55,3 +55,41 @@ class Progress:
         if now - self._last_step_print >= 5.0 or done == total:
             self._last_step_print = now
             print(f"[torch_onnx_fx]   {done}/{total} nodes", file=sys.stderr)
+
+
+# Seconds between progress lines while saving; a save that finishes sooner prints nothing.
+SAVE_INTERVAL = 5.0
+
+
+class SaveProgress:
+    """``ir.save`` callback: while a model's weights are written as external data, a line every
+    few seconds with the tensors and bytes written so far, and a last line if any was printed.
+
+    Saving a multi-GB model takes minutes on a slow disk; small models stay silent.
+    """
+
+    def __init__(self, enabled: bool = True, interval: float | None = None):
+        self.enabled = enabled
+        self.interval = SAVE_INTERVAL if interval is None else interval
+        self.count = 0
+        self.bytes = 0
+        self.printed = False
+        self._start = time.perf_counter()
+        self._last = self._start
+
+    def __call__(self, tensor: Any, info: Any) -> None:
+        # Callbacks may arrive out of order from worker threads: count them, ignore info.index.
+        self.count += 1
+        self.bytes += int(getattr(tensor, "nbytes", 0) or 0)
+        if not self.enabled:
+            return
+        now = time.perf_counter()
+        last = self.count >= info.total
+        if now - self._last >= self.interval or (last and self.printed):
+            self._last = now
+            self.printed = True
+            print(
+                f"[torch_onnx_fx]   saving weights: {self.count}/{info.total} tensors, "
+                f"{self.bytes / 2**30:.2f} GiB in {now - self._start:.0f} s",
+                file=sys.stderr,
+            )
