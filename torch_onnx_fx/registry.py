@@ -24,6 +24,7 @@ __all__ = [
     "builtin_table",
     "register",
     "wants_context",
+    "limit_torchlib",
     "OURS",
 ]
 
@@ -107,6 +108,20 @@ def register(
     return decorator
 
 
+# Nodes torchlib's translation of an operator mishandles, declined so torch decomposes them:
+# qualified name -> predicate that is True for the nodes torchlib does handle.
+_TORCHLIB_LIMITS: dict[str, Callable[[torch.fx.Node], bool]] = {}
+
+
+def limit_torchlib(target: str, supports: Callable[[torch.fx.Node], bool]) -> None:
+    """Restrict torchlib's translations of ``target`` to the nodes ``supports`` accepts.
+
+    For cases torchlib translates wrongly where torch's decomposition is right; the operator's
+    own translations in torch_onnx_fx, if any, are unaffected.
+    """
+    _TORCHLIB_LIMITS[target_key(target)] = supports
+
+
 @functools.lru_cache(maxsize=1)
 def builtin_table() -> dict[Any, tuple[Translation, ...]]:
     """torch_onnx_fx ops first, then torchlib: built once per process."""
@@ -119,8 +134,9 @@ def builtin_table() -> dict[Any, tuple[Translation, ...]]:
         table.setdefault(key, []).extend(translations)
     for name, overloaded in registration.default_registry.items():
         entries = table.setdefault(name, [])
-        entries.extend(Translation(f, TORCHLIB) for f in overloaded.overloads)
-        entries.extend(Translation(f, TORCHLIB, complex=True) for f in overloaded.complex)
+        limit = _TORCHLIB_LIMITS.get(name)
+        entries.extend(Translation(f, TORCHLIB, supports=limit) for f in overloaded.overloads)
+        entries.extend(Translation(f, TORCHLIB, complex=True, supports=limit) for f in overloaded.complex)
     return {k: tuple(v) for k, v in table.items()}
 
 
