@@ -98,6 +98,7 @@ CASES = {
  "no_outputs": (lambda: torch.broadcast_shapes((), ()), lambda: ()),
  "squeeze_dims": (lambda x: (torch.squeeze(x, ()), torch.squeeze(x, (0, 2, -1)), torch.view_as_real(torch.squeeze(torch.complex(x, x), (1, -1)))), lambda: (torch.randn(1, 3, 1, 1),)),
  "diagonal_scatter": (lambda x, s, t: (torch.diagonal_scatter(x, s), torch.diagonal_scatter(x, t, 2), torch.diagonal_scatter(x, t, -2), torch.diagonal_scatter(x[None].expand(3, 10, 10), t[None].expand(3, 8), 2, 1, 2), torch.diagonal_scatter(x[:, :0], x[:0, 0])), lambda: (torch.randn(10, 10), torch.randn(10), torch.randn(8))),
+ "lstm_projections": (torch.nn.LSTM(4, 6, num_layers=2, proj_size=3, bidirectional=True, batch_first=True).eval(), lambda: (torch.randn(2, 5, 4),)),
  "prelu_silu": (lambda x: (F.silu(x), F.hardswish(x), F.mish(x), F.elu(x), F.leaky_relu(x, 0.1), F.softplus(x)), lambda: (torch.randn(3, 4),)),
 }
 

@@ -14,7 +14,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.registry import register
+from torch_onnx_fx.registry import limit_torchlib, register
 
 __all__ = [
     "aten_weight_norm",
@@ -213,3 +213,14 @@ def aten_sdpa_any_rank(
         else:
             scores = op.Add(scores, op.CastLike(attn_mask, scores))
     return op.MatMul(op.Softmax(scores, axis=-1), value)
+
+
+def _lstm_without_projections(node: Any) -> bool:
+    """torchlib's LSTM ignores proj_size (its hidden state then has another size than the cell
+    state); torch's decomposition unrolls those LSTMs instead."""
+    states = node.args[1]
+    hidden, cell = (a.meta.get("val") if isinstance(a, torch.fx.Node) else None for a in states)
+    return hidden is None or cell is None or hidden.shape[-1] == cell.shape[-1]
+
+
+limit_torchlib("aten::lstm.input", _lstm_without_projections)
