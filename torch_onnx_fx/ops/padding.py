@@ -15,7 +15,7 @@ from onnxscript import opset18 as op
 from torch_onnx_fx.errors import TranslationError
 from torch_onnx_fx.registry import register
 
-__all__ = ["aten_pad_special", "aten_constant_pad_nd_complex"]
+__all__ = ["aten_pad_circular", "aten_pad_special", "aten_constant_pad_nd_complex"]
 
 _END = 2**63 - 1
 
@@ -26,6 +26,24 @@ def _needs_own_pad(node: Any) -> bool:
     if not all(isinstance(p, int) for p in pad):
         return False
     return mode == "circular" or (mode in ("replicate", "reflect") and any(p < 0 for p in pad))
+
+
+def _circular_growing(node: Any) -> bool:
+    args = list(node.args) + [None, None, None]
+    pad, mode = args[1], node.kwargs.get("mode", args[2]) or "constant"
+    return mode == "circular" and all(isinstance(p, int) and p >= 0 for p in pad)
+
+
+# Registered ahead of aten_pad_special: one Pad node instead of slices and a Concat per axis.
+@register("aten::pad", min_opset=19, supports=_circular_growing)
+def aten_pad_circular(self: ir.Value, pad: Sequence[int], mode: str = "circular", value: float | None = None) -> ir.Value:
+    """pad(Tensor self, SymInt[] pad, str mode="circular", float? value=None) -> Tensor, as Pad-19's "wrap" mode"""
+    rank = self.shape.rank()
+    begins = [0] * rank
+    ends = [0] * rank
+    for offset in range(len(pad) // 2):
+        begins[rank - 1 - offset], ends[rank - 1 - offset] = pad[2 * offset], pad[2 * offset + 1]
+    return op.Pad(self, op.Constant(value_ints=begins + ends), mode="wrap")
 
 
 def _slice(x: ir.Value, axis: int, start: int, end: int) -> ir.Value:
