@@ -98,3 +98,18 @@ def test_sym_sum_and_abs_of_sizes():
         dynamic_shapes=({0: "a", 1: "b"}, {0: "c", 1: "d"}),
         more_inputs=[((torch.randn(3, 7), torch.randn(1, 2)), {})],
     )
+
+
+def test_floor_division_of_sizes_is_one_div_unless_it_can_be_negative():
+    class Model(nn.Module):
+        def forward(self, x):
+            n = x.shape[0]
+            # n // 3 is a size (n >= 0): truncating Div floors. (n - 7) // 3 may be negative.
+            return torch.zeros(n // 3 + 1), torch.arange((n - 7) // 3 + 4)
+
+    program = assert_matches_eager(
+        Model(), (torch.randn(6, 2),), dynamic_shapes=({0: "n"},),
+        more_inputs=[((torch.randn(2, 2),), {}), ((torch.randn(11, 2),), {})],
+    )
+    ops = [node.op_type for node in program.model.graph]
+    assert ops.count("Div") == 2 and ops.count("Mod") == 1, ops

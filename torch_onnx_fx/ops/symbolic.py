@@ -16,7 +16,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.registry import register
+from torch_onnx_fx.registry import register, wants_context
 
 __all__ = ["aten_sym_size_int", "aten_sym_numel"]
 
@@ -124,14 +124,42 @@ def sym_truediv(a: Any, b: Any) -> Any:
     return op.Div(_float(a), _float(b))
 
 
+def _lower_bound(arg: Any) -> Any:
+    """The smallest value the shape environment allows for an FX argument (None if unknown)."""
+    example = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+    if isinstance(example, int):
+        return example
+    if not isinstance(example, torch.SymInt):
+        return None
+    try:
+        node = example.node
+        return node.shape_env.bound_sympy(node.expr).lower
+    except Exception:  # noqa: BLE001 - no bound is a valid answer
+        return None
+
+
+def _non_negative(arg: Any) -> bool:
+    lower = _lower_bound(arg)
+    try:
+        return lower is not None and bool(lower >= 0)
+    except TypeError:
+        return False
+
+
 @register(operator.floordiv)
-def sym_floordiv(a: Any, b: Any) -> Any:
-    """Python floors; ONNX integer Div truncates. ``(a - a mod b) / b`` is exact for both signs."""
+@wants_context
+def sym_floordiv(a: Any, b: Any, *, ctx: Any, node: Any) -> Any:
+    """Python floors; ONNX integer Div truncates. ``(a - a mod b) / b`` is exact for both signs;
+    for sizes (a >= 0, b > 0 by the shape environment's ranges) truncation is flooring already."""
     if _is_static(a, b):
         return a // b
     a, b = _common(a, b)
     if isinstance(a, ir.Value) and a.dtype == ir.DataType.FLOAT or isinstance(b, ir.Value) and b.dtype == ir.DataType.FLOAT:
         return op.Floor(op.Div(a, b))
+    dividend, divisor = node.args
+    lower = _lower_bound(divisor)
+    if _non_negative(dividend) and lower is not None and bool(lower > 0):
+        return op.Div(a, b)
     return op.Div(op.Sub(a, op.Mod(a, b, fmod=0)), b)
 
 
