@@ -99,12 +99,13 @@ CASES = {
  "squeeze_dims": (lambda x: (torch.squeeze(x, ()), torch.squeeze(x, (0, 2, -1)), torch.view_as_real(torch.squeeze(torch.complex(x, x), (1, -1)))), lambda: (torch.randn(1, 3, 1, 1),)),
  "diagonal_scatter": (lambda x, s, t: (torch.diagonal_scatter(x, s), torch.diagonal_scatter(x, t, 2), torch.diagonal_scatter(x, t, -2), torch.diagonal_scatter(x[None].expand(3, 10, 10), t[None].expand(3, 8), 2, 1, 2), torch.diagonal_scatter(x[:, :0], x[:0, 0])), lambda: (torch.randn(10, 10), torch.randn(10), torch.randn(8))),
  "lstm_projections": (torch.nn.LSTM(4, 6, num_layers=2, proj_size=3, bidirectional=True, batch_first=True).eval(), lambda: (torch.randn(2, 5, 4),)),
+ "flatten_forms": (lambda x: (x.flatten(), x.flatten(1), x.flatten(0, 1), x.flatten(1, 2), x.flatten(-2), x[0, 0, 0, 0].flatten(), x.flatten(2, 2)), lambda: (torch.randn(2, 3, 4, 5),)),
  "prelu_silu": (lambda x: (F.silu(x), F.hardswish(x), F.mish(x), F.elu(x), F.leaky_relu(x, 0.1), F.softplus(x)), lambda: (torch.randn(3, 4),)),
 }
 
 
 # Cases whose sizes are exported dynamic: declined-versus-translated paths differ with them.
-DYNAMIC = {"avg_pool_divisor_dynamic": ({0: "n", 2: "h", 3: "w"},), "int_tensor_divided_by_size": ({0: "rows", 1: "cols"},)}
+DYNAMIC = {"flatten_forms": ({0: "n", 2: "h"},), "avg_pool_divisor_dynamic": ({0: "n", 2: "h", 3: "w"},), "int_tensor_divided_by_size": ({0: "rows", 1: "cols"},)}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

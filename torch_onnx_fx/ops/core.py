@@ -20,7 +20,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.registry import register, wants_context
 
-__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims"]
+__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten"]
 
 
 @register(
@@ -325,3 +325,30 @@ def aten_squeeze_dims(self: ir.Value, dim: list[int], *, ctx: Any, node: Any) ->
     if not axes:
         return op.Identity(self)
     return op.Squeeze(self, op.Constant(value_ints=axes))
+
+
+@register("aten::flatten.using_ints")
+@wants_context
+def aten_flatten(self: ir.Value, start_dim: int = 0, end_dim: int = -1, *, ctx: Any, node: Any) -> ir.Value:
+    """flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)
+
+    One Reshape whose target keeps the leading and trailing dims (constants where static,
+    ``Shape`` with start/end otherwise) around a -1: a node fewer than torchlib's Shape + Slice.
+    """
+    shape = list(node.args[0].meta["val"].shape)
+    rank = len(shape)
+    if rank == 0:
+        return op.Reshape(self, op.Constant(value_ints=[1]))
+    start, end = start_dim % rank, end_dim % rank
+    if start >= end:
+        return op.Identity(self)
+
+    def dims(begin: int, stop: int) -> list[ir.Value]:
+        if begin >= stop:
+            return []
+        if all(isinstance(d, int) for d in shape[begin:stop]):
+            return [op.Constant(value_ints=[int(d) for d in shape[begin:stop]])]
+        return [op.Shape(self, start=begin, end=stop)]
+
+    target = op.Concat(*dims(0, start), op.Constant(value_ints=[-1]), *dims(end + 1, rank), axis=0)
+    return op.Reshape(self, target)
