@@ -70,3 +70,26 @@ def test_dtype_round_trip(dtype):
 @pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.float8_e5m2])
 def test_cast_to_float8(dtype):
     assert_matches_eager(lambda x: (x * 2).to(dtype), (torch.rand(2, 3),))
+
+
+def test_eval_mode_in_place_dropout_needs_no_retrace():
+    """nn.Dropout(inplace=True) in eval mode leaves an in-place dropout_ in the graph; it changes
+    nothing, so it must neither be decomposed (a full re-trace) nor change the numbers."""
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(4, 4)
+            self.drop = nn.Dropout(0.3, inplace=True)
+
+        def forward(self, x):
+            h = self.linear(x)
+            self.drop(h)
+            return h * 2, torch.nn.functional.alpha_dropout(h, 0.2, training=False, inplace=True)
+
+    model = Model().eval()
+    program = torch_onnx_fx.export(model, (torch.randn(3, 4),), verbose=False)
+    targets = {str(n.target) for n in program.exported_program.graph.nodes}
+    assert {"aten.dropout_.default", "aten.alpha_dropout_.default"} <= targets  # what this test is about
+    assert program.decomposed == []
+    assert_matches_eager(model, (torch.randn(3, 4),), program=program)

@@ -18,9 +18,10 @@ import torch
 from onnx_ir.tensor_adapters import from_torch_dtype
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.decompose import is_inert_in_place
 from torch_onnx_fx.registry import register, wants_context
 
-__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten"]
+__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten", "aten_inert_dropout_"]
 
 
 @register(
@@ -352,3 +353,13 @@ def aten_flatten(self: ir.Value, start_dim: int = 0, end_dim: int = -1, *, ctx: 
 
     target = op.Concat(*dims(0, start), op.Constant(value_ints=[-1]), *dims(end + 1, rank), axis=0)
     return op.Reshape(self, target)
+
+
+@register(
+    "aten::dropout_", "aten::feature_dropout_", "aten::alpha_dropout_", "aten::feature_alpha_dropout_",
+    supports=is_inert_in_place,
+)
+def aten_inert_dropout_(self: ir.Value, p: float = 0.5, train: bool = False) -> ir.Value:
+    """dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!) with train=False or p=0:
+    the tensor is left as it was, so no functionalization (re-trace) is needed."""
+    return op.Identity(self)
