@@ -93,3 +93,37 @@ def test_eval_mode_in_place_dropout_needs_no_retrace():
     assert {"aten.dropout_.default", "aten.alpha_dropout_.default"} <= targets  # what this test is about
     assert program.decomposed == []
     assert_matches_eager(model, (torch.randn(3, 4),), program=program)
+
+
+class InPlaceOnIntermediates(nn.Module):
+    def forward(self, x, y):
+        h = x * 2
+        before = h.sum()  # reads h before the mutations
+        h.add_(y)
+        h.mul_(3).clamp_(min=-1.0)
+        g = torch.exp(x)
+        g.sub_(1)
+        return h, before, g.double().add_(1.0)
+
+
+class InPlaceThroughAView(nn.Module):
+    def forward(self, x):
+        h = x + 1
+        row = h[0]  # a view: it must see the mutation below
+        h.mul_(2)
+        return row * 1, h
+
+
+def test_in_place_ops_on_intermediates_are_translated_without_retrace():
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    program = torch_onnx_fx.export(InPlaceOnIntermediates(), (x, y), verbose=False)
+    targets = {str(n.target) for n in program.exported_program.graph.nodes}
+    assert {"aten.add_.Tensor", "aten.mul_.Tensor", "aten.clamp_.default"} <= targets  # no re-trace
+    assert_matches_eager(InPlaceOnIntermediates(), (x, y), program=program)
+
+
+def test_in_place_op_seen_through_a_view_is_functionalized():
+    x = torch.randn(3, 4)
+    program = torch_onnx_fx.export(InPlaceThroughAView(), (x,), verbose=False)
+    assert "aten.mul_.Tensor" not in {str(n.target) for n in program.exported_program.graph.nodes}
+    assert_matches_eager(InPlaceThroughAView(), (x,), program=program)

@@ -19,9 +19,10 @@ from typing import Any
 import torch
 
 from torch_onnx_fx.errors import DecompositionError
+from torch_onnx_fx.inplace import functional_counterpart, is_inert_in_place
 from torch_onnx_fx.registry import TranslationTable
 
-__all__ = ["DecomposeResult", "decompose", "is_inert_in_place"]
+__all__ = ["DecomposeResult", "decompose"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,23 +41,10 @@ def _needs_functionalization(target: Any) -> bool:
     return target._schema.is_mutable
 
 
-# In-place ops that, in eval mode, leave their tensor as it was: dropout_(x, p, train=False).
-# Functionalizing them would re-trace the whole program (9 s of a 17 s MobileViT export) for
-# nothing; they are translated as the identity instead.
-_INERT_WHEN_NOT_TRAINING = frozenset(
-    {"aten::dropout_", "aten::feature_dropout_", "aten::alpha_dropout_", "aten::feature_alpha_dropout_"}
-)
-
-
-def is_inert_in_place(node: torch.fx.Node) -> bool:
-    """An in-place op whose node leaves its input unchanged (dropout with train=False or p=0)."""
-    target = node.target
-    if not isinstance(target, torch._ops.OpOverload) or target.name() not in _INERT_WHEN_NOT_TRAINING:
-        return False
-    args = list(node.args) + [None, None]
-    p = node.kwargs.get("p", args[1])
-    train = node.kwargs.get("train", args[2])
-    return train is False or p == 0
+def _rebindable(node: torch.fx.Node, table: TranslationTable) -> bool:
+    """An in-place op the translation can express as a new value (see ``inplace``)."""
+    functional = functional_counterpart(node)
+    return functional is not None and table.has(functional)
 
 
 def _call_nodes(program: torch.export.ExportedProgram) -> list[torch.fx.Node]:
@@ -90,7 +78,7 @@ def _declined(program: torch.export.ExportedProgram, table: TranslationTable) ->
         {
             n.target: None
             for n in _call_nodes(program)
-            if isinstance(n.target, torch._ops.OpOverload) and not table.has(n.target, n)
+            if isinstance(n.target, torch._ops.OpOverload) and not table.has(n.target, n) and not _rebindable(n, table)
         }
     )
 
@@ -117,7 +105,11 @@ def decompose(program: torch.export.ExportedProgram, table: TranslationTable) ->
     targets = _targets(program)
     untranslatable = _declined(program, table)
     mutating = list(
-        {n.target: None for n in _call_nodes(program) if _needs_functionalization(n.target) and not is_inert_in_place(n)}
+        {
+            n.target: None
+            for n in _call_nodes(program)
+            if _needs_functionalization(n.target) and not is_inert_in_place(n) and not _rebindable(n, table)
+        }
     )
     # Autocast regions only get their casts when torch re-traces them.
     autocast = [t for t in targets if t is torch.ops.higher_order.wrap_with_autocast]

@@ -21,7 +21,7 @@ import torch
 from onnx_ir.tensor_adapters import TorchTensor, from_torch_dtype
 from torch.export import graph_signature as gs
 
-from torch_onnx_fx import annotate, promotion, zero_dim
+from torch_onnx_fx import annotate, inplace, promotion, zero_dim
 from torch_onnx_fx.errors import MissingTranslationError, TranslationError, UnsupportedArgumentError
 from torch_onnx_fx.registry import TranslationTable, choose
 from torch_onnx_fx.tracer import GraphTracer
@@ -193,7 +193,9 @@ def untranslatable_targets(module: torch.fx.GraphModule, table: TranslationTable
                 continue
             target = node.args[1] if node.target is _WITH_EFFECTS else node.target
             if not table.has(target, node):
-                missing.setdefault(target, None)
+                functional = inplace.functional_counterpart(node)
+                if functional is None or not table.has(functional, node):
+                    missing.setdefault(target, None)
     return list(missing)
 
 
@@ -346,8 +348,16 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
         # token becomes nothing (token inputs and outputs are left out of the graph).
         target, node_args = node_args[1], node_args[2:]
     candidates = ctx.table.candidates(target, node)
+    rebinds = None
+    if not candidates and not effect_token:
+        # An in-place op on a tensor nothing else aliases: translate the functional op, and later
+        # uses of the mutated tensor read its result (see torch_onnx_fx.inplace).
+        functional = inplace.functional_counterpart(node)
+        if functional is not None:
+            candidates = ctx.table.candidates(functional, node)
+            target, rebinds = functional, inplace.same_tensor(node)
     if not candidates:
-        raise missing_translation_error([target])
+        raise missing_translation_error([node.target if rebinds is None else target])
     example_args = [_meta(a) for a in node_args]
     example_kwargs = {k: _meta(v) for k, v in node_kwargs.items()}
     translation = choose(candidates, example_args, example_kwargs)
@@ -374,6 +384,8 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
         inner = result if isinstance(result, (list, tuple)) else ([] if result is None else [result])
         result = (None, *inner)
     _bind_result(ctx, node, result)
+    for alias in rebinds or ():
+        ctx.values[alias] = ctx.values[node]
 
 
 def _complex_scalars(ctx: TranslationContext, translation: Any, args: list[Any], example_args: Sequence[Any]) -> list[Any]:

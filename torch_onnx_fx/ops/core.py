@@ -18,7 +18,7 @@ import torch
 from onnx_ir.tensor_adapters import from_torch_dtype
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.decompose import is_inert_in_place
+from torch_onnx_fx.inplace import is_inert_in_place
 from torch_onnx_fx.registry import register, wants_context
 
 __all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten", "aten_inert_dropout_"]

@@ -1,0 +1,116 @@
+"""In-place ops translated without functionalizing the program.
+
+torch.export's graph may keep in-place ops (``x.add_(y)`` as ``aten.add_.Tensor``). Handing the
+program to ``run_decompositions`` to functionalize them re-traces the whole model (11 s of a 20 s
+T5 export, for one ``add_``). When the mutated tensor is a fresh intermediate that nothing else
+can observe through an alias, the mutation is just a new value under an old name: translate the
+functional op (``aten.add.Tensor``) and let every later use of the tensor read the result.
+
+The conditions, checked on the FX graph:
+
+* the op is ``<name>_`` with a ``Tensor(a!) self`` first argument that it returns, and the
+  functional ``<name>`` overload exists;
+* ``self`` is produced by a ``call_function`` whose result aliases nothing (not an input, buffer
+  or parameter, not a view);
+* no user of ``self`` creates a view of it (a view would see the mutation) or mutates it out of
+  FX order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+__all__ = ["functional_counterpart", "same_tensor", "is_inert_in_place"]
+
+# In-place ops that, in eval mode, leave their tensor as it was: dropout_(x, p, train=False).
+_INERT_WHEN_NOT_TRAINING = frozenset(
+    {"aten::dropout_", "aten::feature_dropout_", "aten::alpha_dropout_", "aten::feature_alpha_dropout_"}
+)
+
+
+def is_inert_in_place(node: torch.fx.Node) -> bool:
+    """An in-place op whose node leaves its input unchanged (dropout with train=False or p=0)."""
+    target = node.target
+    if not isinstance(target, torch._ops.OpOverload) or target.name() not in _INERT_WHEN_NOT_TRAINING:
+        return False
+    args = list(node.args) + [None, None]
+    p = node.kwargs.get("p", args[1])
+    train = node.kwargs.get("train", args[2])
+    return train is False or p == 0
+
+
+def _aliases(target: Any) -> bool:
+    """Whether a result of ``target`` may alias an argument (views, in-place, out= variants).
+
+    Python callables in FX graphs (``operator.getitem`` on result tuples, SymInt arithmetic) and
+    higher-order ops of an exported program create no tensor aliases.
+    """
+    if not isinstance(target, torch._ops.OpOverload):
+        return False
+    return any(r.alias_info is not None for r in target._schema.returns)
+
+
+def _creates_tensor(node: torch.fx.Node) -> bool:
+    """Whether ``node``'s result is a new tensor: a non-aliasing op, or a ``to`` that converts
+    (``x.float()`` aliases ``x`` only when ``x`` is float already)."""
+    if not _aliases(node.target):
+        return True
+    if isinstance(node.target, torch._ops.OpOverload) and node.target._schema.name == "aten::to":
+        result = node.meta.get("val")
+        source = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+        return isinstance(result, torch.Tensor) and isinstance(source, torch.Tensor) and result.dtype != source.dtype
+    return False
+
+
+def _mutates_self(target: torch._ops.OpOverload) -> bool:
+    """``<op>_(Tensor(a!) self, ...) -> Tensor(a!)``: writes its first argument and returns it."""
+    schema = target._schema
+    if not schema.arguments or len(schema.returns) != 1:
+        return False
+    written, returned = schema.arguments[0].alias_info, schema.returns[0].alias_info
+    return bool(written and written.is_write and returned and returned.is_write)
+
+
+def _functional(target: Any) -> torch._ops.OpOverload | None:
+    if not isinstance(target, torch._ops.OpOverload) or target.namespace != "aten" or not _mutates_self(target):
+        return None
+    name = target._schema.name.split("::")[-1]
+    if not name.endswith("_") or name.endswith("__"):
+        return None
+    packet = getattr(torch.ops.aten, name[:-1], None)
+    functional = getattr(packet, target._overloadname, None) if packet is not None else None
+    return None if functional is None or functional._schema.is_mutable else functional
+
+
+def same_tensor(node: torch.fx.Node) -> list[torch.fx.Node] | None:
+    """The FX nodes standing for the tensor ``node`` mutates: the node that created it, then the
+    earlier in-place ops on it (FX refers to a mutated tensor by the latest of them). None if the
+    tensor may be observed through an alias, or comes from outside the graph."""
+    chain: list[torch.fx.Node] = []
+    current = node.args[0] if node.args else None
+    while isinstance(current, torch.fx.Node) and current.op == "call_function" and _functional(current.target):
+        chain.append(current)
+        current = current.args[0] if current.args else None
+    if not isinstance(current, torch.fx.Node) or current.op != "call_function" or not _creates_tensor(current):
+        return None
+    chain.append(current)
+    members = set(chain) | {node}
+    for member in chain:
+        for user in member.users:
+            if user in members or user.op == "output":
+                continue
+            if isinstance(user.target, torch._ops.OpOverload) and _mutates_self(user.target) and user.args[0] is member:
+                continue  # a later in-place update of the same tensor: checked on its own
+            if user.op != "call_function" or _aliases(user.target):
+                return None
+    return chain[::-1]
+
+
+def functional_counterpart(node: torch.fx.Node) -> torch._ops.OpOverload | None:
+    """The functional overload to translate ``node`` with, if its mutation can be a rebinding."""
+    functional = _functional(node.target)
+    if functional is None or same_tensor(node) is None:
+        return None
+    return functional
