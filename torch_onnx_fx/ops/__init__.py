@@ -8,6 +8,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     activation,
     control_flow,
     core,
+    indexing,
     linalg,
     nn,
     normalization,

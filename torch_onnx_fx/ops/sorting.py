@@ -1,4 +1,4 @@
-"""Order statistics and searching: kthvalue, median, searchsorted, cummax/cummin.
+"""Order statistics and searching: kthvalue, median, nanmedian, mode, searchsorted, cummax/cummin.
 
 torchlib has none of them, and PyTorch has no decomposition for them either, so without these
 the export fails. All work on dynamic sizes: ``TopK`` takes its ``k`` as a tensor.
@@ -15,7 +15,17 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.registry import register
 
-__all__ = ["aten_kthvalue", "aten_median_dim", "aten_median", "aten_searchsorted", "aten_cummax", "aten_cummin"]
+__all__ = [
+    "aten_kthvalue",
+    "aten_median_dim",
+    "aten_median",
+    "aten_nanmedian_dim",
+    "aten_nanmedian",
+    "aten_mode",
+    "aten_searchsorted",
+    "aten_cummax",
+    "aten_cummin",
+]
 
 
 def _kth_smallest(self: ir.Value, k: Any, dim: int, keepdim: bool) -> tuple[ir.Value, ir.Value]:
@@ -66,6 +76,79 @@ def aten_median(self: ir.Value) -> ir.Value:
     size = op.Squeeze(op.Shape(flat))
     values, _ = _kth_smallest(flat, _lower_median_rank(size), 0, False)
     return values
+
+
+def _nan_skipping_median(self: ir.Value, dim: int, keepdim: bool) -> tuple[ir.Value, ir.Value]:
+    """Lower median of the non-NaN values along ``dim`` and its index; NaN and index 0 where
+    a slice has nothing but NaN, as ATen returns."""
+    dim %= self.shape.rank()
+    axis = op.Constant(value_ints=[dim])
+    missing = op.IsNaN(self)
+    present = op.ReduceSum(op.Cast(op.Not(missing), to=ir.DataType.INT64), axis, keepdims=1)
+    # NaN sorts last as +inf; the rank wanted never reaches it because it counts present values.
+    filled = op.Where(missing, op.CastLike(float("inf"), self), self)
+    ordered, order = op.TopK(filled, op.Shape(self, start=dim, end=dim + 1), axis=dim, largest=0, sorted=1)
+    rank = op.Max(op.Div(op.Sub(present, op.Constant(value_int=1)), op.Constant(value_int=2)), op.Constant(value_int=0))
+    none_present = op.Equal(present, op.Constant(value_int=0))
+    values = op.Where(none_present, op.CastLike(float("nan"), self), op.GatherElements(ordered, rank, axis=dim))
+    indices = op.Where(none_present, op.Constant(value_int=0), op.GatherElements(order, rank, axis=dim))
+    if not keepdim:
+        values, indices = op.Squeeze(values, axis), op.Squeeze(indices, axis)
+    return values, indices
+
+
+@register("aten::nanmedian.dim")
+def aten_nanmedian_dim(self: ir.Value, dim: int, keepdim: bool = False) -> Any:
+    """nanmedian.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"""
+    if self.dtype is not None and not self.dtype.is_floating_point():
+        return aten_median_dim(self, dim, keepdim)
+    return _nan_skipping_median(self, dim, keepdim)
+
+
+@register("aten::nanmedian")
+def aten_nanmedian(self: ir.Value) -> ir.Value:
+    """nanmedian(Tensor self) -> Tensor"""
+    if self.dtype is not None and not self.dtype.is_floating_point():
+        return aten_median(self)
+    # One extra NaN gives an empty input a value to return (NaN) and changes nothing else.
+    nan = op.CastLike(op.Constant(value_floats=[float("nan")]), self)
+    flat = op.Concat(op.Reshape(self, op.Constant(value_ints=[-1])), nan, axis=0)
+    values, _ = _nan_skipping_median(flat, 0, False)
+    return values
+
+
+@register("aten::mode")
+def aten_mode(self: ir.Value, dim: int = -1, keepdim: bool = False) -> tuple[ir.Value, ir.Value]:
+    """mode(Tensor self, int dim=-1, bool keepdim=False) -> (Tensor values, Tensor indices)
+
+    The most frequent value, the smallest of equally frequent ones, and the index of its last
+    occurrence. ATen finds the last occurrence in an unstable sort, which only keeps the input
+    order for at most 16 values along ``dim``; for longer ties its choice is arbitrary.
+    """
+    rank = self.shape.rank()
+    dim %= rank
+    original = self.dtype
+    if original == ir.DataType.BOOL or not (original.is_floating_point() or original in (ir.DataType.INT32, ir.DataType.INT64)):
+        # Comparisons and reductions in a type ONNX Runtime has them for; exact for every input.
+        self = op.Cast(self, to=ir.DataType.INT64)
+    elif original.itemsize < 4:
+        self = op.Cast(self, to=ir.DataType.FLOAT)
+    axis = op.Constant(value_ints=[dim])
+    # [..., n, n, ...]: every value along dim against every other, counted per value.
+    same = op.Equal(op.Unsqueeze(self, op.Constant(value_ints=[dim + 1])), op.Unsqueeze(self, axis))
+    counts = op.ReduceSum(op.Cast(same, to=ir.DataType.INT32), op.Constant(value_ints=[dim + 1]), keepdims=0)
+    most = op.Equal(counts, op.ReduceMax(counts, axis, keepdims=1))
+    # The smallest of the most frequent values; the largest value stands in for the others.
+    values = op.ReduceMin(op.Where(most, self, op.ReduceMax(self, axis, keepdims=1)), axis, keepdims=1)
+    positions = op.Range(op.Constant(value_int=0), op.Squeeze(op.Shape(self, start=dim, end=dim + 1)), op.Constant(value_int=1))
+    positions = op.Reshape(positions, op.Constant(value_ints=[-1] + [1] * (rank - dim - 1)))
+    hits = op.Equal(self, values)
+    indices = op.ReduceMax(op.Where(hits, positions, op.Constant(value_int=-1)), axis, keepdims=1)
+    if original != self.dtype:
+        values = op.Cast(values, to=original)
+    if not keepdim:
+        values, indices = op.Squeeze(values, axis), op.Squeeze(indices, axis)
+    return values, indices
 
 
 def _without_sorter(node: Any) -> bool:
