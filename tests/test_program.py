@@ -174,6 +174,19 @@ def test_dtypes_round_trip(dtype):
     assert_matches_eager(Model(), (x,))
 
 
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64])
+def test_unsigned_dtypes_round_trip(dtype):
+    """torch has few kernels for these (no arithmetic on CPU); data movement and casts must work,
+    and outputs must come back from ONNX Runtime (torch.from_numpy rejects them)."""
+
+    class Model(nn.Module):
+        def forward(self, x):
+            return x.reshape(-1), x.t(), x.to(torch.float32)
+
+    x = torch.tensor([[1, 2**15 + 3], [0, 7]], dtype=torch.int64).to(dtype)
+    assert_matches_eager(Model(), (x,))
+
+
 def test_kwargs_are_flattened_in_export_order():
     class Model(nn.Module):
         def forward(self, a, *, b, c):

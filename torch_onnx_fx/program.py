@@ -84,7 +84,20 @@ def _from_ort_output(value: Any) -> torch.Tensor:
             ctypes.memmove(result.data_ptr(), value.data_ptr(), result.numel() * result.element_size())
         return result
     array = value.numpy()
-    return torch.from_numpy(np.array(array) if not array.flags.writeable else array)
+    array = np.array(array) if not array.flags.writeable else array
+    unsigned = _UNSIGNED.get(array.dtype)
+    if unsigned is not None:
+        # torch.from_numpy rejects uint16/32/64: read the bits as the signed type, then view.
+        signed, torch_dtype = unsigned
+        return torch.from_numpy(array.view(signed)).view(torch_dtype)
+    return torch.from_numpy(array)
+
+
+_UNSIGNED = {
+    np.dtype(np.uint16): (np.int16, torch.uint16),
+    np.dtype(np.uint32): (np.int32, torch.uint32),
+    np.dtype(np.uint64): (np.int64, torch.uint64),
+}
 
 
 def _byte_size(model: ir.Model) -> int:
