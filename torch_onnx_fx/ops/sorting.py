@@ -23,6 +23,7 @@ __all__ = [
     "aten_nanmedian",
     "aten_mode",
     "aten_searchsorted",
+    "aten_bucketize",
     "aten_cummax",
     "aten_cummin",
 ]
@@ -174,9 +175,25 @@ def aten_searchsorted(
     if sorted_sequence.shape is not None and sorted_sequence.shape.rank() > 1:
         boundaries = op.Unsqueeze(sorted_sequence, op.Constant(value_ints=[-2]))
     values = op.Unsqueeze(self, op.Constant(value_ints=[-1]))
-    before = op.LessOrEqual(boundaries, values) if right or side == "right" else op.Less(boundaries, values)
-    count = op.ReduceSum(op.Cast(before, to=ir.DataType.INT64), op.Constant(value_ints=[-1]), keepdims=0)
+    before = op.Cast(op.LessOrEqual(boundaries, values) if right or side == "right" else op.Less(boundaries, values), to=ir.DataType.INT64)
+    # The count is the last running sum. ONNX Runtime's ReduceSum would be the obvious choice but
+    # returns an empty input unchanged; a leading zero column keeps the axis non-empty.
+    zeros = op.ConstantOfShape(
+        op.Concat(op.Shape(before, end=-1), op.Constant(value_ints=[1]), axis=0), value=ir.tensor(np.array([0], dtype=np.int64))
+    )
+    running = op.CumSum(op.Concat(zeros, before, axis=-1), op.Constant(value_int=-1))
+    count = op.Gather(running, op.Constant(value_int=-1), axis=-1)
     return op.Cast(count, to=ir.DataType.INT32) if out_int32 else count
+
+
+@register("aten::bucketize.Tensor", "aten::bucketize.Scalar")
+def aten_bucketize(self: Any, boundaries: ir.Value, *, out_int32: bool = False, right: bool = False) -> ir.Value:
+    """bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor
+
+    searchsorted with the arguments swapped (boundaries are 1-D); torch's decomposition of it
+    guards on data-dependent sizes and cannot be exported.
+    """
+    return aten_searchsorted(boundaries, self, out_int32=out_int32, right=right)
 
 
 
