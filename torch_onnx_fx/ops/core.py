@@ -21,7 +21,7 @@ from onnxscript import opset18 as op
 from torch_onnx_fx.inplace import is_inert_in_place
 from torch_onnx_fx.registry import register, wants_context
 
-__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten", "aten_inert_dropout_"]
+__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten", "aten_inert_dropout_", "aten_mean_of_empty"]
 
 
 @register(
@@ -363,3 +363,25 @@ def aten_inert_dropout_(self: ir.Value, p: float = 0.5, train: bool = False) -> 
     """dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!) with train=False or p=0:
     the tensor is left as it was, so no functionalization (re-trace) is needed."""
     return op.Identity(self)
+
+
+def _statically_empty(node: Any) -> bool:
+    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    return isinstance(example, torch.Tensor) and any(isinstance(d, int) and d == 0 for d in example.shape)
+
+
+@register("aten::mean.dim", "aten::mean", supports=_statically_empty)
+def aten_mean_of_empty(
+    self: ir.Value, dim: list[int] | None = None, keepdim: bool = False, *, dtype: int | None = None
+) -> ir.Value:
+    """mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor, of an empty tensor
+
+    ONNX Runtime's ReduceMean returns an empty input unchanged; its ReduceSum does not, so the
+    mean is a sum divided by the (static or runtime) count, NaN where the count is 0, as in eager.
+    """
+    x = op.Cast(self, to=dtype) if dtype is not None else self
+    rank = self.shape.rank()
+    axes = list(range(rank)) if not dim else [d % rank for d in dim]
+    total = op.ReduceSum(x, op.Constant(value_ints=axes), keepdims=1 if keepdim else 0)
+    count = op.ReduceProd(op.Gather(op.Shape(x), op.Constant(value_ints=axes)), keepdims=0)
+    return op.Div(total, op.CastLike(count, total))
