@@ -55,3 +55,15 @@ def assert_matches_eager(
         actual = program(*call_args, **call_kwargs)
         assert_close_outputs(expected, actual, rtol, atol)
     return program
+
+
+# An operator no translation table covers, for tests of the missing-translation paths (real
+# operators stop being missing as translations are added).
+@torch.library.custom_op("tofx_test::no_translation", mutates_args=())
+def no_translation(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return x * scale
+
+
+@no_translation.register_fake
+def _(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return torch.empty_like(x)
