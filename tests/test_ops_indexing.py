@@ -1,5 +1,6 @@
-"""torch_onnx_fx/ops/indexing.py and the order statistics added to sorting.py (mode, nanmedian),
-each exported, run in ONNX Runtime and compared with eager PyTorch.
+"""torch_onnx_fx/ops/indexing.py, histogram.py, grid_sample.py and losses.py, pdist (nn.py) and
+the order statistics added to sorting.py (mode, nanmedian), each exported, run in ONNX Runtime
+and compared with eager PyTorch.
 
 Cases cover the reductions and flags of each operator, integer and 0-d inputs, empty inputs
 where ATen accepts them, and dynamic sizes where the result's shape does not depend on values

@@ -14,13 +14,14 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.ops import _tensors as tx
 from torch_onnx_fx.registry import limit_torchlib, register
 
 __all__ = [
     "aten_weight_norm",
     "aten_adaptive_avg_pool",
     "aten_cdist_forward",
-    "aten_cross_entropy_probabilities",
+    "aten_pdist_forward",
     "transformers_grouped_mm_fallback",
     "aten_im2col",
     "aten_sdpa_any_rank",
@@ -81,28 +82,14 @@ def aten_cdist_forward(x1: ir.Value, x2: ir.Value, p: float, compute_mode: int |
     return op.Pow(op.ReduceSum(op.Pow(diff, op.CastLike(p, diff)), last, keepdims=0), op.CastLike(1.0 / p, diff))
 
 
-def _probability_targets(node: Any) -> bool:
-    target = node.args[1].meta.get("val") if isinstance(node.args[1], torch.fx.Node) else None
-    args = list(node.args) + [None] * 6
-    weight = node.kwargs.get("weight", args[2])
-    smoothing = node.kwargs.get("label_smoothing", args[5]) or 0.0
-    return isinstance(target, torch.Tensor) and target.dtype.is_floating_point and weight is None and smoothing == 0.0
-
-
-@register("aten::cross_entropy_loss", supports=_probability_targets)
-def aten_cross_entropy_probabilities(
-    self: ir.Value, target: ir.Value, weight: ir.Value | None = None, reduction: int = 1, ignore_index: int = -100, label_smoothing: float = 0.0
-) -> ir.Value:
-    """cross_entropy_loss with class probabilities as target: -sum(target * log_softmax(self), class dim)"""
-    # ONNX SoftmaxCrossEntropyLoss only takes class indices.
-    class_axis = 1 if self.shape.rank() > 1 else 0
-    losses = op.Neg(op.ReduceSum(op.Mul(target, op.LogSoftmax(self, axis=class_axis)), op.Constant(value_ints=[class_axis]), keepdims=0))
-    if reduction == 0:
-        return losses
-    if reduction == 2:
-        return op.ReduceSum(losses, keepdims=0)
-    # Mean over the batch and any extra dims: the element count of the per-sample losses.
-    return op.ReduceMean(losses, keepdims=0)
+@register("aten::_pdist_forward")
+def aten_pdist_forward(self: ir.Value, p: float = 2.0) -> ir.Value:
+    """_pdist_forward(Tensor self, float p=2.) -> Tensor"""
+    # The distances of rows i < j, in row-major order: the strict upper triangle of cdist(x, x).
+    distances = aten_cdist_forward(self, self, p)
+    rows = op.Range(tx.int64(0), op.Squeeze(op.Shape(self, start=0, end=1)), tx.int64(1))
+    upper = op.Less(op.Unsqueeze(rows, tx.ints(1)), op.Unsqueeze(rows, tx.ints(0)))
+    return op.Compress(op.Reshape(distances, tx.ints(-1)), op.Reshape(upper, tx.ints(-1)), axis=0)
 
 
 @register("transformers::grouped_mm_fallback")

@@ -1,0 +1,70 @@
+"""Small building blocks shared by the indexing, histogram, grid sampling and loss translations.
+
+Constants, a rank that must be known, a filled tensor, and scatters that reduce in a type ONNX
+Runtime supports. They are one ``Constant`` or a few nodes each; keeping them here lets the
+translation modules stay one operator family each without copying them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir as ir
+from onnxscript import opset18 as op
+
+__all__ = ["INT64", "ints", "int64", "rank", "filled_like", "scatter_elements", "scatter_nd"]
+
+INT64 = ir.DataType.INT64
+
+
+def ints(*values: int) -> ir.Value:
+    """A 1-D int64 constant: axes, shapes, slice bounds."""
+    return op.Constant(value_ints=list(values))
+
+
+def int64(value: int) -> ir.Value:
+    """A 0-d int64 constant."""
+    return op.Constant(value=ir.tensor(np.int64(value)))
+
+
+def rank(value: ir.Value) -> int:
+    """``value``'s rank, for translations that cannot do without it."""
+    if value.shape is None:
+        raise ValueError(f"{value.name} needs a known rank")
+    return value.shape.rank()
+
+
+def filled_like(value: ir.Value, fill: float, shape: ir.Value | None = None) -> ir.Value:
+    """A tensor of ``fill`` in ``value``'s dtype, shaped like ``value`` or as ``shape`` says."""
+    return op.Expand(op.CastLike(fill, value), op.Shape(value) if shape is None else shape)
+
+
+# ONNX Runtime reduces in scatters only for these; others go through a wider type and back.
+_SCATTER_REDUCTION_TYPES = frozenset({ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.INT32, ir.DataType.INT64})
+
+
+def _widened(value: ir.Value) -> ir.DataType | None:
+    """The type to reduce ``value`` in, or None if ONNX Runtime reduces its own type.
+
+    Casting back to a narrower integer wraps as ATen's arithmetic does, and a nonzero count or
+    product is True for booleans (add is or, multiply is and).
+    """
+    if value.dtype in _SCATTER_REDUCTION_TYPES:
+        return None
+    return ir.DataType.FLOAT if value.dtype.is_floating_point() else INT64
+
+
+def scatter_elements(data: ir.Value, indices: ir.Value, updates: ir.Value, axis: int, reduction: str = "none") -> ir.Value:
+    """``ScatterElements``, reducing through a wider type where ONNX Runtime needs one."""
+    wide = _widened(data) if reduction != "none" else None
+    if wide is None:
+        return op.ScatterElements(data, indices, updates, axis=axis, reduction=reduction)
+    scattered = op.ScatterElements(op.Cast(data, to=wide), indices, op.Cast(updates, to=wide), axis=axis, reduction=reduction)
+    return op.CastLike(scattered, data)
+
+
+def scatter_nd(data: ir.Value, indices: ir.Value, updates: ir.Value, reduction: str = "none") -> ir.Value:
+    """``ScatterND``, reducing through a wider type where ONNX Runtime needs one."""
+    wide = _widened(data) if reduction != "none" else None
+    if wide is None:
+        return op.ScatterND(data, indices, updates, reduction=reduction)
+    return op.CastLike(op.ScatterND(op.Cast(data, to=wide), indices, op.Cast(updates, to=wide), reduction=reduction), data)
