@@ -21,7 +21,7 @@ from onnxscript import opset18 as op
 from torch_onnx_fx.inplace import is_inert_in_place
 from torch_onnx_fx.registry import register, wants_context
 
-__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten", "aten_inert_dropout_", "aten_mean_of_empty"]
+__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten", "aten_inert_dropout_", "aten_mean_of_empty", "aten_resize_same_numel", "aten_resize_as_same_numel"]
 
 
 @register(
@@ -385,3 +385,27 @@ def aten_mean_of_empty(
     total = op.ReduceSum(x, op.Constant(value_ints=axes), keepdims=1 if keepdim else 0)
     count = op.ReduceProd(op.Gather(op.Shape(x), op.Constant(value_ints=axes)), keepdims=0)
     return op.Div(total, op.CastLike(count, total))
+
+
+def _numel(example: Any) -> Any:
+    return example.numel() if isinstance(example, torch.Tensor) else None
+
+
+def _resize_keeps_numel(node: Any) -> bool:
+    """Resizing to the same element count is a reshape; growing exposes uninitialized memory
+    (no defined values to export), shrinking is rare enough to leave to a clear error."""
+    before = _numel(node.args[0].meta.get("val"))
+    after = _numel(node.meta.get("val"))
+    return isinstance(before, int) and isinstance(after, int) and before == after
+
+
+@register("aten::resize", supports=_resize_keeps_numel)
+def aten_resize_same_numel(self: ir.Value, size: Any, *, memory_format: Any = None) -> ir.Value:
+    """resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor, same element count"""
+    return op.Reshape(self, op.Constant(value_ints=[int(d) for d in size]))
+
+
+@register("aten::resize_as", supports=_resize_keeps_numel)
+def aten_resize_as_same_numel(self: ir.Value, the_template: ir.Value, *, memory_format: Any = None) -> ir.Value:
+    """resize_as(Tensor self, Tensor the_template, *, MemoryFormat? memory_format=None) -> Tensor, same element count"""
+    return op.Reshape(self, op.Shape(the_template))
