@@ -20,6 +20,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     pooling,
     prims,
     sorting,
+    special,
     spectral,
     symbolic,
     view_scatter,
