@@ -43,3 +43,20 @@ def test_irrelevant_rules_are_skipped():
     names = {rule.name for rule in rule_set.rules}
     assert "FuseBatchNormIntoConv" not in names
     assert "RemoveOptionalBiasFromGemm" in names or "Gemm" not in {op for _, op in present}
+
+
+def test_optimizer_keeps_small_constants_and_removes_exact_no_ops():
+    """onnxscript's no-op rules match constants with a tolerance (1e-12 counts as 0, 1.000001 as
+    1); ours compare exactly, so an epsilon guard survives and true no-ops still disappear."""
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return 1 / (x * x + 1e-12), x * 1.000001, x - 1e-9, x / 1.000001, x * 1 + 0, (x - 0) / 1
+
+    x = torch.tensor([0.0, 1e-7, 1.0])
+    program = torch_onnx_fx.export(Model(), (x,), verbose=False)
+    for actual, expected in zip(program(x), Model()(x)):
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+    ops = [node.op_type for node in program.model.graph]
+    # Left: x*x, x*1.000001, +1e-12, -1e-9, /1.000001 (and the reciprocal); x*1+0 and (x-0)/1 are gone.
+    assert (ops.count("Mul"), ops.count("Add"), ops.count("Sub"), ops.count("Div")) == (2, 1, 1, 1), ops

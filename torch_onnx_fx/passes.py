@@ -18,14 +18,18 @@ from __future__ import annotations
 import logging
 
 import functools
-from typing import Sequence
+from typing import Any, Sequence
 
 import onnx
 import onnx_ir as ir
 from onnxscript import rewriter
 from onnxscript.rewriter import pattern as rewrite_pattern
 
-__all__ = ["TrimUnusedOptionalOutputsPass", "RelevantRulesRewritePass"]
+# The no-op rules (x*1, x+0, ...) of onnxscript's default set; their tolerant constant matching is
+# replaced by exact rules below. A private module: its rule objects are the ones in the defaults.
+from onnxscript.rewriter.rules.common import _no_op as no_op_rules
+
+__all__ = ["TrimUnusedOptionalOutputsPass", "RelevantRulesRewritePass", "default_rules"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,10 +80,54 @@ def _required_ops(rule: rewrite_pattern.RewriteRule) -> frozenset[tuple[str, str
     return frozenset(required)
 
 
+def _exactly(target: float) -> Any:
+    """Condition: ``c`` is a constant of one element equal to ``target`` exactly, broadcasting
+    to ``x``'s own shape (so removing the op changes neither values nor shape)."""
+
+    def condition(context: Any, x: ir.Value, c: ir.Value, **_: Any) -> bool:
+        tensor = ir.convenience.get_const_tensor(c)
+        if tensor is None or tensor.size != 1 or not bool(tensor.numpy().reshape(()) == target):
+            return False
+        rank = len(tensor.shape)
+        return rank == 0 or (x.shape is not None and x.shape.rank() >= rank)
+
+    return condition
+
+
+def _keep_x(op: Any, x: ir.Value, c: ir.Value, **_: Any) -> ir.Value:
+    return op.Identity(x)
+
+
+def _exact_no_op_rules() -> list[rewrite_pattern.RewriteRule]:
+    """x*1, 1*x, x+0, 0+x, x-0 and x/1 with the constant compared exactly.
+
+    onnxscript's versions compare with a tolerance (|c| < 1e-8 counts as 0, c within 1e-5 of 1
+    counts as 1), which silently turns ``1 / (x*x + 1e-12)`` into ``1 / (x*x)`` and
+    ``x * 1.000001`` into ``x``.
+    """
+    patterns = [
+        (lambda op, x, c: op.Mul(x, c), 1.0),
+        (lambda op, x, c: op.Mul(c, x), 1.0),
+        (lambda op, x, c: op.Add(x, c), 0.0),
+        (lambda op, x, c: op.Add(c, x), 0.0),
+        (lambda op, x, c: op.Sub(x, c), 0.0),
+        (lambda op, x, c: op.Div(x, c), 1.0),
+    ]
+    return [rewrite_pattern.RewriteRule(pattern, _keep_x, _exactly(target)) for pattern, target in patterns]
+
+
+def default_rules() -> list[rewrite_pattern.RewriteRule]:
+    """onnxscript's default rewrite rules with its tolerant no-op arithmetic rules made exact."""
+    exact = {id(no_op_rules.dropout_zero_rule), id(no_op_rules.dropout_inference_rule)}
+    tolerant = {id(rule) for rule in no_op_rules.rules.rules} - exact
+    kept = [rule for rule in rewriter._DEFAULT_REWRITE_RULES if id(rule) not in tolerant]
+    return [*_exact_no_op_rules(), *kept]
+
+
 class RelevantRulesRewritePass(ir.passes.InPlacePass):
-    def __init__(self, rules: Sequence[rewrite_pattern.RewriteRule] = rewriter._DEFAULT_REWRITE_RULES):
+    def __init__(self, rules: Sequence[rewrite_pattern.RewriteRule] | None = None):
         super().__init__()
-        self._rules = [(rule, _required_ops(rule)) for rule in rules]
+        self._rules = [(rule, _required_ops(rule)) for rule in (default_rules() if rules is None else rules)]
 
     @functools.lru_cache(maxsize=32)
     def _rule_set(self, present: frozenset[tuple[str, str]]) -> rewrite_pattern.RewriteRuleSet | None:
