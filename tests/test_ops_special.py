@@ -1,4 +1,4 @@
-"""Special functions (``torch_onnx_fx/ops/special.py``), exported and compared with eager PyTorch.
+"""Special functions (``torch_onnx_fx/ops/special/``), exported and compared with eager PyTorch.
 
 The inputs reach into every region of each approximation and onto its edges: poles and zeros,
 the switch points between series, quadrature and asymptotic expansions, infinities, NaN and

@@ -1,0 +1,237 @@
+"""The gamma family: ``lgamma``, ``digamma``, ``polygamma`` and the Hurwitz zeta function.
+
+lgamma is Lanczos' approximation, digamma and trigamma the asymptotic series after a shift by
+their recurrence, each with its reflection formula for small and negative arguments. Higher
+orders of polygamma are the Hurwitz zeta function, summed in float64 as eager does.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import onnx_ir as ir
+from onnxscript import opset18 as op
+
+from torch_onnx_fx.ops.special._series import (
+    DOUBLE,
+    INF,
+    NAN,
+    constant,
+    elementwise,
+    loop,
+    restore,
+    sum_of_powers,
+    tensors,
+    trip_count,
+    working,
+)
+from torch_onnx_fx.registry import register, wants_context
+
+__all__ = ["lgamma_positive", "prims_lgamma", "prims_digamma", "aten_polygamma", "prims_zeta"]
+
+
+def _is_integer(x: ir.Value) -> ir.Value:
+    return op.Equal(x, op.Floor(x))
+
+
+def _abs_sin_pi(x: ir.Value) -> ir.Value:
+    """|sin(pi x)|, with x reduced to [-1/2, 1/2] first so that it is exactly 0 at integers."""
+    return op.Abs(op.Sin(op.Mul(op.Sub(x, op.Round(x)), math.pi)))
+
+
+def _false_like(x: ir.Value) -> ir.Value:
+    return op.ConstantOfShape(op.Shape(x), value=ir.tensor(np.array([False])))
+
+
+def _bernoulli(count: int) -> list[Fraction]:
+    """Bernoulli numbers B_0 .. B_count (B_1 = -1/2)."""
+    numbers = [Fraction(1)]
+    for m in range(1, count + 1):
+        numbers.append(-sum(math.comb(m + 1, k) * numbers[k] for k in range(m)) / (m + 1))
+    return numbers
+
+
+_B = _bernoulli(30)
+
+
+# Lanczos approximation, g = 7 with 9 terms (the coefficient set published by Godfrey).
+_LANCZOS_G = 7.0
+_LANCZOS = (
+    0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
+    12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6, 1.5056327351493116e-7,
+)
+
+
+def lgamma_positive(y: ir.Value) -> ir.Value:
+    """log Gamma(y) for y >= 1/2 (Lanczos)."""
+    z = op.Sub(y, 1.0)
+    series = constant(_LANCZOS[0], y)
+    for k, coefficient in enumerate(_LANCZOS[1:], start=1):
+        series = op.Add(series, op.Div(constant(coefficient, y), op.Add(z, float(k))))
+    t = op.Add(z, _LANCZOS_G + 0.5)
+    head = op.Sub(op.Mul(op.Add(z, 0.5), op.Log(t)), t)
+    return op.Add(op.Add(head, 0.5 * math.log(2 * math.pi)), op.Log(series))
+
+
+def _lgamma(x: ir.Value) -> ir.Value:
+    """log |Gamma(x)|, by reflection below 1/2: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)."""
+    reflect = op.Less(x, 0.5)
+    value = lgamma_positive(op.Where(reflect, op.Sub(1.0, x), x))
+    reflected = op.Sub(op.Log(op.Div(math.pi, _abs_sin_pi(x))), value)
+    # Both infinities give +inf in eager (the reflection would give NaN at -inf).
+    return op.Where(op.IsInf(x), INF, op.Where(reflect, reflected, value))
+
+
+def _digamma_positive(y: ir.Value) -> ir.Value:
+    """psi(y) for y > 0: shifted to y + 10 by the recurrence, then the asymptotic series."""
+    shift = op.Less(y, 10.0)
+    z = op.Where(shift, op.Add(y, 10.0), y)
+    correction = op.Reciprocal(y)
+    for k in range(1, 10):
+        correction = op.Add(correction, op.Reciprocal(op.Add(y, float(k))))
+    u = op.Reciprocal(op.Mul(z, z))
+    # psi(z) ~ log z - 1/(2z) - sum_k B_2k / (2k z^2k)
+    tail = op.Mul(u, sum_of_powers(u, [float(_B[2 * k] / (2 * k)) for k in range(1, 8)]))
+    asymptotic = op.Sub(op.Sub(op.Log(z), op.Div(0.5, z)), tail)
+    return op.Where(shift, op.Sub(asymptotic, correction), asymptotic)
+
+
+def _digamma(x: ir.Value) -> ir.Value:
+    """psi(x), by reflection for x < 0: psi(x) = psi(1 - x) - pi / tan(pi x)."""
+    negative = op.Less(x, 0.0)
+    value = _digamma_positive(op.Where(negative, op.Sub(1.0, x), x))
+    angle = op.Mul(op.Sub(x, op.Round(x)), math.pi)
+    reflected = op.Sub(value, op.Div(op.Mul(op.Cos(angle), math.pi), op.Sin(angle)))
+    result = op.Where(negative, reflected, value)
+    result = op.Where(op.And(negative, _is_integer(x)), NAN, result)
+    # At zero eager returns copysign(inf, -x): -inf at +0.0, +inf at -0.0.
+    return op.Where(op.Equal(x, 0.0), op.Div(-1.0, x), result)
+
+
+def _trigamma(x: ir.Value) -> ir.Value:
+    """psi'(x): recurrence to x + 6, asymptotic series, reflection below 1/2.
+
+    The reflection term pi^2 / sin^2(pi x) uses sin of the rounded product pi * x, as eager does,
+    so non-positive integers give eager's huge finite values rather than inf.
+    """
+    reflect = op.Less(x, 0.5)
+    y = op.Where(reflect, op.Sub(1.0, x), x)
+    correction = op.Reciprocal(op.Mul(y, y))
+    for k in range(1, 6):
+        shifted = op.Add(y, float(k))
+        correction = op.Add(correction, op.Reciprocal(op.Mul(shifted, shifted)))
+    z = op.Add(y, 6.0)
+    u = op.Reciprocal(op.Mul(z, z))
+    # psi'(z) ~ 1/z + 1/(2 z^2) + sum_k B_2k / z^(2k+1)
+    series = sum_of_powers(u, [1.0, *[float(_B[2 * k]) for k in range(1, 8)]])
+    value = op.Add(op.Add(correction, op.Div(series, z)), op.Mul(u, 0.5))
+    sine = op.Sin(op.Mul(x, math.pi))
+    reflected = op.Sub(op.Div(math.pi**2, op.Mul(sine, sine)), value)
+    return op.Where(reflect, reflected, value)
+
+
+# Euler-Maclaurin coefficients (2k)! / B_2k of the zeta tail, k = 1..12.
+_ZETA_TAIL = [float(math.factorial(2 * k) / _B[2 * k]) for k in range(1, 13)]
+# The direct-sum stopping test of Cephes' zeta, which eager reproduces: a term below this
+# fraction of the sum ends the computation (also in float32, which eager accumulates in double).
+_ZETA_EPSILON = 1.11022302462515654042e-16
+# Negative q needs about -q extra terms; beyond this many the sum is cut short.
+_ZETA_MAX_TERMS = 1 << 20
+
+
+def _zeta(ctx: Any, x: ir.Value, q: ir.Value) -> ir.Value:
+    """Hurwitz zeta(x, q) = sum_k (q + k)^-x, in float64.
+
+    Follows the scheme eager uses: sum the terms up to q + m > 9 (m >= 9), stopping early once a
+    term is negligible, then add an Euler-Maclaurin tail at q + m.
+    """
+    x, q = op.Expand(x, op.Shape(op.Add(x, q))), op.Expand(q, op.Shape(op.Add(x, q)))
+    minus_x = op.Neg(x)
+    total = op.Pow(q, minus_x)
+    done = _false_like(total)
+
+    def add_term(
+        total: ir.Value, done: ir.Value, term: ir.Value, active: ir.Value | None = None
+    ) -> tuple[ir.Value, ir.Value]:
+        use = op.Not(done) if active is None else op.And(active, op.Not(done))
+        total = op.Where(use, op.Add(total, term), total)
+        bound = op.Mul(total, _ZETA_EPSILON)
+        negligible = op.And(op.Less(op.Neg(bound), term), op.Less(term, bound))
+        return total, op.Or(done, op.And(use, negligible))
+
+    for k in range(1, 10):
+        total, done = add_term(total, done, op.Pow(op.Add(q, float(k)), minus_x))
+    # Negative q: the direct sum goes on until q + m > 9 (integer q are poles, needing no terms).
+    negative = op.And(op.Less(q, 0.0), op.Not(_is_integer(q)))
+    safe_q = op.Where(negative, q, 0.0)
+    terms = op.Where(negative, op.Add(op.Floor(op.Sub(9.0, safe_q)), 1.0), 9.0)
+    terms = op.Min(terms, float(_ZETA_MAX_TERMS))
+
+    def extra_term(iteration: ir.Value, state: list[ir.Value]) -> list[ir.Value]:
+        k = op.Add(op.Cast(iteration, to=DOUBLE), 10.0)
+        return list(add_term(state[0], state[1], op.Pow(op.Add(q, k), minus_x), op.LessOrEqual(k, terms)))
+
+    total, done = loop(ctx, trip_count(op.Sub(terms, 9.0), _ZETA_MAX_TERMS), [total, done], extra_term)
+    # Euler-Maclaurin tail at w = q + m, whose term is already in the sum.
+    w = op.Add(q, terms)
+    b = op.Pow(w, minus_x)
+    total, done = add_term(total, done, op.Sub(op.Div(op.Mul(b, w), op.Sub(x, 1.0)), op.Mul(b, 0.5)))
+    factor = constant(1.0, x)
+    for i, coefficient in enumerate(_ZETA_TAIL):
+        factor = op.Mul(factor, op.Add(x, float(2 * i)))
+        b = op.Div(b, w)
+        term = op.Div(op.Mul(factor, b), coefficient)
+        use = op.Not(done)
+        total = op.Where(use, op.Add(total, term), total)
+        done = op.Or(done, op.Less(op.Abs(op.Div(term, total)), _ZETA_EPSILON))
+        factor = op.Mul(factor, op.Add(x, float(2 * i + 1)))
+        b = op.Div(b, w)
+    # Poles and domain, in eager's order of precedence.
+    non_positive_q = op.LessOrEqual(q, 0.0)
+    result = op.Where(op.And(non_positive_q, op.Not(_is_integer(x))), NAN, total)
+    result = op.Where(op.And(non_positive_q, _is_integer(q)), INF, result)
+    result = op.Where(op.Less(x, 1.0), NAN, result)
+    return op.Where(op.Equal(x, 1.0), INF, result)
+
+
+@register("prims::lgamma")
+def prims_lgamma(self: ir.Value) -> ir.Value:
+    """lgamma(Tensor self) -> Tensor"""
+    return elementwise(_lgamma, self)
+
+
+@register("prims::digamma")
+def prims_digamma(self: ir.Value) -> ir.Value:
+    """digamma(Tensor self) -> Tensor"""
+    return elementwise(_digamma, self)
+
+
+@register("aten::polygamma")
+@wants_context
+def aten_polygamma(n: int, self: ir.Value, *, ctx: Any, node: Any) -> ir.Value:
+    """polygamma(int n, Tensor self) -> Tensor
+
+    n = 0 is digamma and n = 1 trigamma; higher orders are (-1)^(n+1) n! zeta(n + 1, x), the
+    zeta summed in float64 as eager does.
+    """
+    if n == 0:
+        return elementwise(_digamma, self)
+    if n == 1:
+        return elementwise(_trigamma, self)
+    x = working(self, wide=True)
+    value = _zeta(ctx, constant(float(n + 1), x), x)
+    return restore(op.Mul(value, float((-1) ** (n + 1) * math.factorial(n))), self)
+
+
+@register("prims::zeta")
+@wants_context
+def prims_zeta(self: Any, other: Any, *, ctx: Any, node: Any) -> ir.Value:
+    """zeta(Tensor self, Tensor other) -> Tensor: the Hurwitz zeta function zeta(self, other).
+
+    Either argument may arrive as a Python number (from special.zeta's scalar overloads).
+    """
+    self, other = tensors(self, other)
+    return restore(_zeta(ctx, working(self, wide=True), working(other, wide=True)), self)
