@@ -16,9 +16,11 @@ Regenerate (about 20 minutes on 2 cores)::
 
     python tools/modelsweep.py
 
-``--models a,b`` runs only those models and merges their records into the existing results, so the
-torchvision models can be added from another environment; ``--render-only`` rewrites the section
-from the JSON-lines file; ``tools/plots.py`` draws the section's chart from the same file.
+``--models a,b`` runs only those models and merges their records into the existing results;
+``--render-only`` rewrites the section from the JSON-lines file; ``tools/plots.py`` draws the
+section's chart from the same file. The torchvision models need another torch, so they are swept
+from their own environment into their own file, ``tools/results/modelsweep_torchvision.jsonl``,
+which every rendering reads for the section's "torchvision models" table (see its how-to).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import importlib.util
 import json
 import math
 import multiprocessing
@@ -60,6 +63,13 @@ START_MARKER = "<!-- modelsweep:start -->"
 END_MARKER = "<!-- modelsweep:end -->"
 DEFAULT_JSON = REPO / "tools" / "results" / "modelsweep.jsonl"
 DEFAULT_PAGE = REPO / "docs" / "coverage.md"
+TORCHVISION_JSON = REPO / "tools" / "results" / "modelsweep_torchvision.jsonl"
+TORCHVISION_MODELS = tuple(
+    f"torchvision-{name}" for name in (
+        "resnet18", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16", "convnext_tiny", "swin_t", "regnet_y_400mf",
+        "densenet121",
+    )
+)
 
 
 @dataclasses.dataclass
@@ -255,10 +265,11 @@ def sweep(cases: Sequence[Any], timeout_s: float) -> Iterable[Record]:
 
 def _run_header(run: int, command: str, timeout_s: float) -> dict[str, Any]:
     """The machine, versions and commit (as every tool records them) when a run starts, with
-    transformers' version and the run's settings; ``minutes`` is filled in when it ends."""
+    transformers' (and torchvision's, where installed) version and the run's settings; ``minutes``
+    is filled in when it ends."""
     import transformers
 
-    return {
+    header = {
         **machine_info(command),
         "kind": "run",
         "run": run,
@@ -266,6 +277,11 @@ def _run_header(run: int, command: str, timeout_s: float) -> dict[str, Any]:
         "timeout_s": timeout_s,
         "transformers": transformers.__version__,
     }
+    if importlib.util.find_spec("torchvision") is not None:
+        import torchvision
+
+        header["torchvision"] = torchvision.__version__
+    return header
 
 
 def read_results(path: Path) -> tuple[list[dict[str, Any]], list[Record]]:
@@ -303,11 +319,89 @@ def _status(record: Record | None) -> str:
     return "pass" if record.status == "pass" else f"**{record.status}**"
 
 
-def render_section(runs: Sequence[dict[str, Any]], records: Sequence[Record]) -> str:
-    """The ``## Model corpus`` section, markers included."""
+def _pairs(records: Iterable[Record]) -> dict[str, dict[str, Record]]:
+    """Each model's records by exporter, in the records' order."""
     pairs: dict[str, dict[str, Record]] = {}
     for record in records:
         pairs.setdefault(record.model, {})[record.exporter] = record
+    return pairs
+
+
+def _run_line(run: dict[str, Any]) -> str:
+    packages = [p for p in ("torch", "torchvision", "transformers", "onnxscript", "onnxruntime") if p in run]
+    return (
+        f"- run {run['run']}: `{run['command']}`, {run['date']}, commit {run['commit']}, "
+        f"{run['minutes']:.0f} min on {run['cores']} cores, timeout {run['timeout_s']:.0f} s; "
+        + describe_versions(run, packages)
+    )
+
+
+def _per_model_table(pairs: dict[str, dict[str, Record]]) -> list[str]:
+    out = [
+        f"| model | family | CI | {OURS} | {THEIRS} | max diff, ours | max diff, theirs "
+        "| export s, ours | export s, theirs |",
+        "|---|---|:-:|---|---|---:|---:|---:|---:|",
+    ]
+    for model, pair in pairs.items():
+        ours, theirs = pair.get(OURS), pair.get(THEIRS)
+        first = ours or theirs
+        assert first is not None
+        seconds = [f"{r.export_s:.1f}" if r is not None and r.export_s is not None else "–" for r in (ours, theirs)]
+        out.append(
+            f"| {model} | {first.family} | {'✓' if first.ci else ''} | {_status(ours)} | {_status(theirs)} | "
+            f"{_diff(ours.max_abs_diff if ours else None)} | {_diff(theirs.max_abs_diff if theirs else None)} | "
+            f"{seconds[0]} | {seconds[1]} |"
+        )
+    return out
+
+
+def _failures(title: str, records: Sequence[Record]) -> list[str]:
+    failures = [r for r in records if r.status != "pass"]
+    out = ["", f"{title}: {len(failures)}", ""]
+    if not failures:
+        return out + ["None."]
+    out += ["| model | exporter | status | error | innermost cause |", "|---|---|---|---|---|"]
+    return out + [f"| {r.model} | {r.exporter} | {r.status} | {_cell(r.error)} | {_cell(r.cause)} |" for r in failures]
+
+
+def _torchvision_section(runs: Sequence[dict[str, Any]], records: Sequence[Record]) -> list[str]:
+    """The "torchvision models" subsection: how to run them, then the results of ``TORCHVISION_JSON``."""
+    out = [
+        "",
+        "### torchvision models",
+        "",
+        "The corpus adds eight torchvision classifiers with random weights (`torchvision-resnet18`, "
+        "`-mobilenet_v3_small`, `-efficientnet_b0`, `-vit_b_16`, `-convnext_tiny`, `-swin_t`, "
+        "`-regnet_y_400mf`, `-densenet121`; 224x224 images, dynamic batch) wherever torchvision is "
+        "importable. torchvision 0.29.1 requires torch 2.14.1, so they run from a separate environment "
+        f"into their own results, `{TORCHVISION_JSON.relative_to(REPO)}`, which are not counted above; "
+        "the main environment then renders this page from both files:",
+        "",
+        "```bash",
+        "python -m venv /tmp/vision",
+        "/tmp/vision/bin/pip install torch==2.14.1 torchvision==0.29.1",
+        "/tmp/vision/bin/pip install -e '.[test]'",
+        "/tmp/vision/bin/python tools/modelsweep.py --models " + ",".join(TORCHVISION_MODELS)
+        + f" --json {TORCHVISION_JSON.relative_to(REPO)} --out /tmp/vision_coverage.md",
+        "python tools/modelsweep.py --render-only",
+        "```",
+        "",
+    ]
+    if not records:
+        return out + ["No results yet."]
+    out += ["Runs:", "", *(_run_line(run) for run in runs), "", *_per_model_table(_pairs(records))]
+    return out + _failures("#### torchvision failures", records)
+
+
+def render_section(
+    runs: Sequence[dict[str, Any]],
+    records: Sequence[Record],
+    vision_runs: Sequence[dict[str, Any]] = (),
+    vision_records: Sequence[Record] = (),
+) -> str:
+    """The ``## Model corpus`` section, markers included; ``vision_*`` are the torchvision models'
+    runs and records, from their own environment."""
+    pairs = _pairs(records)
     families = collections.Counter(pair[next(iter(pair))].family for pair in pairs.values())
     out = [
         START_MARKER,
@@ -333,12 +427,7 @@ def render_section(runs: Sequence[dict[str, Any]], records: Sequence[Record]) ->
         "Runs:",
         "",
     ]
-    for run in runs:
-        out.append(
-            f"- run {run['run']}: `{run['command']}`, {run['date']}, commit {run['commit']}, "
-            f"{run['minutes']:.0f} min on {run['cores']} cores, timeout {run['timeout_s']:.0f} s; "
-            + describe_versions(run, ("torch", "transformers", "onnxscript", "onnxruntime"))
-        )
+    out += [_run_line(run) for run in runs]
     counts = {e: collections.Counter(r.status for r in records if r.exporter == e) for e in EXPORTERS}
     out += [
         "", "### Totals", "", image("Model status per exporter by model family", MODELSWEEP_FAMILIES_PNG), "",
@@ -374,50 +463,11 @@ def render_section(runs: Sequence[dict[str, Any]], records: Sequence[Record]) ->
         "Max diff: the largest absolute difference from eager over both input sets (– where the export "
         "or ONNX Runtime failed, or the outputs' shapes differ). Export: seconds of one export.",
         "",
-        f"| model | family | CI | {OURS} | {THEIRS} | max diff, ours | max diff, theirs "
-        "| export s, ours | export s, theirs |",
-        "|---|---|:-:|---|---|---:|---:|---:|---:|",
+        *_per_model_table(pairs),
     ]
-    for model, pair in pairs.items():
-        ours, theirs = pair.get(OURS), pair.get(THEIRS)
-        first = ours or theirs
-        assert first is not None
-        seconds = [f"{r.export_s:.1f}" if r is not None and r.export_s is not None else "–" for r in (ours, theirs)]
-        out.append(
-            f"| {model} | {first.family} | {'✓' if first.ci else ''} | {_status(ours)} | {_status(theirs)} | "
-            f"{_diff(ours.max_abs_diff if ours else None)} | {_diff(theirs.max_abs_diff if theirs else None)} | "
-            f"{seconds[0]} | {seconds[1]} |"
-        )
-    failures = [r for r in records if r.status != "pass"]
-    out += ["", f"### Failures: {len(failures)}", ""]
-    if failures:
-        out += ["| model | exporter | status | error | innermost cause |", "|---|---|---|---|---|"]
-        out += [f"| {r.model} | {r.exporter} | {r.status} | {_cell(r.error)} | {_cell(r.cause)} |" for r in failures]
-    else:
-        out.append("None.")
-    out += [
-        "",
-        "### torchvision models",
-        "",
-        "The corpus adds eight torchvision classifiers with random weights (`torchvision-resnet18`, "
-        "`-mobilenet_v3_small`, `-efficientnet_b0`, `-vit_b_16`, `-convnext_tiny`, `-swin_t`, "
-        "`-regnet_y_400mf`, `-densenet121`; 224x224 images, dynamic batch) wherever torchvision is "
-        "importable. torchvision 0.29.1 requires torch 2.14.1, so they run from a separate "
-        "environment, and their records merge into the results above:",
-        "",
-        "```bash",
-        "python -m venv /tmp/vision && . /tmp/vision/bin/activate",
-        "pip install torch==2.14.1 torchvision==0.29.1",
-        "pip install -e '.[test]'",
-        "python tools/modelsweep.py --models " + ",".join(
-            f"torchvision-{name}" for name in (
-                "resnet18", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16", "convnext_tiny", "swin_t",
-                "regnet_y_400mf", "densenet121",
-            )
-        ),
-        "```",
-        END_MARKER,
-    ]
+    out += _failures("### Failures", records)
+    out += _torchvision_section(vision_runs, vision_records)
+    out.append(END_MARKER)
     return "\n".join(out)
 
 
@@ -445,6 +495,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_PAGE, help="the page whose model section is written")
     parser.add_argument("--render-only", action="store_true", help="rewrite the section from --json, run nothing")
     options = parser.parse_args(argv)
+    if options.json.resolve() == TORCHVISION_JSON and options.out.resolve() == DEFAULT_PAGE:
+        parser.error(
+            f"--json {options.json} holds only the torchvision models: write their page elsewhere (--out "
+            f"/tmp/vision_coverage.md) and render {DEFAULT_PAGE.relative_to(REPO)} with --render-only"
+        )
 
     runs, records = read_results(options.json)
     if not options.render_only:
@@ -474,7 +529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         order = {name: i for i, name in enumerate(known)}
         records = sorted(kept + new, key=lambda r: (order.get(r.model, len(order)), EXPORTERS.index(r.exporter)))
         write_results(options.json, runs, records)
-    write_section(options.out, render_section(runs, records))
+    write_section(options.out, render_section(runs, records, *read_results(TORCHVISION_JSON)))
     return 0
 
 
