@@ -127,3 +127,21 @@ def test_in_place_op_seen_through_a_view_is_functionalized():
     program = torch_onnx_fx.export(InPlaceThroughAView(), (x,), verbose=False)
     assert "aten.mul_.Tensor" not in {str(n.target) for n in program.exported_program.graph.nodes}
     assert_matches_eager(InPlaceThroughAView(), (x,), program=program)
+
+
+class InPlaceThroughAnUnusedBase(nn.Module):
+    def forward(self, x):
+        base = torch.zeros(4, 3)
+        view = base.t()  # the base is read by nothing else: the write can be a rebinding
+        view.add_(x)
+        scale = torch.tensor(2.0)
+        scale.detach_()
+        return view * scale, torch.nn.functional.one_hot(x.argmax(-1), 4)
+
+
+def test_write_through_a_view_of_an_unused_base_and_detach_need_no_retrace():
+    x = torch.randn(3, 4)
+    program = torch_onnx_fx.export(InPlaceThroughAnUnusedBase(), (x,), verbose=False)
+    targets = {str(n.target) for n in program.exported_program.graph.nodes}
+    assert {"aten.add_.Tensor", "aten.detach_.default", "aten.one_hot.default"} <= targets
+    assert_matches_eager(InPlaceThroughAnUnusedBase(), (x,), program=program)

@@ -31,8 +31,11 @@ _INERT_WHEN_NOT_TRAINING = frozenset(
 
 
 def is_inert_in_place(node: torch.fx.Node) -> bool:
-    """An in-place op whose node leaves its input unchanged (dropout with train=False or p=0)."""
+    """An in-place op whose node leaves its input's values unchanged: detach_ (autograd only),
+    dropout with train=False or p=0."""
     target = node.target
+    if isinstance(target, torch._ops.OpOverload) and target.name() == "aten::detach_":
+        return True
     if not isinstance(target, torch._ops.OpOverload) or target.name() not in _INERT_WHEN_NOT_TRAINING:
         return False
     args = list(node.args) + [None, None]
@@ -93,9 +96,29 @@ def same_tensor(node: torch.fx.Node) -> list[torch.fx.Node] | None:
     while isinstance(current, torch.fx.Node) and current.op == "call_function" and _functional(current.target):
         chain.append(current)
         current = current.args[0] if current.args else None
+    # A view (``t.to(device)``, a transpose...) of a tensor nothing else uses: writing through it
+    # changes a base no later node reads, so the view itself can be rebound.
+    while (
+        isinstance(current, torch.fx.Node)
+        and current.op == "call_function"
+        and not _creates_tensor(current)
+        and current.args
+        and isinstance(current.args[0], torch.fx.Node)
+        and len(current.args[0].users) == 1
+    ):
+        chain.append(current)
+        base = current.args[0]
+        if base.op == "call_function" and _creates_tensor(base):
+            return _unobserved(chain[::-1], node)
+        current = base
     if not isinstance(current, torch.fx.Node) or current.op != "call_function" or not _creates_tensor(current):
         return None
     chain.append(current)
+    return _unobserved(chain[::-1], node)
+
+
+def _unobserved(chain: list[torch.fx.Node], node: torch.fx.Node) -> list[torch.fx.Node] | None:
+    """``chain`` if no user of its nodes could see the tensor change other than through them."""
     members = set(chain) | {node}
     for member in chain:
         for user in member.users:
@@ -105,7 +128,7 @@ def same_tensor(node: torch.fx.Node) -> list[torch.fx.Node] | None:
                 continue  # a later in-place update of the same tensor: checked on its own
             if user.op != "call_function" or _aliases(user.target):
                 return None
-    return chain[::-1]
+    return chain
 
 
 def functional_counterpart(node: torch.fx.Node) -> torch._ops.OpOverload | None:

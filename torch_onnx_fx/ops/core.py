@@ -21,7 +21,7 @@ from onnxscript import opset18 as op
 from torch_onnx_fx.inplace import is_inert_in_place
 from torch_onnx_fx.registry import register, wants_context
 
-__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten", "aten_inert_dropout_", "aten_mean_of_empty", "aten_resize_same_numel", "aten_resize_as_same_numel"]
+__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten", "aten_inert_dropout_", "aten_mean_of_empty", "aten_resize_same_numel", "aten_resize_as_same_numel", "aten_one_hot"]
 
 
 @register(
@@ -356,12 +356,13 @@ def aten_flatten(self: ir.Value, start_dim: int = 0, end_dim: int = -1, *, ctx: 
 
 
 @register(
-    "aten::dropout_", "aten::feature_dropout_", "aten::alpha_dropout_", "aten::feature_alpha_dropout_",
+    "aten::dropout_", "aten::feature_dropout_", "aten::alpha_dropout_", "aten::feature_alpha_dropout_", "aten::detach_",
     supports=is_inert_in_place,
 )
 def aten_inert_dropout_(self: ir.Value, p: float = 0.5, train: bool = False) -> ir.Value:
-    """dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!) with train=False or p=0:
-    the tensor is left as it was, so no functionalization (re-trace) is needed."""
+    """dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!) with train=False or p=0, and
+    detach_(Tensor(a!) self) -> Tensor(a!): the values are left as they were, so no
+    functionalization (re-trace) is needed."""
     return op.Identity(self)
 
 
@@ -409,3 +410,14 @@ def aten_resize_same_numel(self: ir.Value, size: Any, *, memory_format: Any = No
 def aten_resize_as_same_numel(self: ir.Value, the_template: ir.Value, *, memory_format: Any = None) -> ir.Value:
     """resize_as(Tensor self, Tensor the_template, *, MemoryFormat? memory_format=None) -> Tensor, same element count"""
     return op.Reshape(self, op.Shape(the_template))
+
+
+@register("aten::one_hot", supports=lambda node: len(node.args) > 1 and isinstance(node.args[1], int) and node.args[1] > 0)
+def aten_one_hot(self: ir.Value, num_classes: int = -1) -> ir.Value:
+    """one_hot(Tensor self, int num_classes=-1) -> Tensor, with the class count given
+
+    (-1 infers it from the data, which torch.export cannot size statically; that case is left to
+    torch's decomposition.)
+    """
+    classes = op.Constant(value=ir.tensor(np.arange(num_classes, dtype=np.int64)))
+    return op.Cast(op.Equal(op.Unsqueeze(op.Cast(self, to=ir.DataType.INT64), op.Constant(value_ints=[-1])), classes), to=ir.DataType.INT64)
