@@ -145,3 +145,66 @@ def test_write_through_a_view_of_an_unused_base_and_detach_need_no_retrace():
     targets = {str(n.target) for n in program.exported_program.graph.nodes}
     assert {"aten.add_.Tensor", "aten.detach_.default", "aten.one_hot.default"} <= targets
     assert_matches_eager(InPlaceThroughAnUnusedBase(), (x,), program=program)
+
+
+def _writes_through_split(x):
+    a = x * 2
+    first, _ = a.split(2)
+    first.add_(1)  # a split piece is a view of a
+    return a
+
+
+def _writes_through_unbind(x):
+    a = x * 2
+    a.unbind(0)[0].mul_(0)
+    return a
+
+
+def _view_made_without_grad(x):
+    a = x * 2
+    with torch.no_grad():
+        v = a.view(-1)  # inside a wrap_with_set_grad_enabled subgraph: still a view of a
+    a.add_(1)
+    return v + 0
+
+
+def _pow_in_place(x):
+    y = x + 0
+    y.pow_(3)  # pow_.Scalar takes an exponent; pow.Scalar a base
+    return y
+
+
+def _copy_broadcasts(x):
+    a = torch.zeros(3, 4)
+    a.copy_(x)
+    return a, a.sum()
+
+
+def _resize_shrinks(x):
+    a = x * 2
+    a.resize_(2, 2)
+    return a + 1
+
+
+@pytest.mark.parametrize(
+    "fn, x",
+    [
+        (_writes_through_split, torch.rand(4, 3)),
+        (_writes_through_unbind, torch.rand(2, 3)),
+        (_view_made_without_grad, torch.rand(2, 3)),
+        (_pow_in_place, torch.tensor([1001, 12345])),
+        (_pow_in_place, torch.rand(4, dtype=torch.float64) * 3 + 100),
+        (_copy_broadcasts, torch.rand(4)),
+        (_resize_shrinks, torch.rand(6)),
+    ],
+    ids=["split", "unbind", "no_grad-view", "pow_-int64", "pow_-float64", "copy_-broadcast", "resize_-shrink"],
+)
+def test_in_place_ops_that_must_not_be_rebound_naively(fn, x):
+    """Writes through views the rebinding must recognise (tuple items, subgraph results), in-place
+    ops whose same-named functional overload differs, and functional translations that decline."""
+
+    class Model(nn.Module):
+        def forward(self, x):
+            return fn(x)
+
+    assert_matches_eager(Model(), (x,), rtol=0 if not x.is_floating_point() else 1e-7, atol=0)

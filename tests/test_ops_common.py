@@ -103,6 +103,7 @@ CASES = {
  "bucketize_and_empty_searchsorted": (lambda x, b: (torch.bucketize(x, b), torch.bucketize(x, b, right=True, out_int32=True), torch.bucketize(x[0, 0], b), torch.searchsorted(b[:0], x[0]), torch.searchsorted(b, x[:0, 0])), lambda: (torch.randn(3, 4), torch.tensor([-1.0, 0.0, 0.5, 1.0]))),
  "mean_of_empty": (lambda x: (x.mean(), x.mean(-1), x.mean(0), x.mean((0, 1), keepdim=True), x.mean(1, dtype=torch.float64)), lambda: (torch.randn(0, 4),)),
  "resize_same_numel": (lambda x, y, z: (x.clone().resize_as_(y), x[0, 0, 0].clone().resize_as_(z), x.clone().resize_(25, 5)), lambda: (torch.randn(5, 5, 5), torch.randn(25, 5), torch.tensor(1.0))),
+ "zero_dim_complex_and_indices": (lambda x, i, v: (torch.view_as_real(torch.complex(x, x * 2).sum(0)), torch.scatter_add(x, 0, i, v), torch.gather(x, 0, i)), lambda: (torch.tensor(2.5), torch.tensor(0), torch.tensor(7.0))),
  "prelu_silu": (lambda x: (F.silu(x), F.hardswish(x), F.mish(x), F.elu(x), F.leaky_relu(x, 0.1), F.softplus(x)), lambda: (torch.randn(3, 4),)),
 }
 

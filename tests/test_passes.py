@@ -51,12 +51,12 @@ def test_optimizer_keeps_small_constants_and_removes_exact_no_ops():
 
     class Model(torch.nn.Module):
         def forward(self, x):
-            return 1 / (x * x + 1e-12), x * 1.000001, x - 1e-9, x / 1.000001, x * 1 + 0, (x - 0) / 1
+            return 1 / (x * x + 1e-12), x * 1.000001, x - 1e-9, x / 1.000001, x * 1 - 0, (x - 0) / 1, 1 / (x + 0.0)
 
-    x = torch.tensor([0.0, 1e-7, 1.0])
+    x = torch.tensor([0.0, 1e-7, 1.0, -0.0])  # x + 0.0 is +0.0 at -0.0: that Add must stay
     program = torch_onnx_fx.export(Model(), (x,), verbose=False)
     for actual, expected in zip(program(x), Model()(x)):
         torch.testing.assert_close(actual, expected, rtol=0, atol=0)
     ops = [node.op_type for node in program.model.graph]
-    # Left: x*x, x*1.000001, +1e-12, -1e-9, /1.000001 (and the reciprocal); x*1+0 and (x-0)/1 are gone.
-    assert (ops.count("Mul"), ops.count("Add"), ops.count("Sub"), ops.count("Div")) == (2, 1, 1, 1), ops
+    # Left: x*x, x*1.000001, +1e-12, +0.0, -1e-9, /1.000001 (and reciprocals); x*1-0 and (x-0)/1 are gone.
+    assert (ops.count("Mul"), ops.count("Add"), ops.count("Sub"), ops.count("Div")) == (2, 2, 1, 1), ops

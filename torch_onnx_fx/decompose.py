@@ -44,7 +44,7 @@ def _needs_functionalization(target: Any) -> bool:
 def _rebindable(node: torch.fx.Node, table: TranslationTable) -> bool:
     """An in-place op the translation can express as a new value (see ``inplace``)."""
     functional = functional_counterpart(node)
-    return functional is not None and table.has(functional)
+    return functional is not None and table.has(functional, node)
 
 
 def _call_nodes(program: torch.export.ExportedProgram) -> list[torch.fx.Node]:

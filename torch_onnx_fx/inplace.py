@@ -18,6 +18,7 @@ The conditions, checked on the FX graph:
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import torch
@@ -44,21 +45,35 @@ def is_inert_in_place(node: torch.fx.Node) -> bool:
     return train is False or p == 0
 
 
-def _aliases(target: Any) -> bool:
-    """Whether a result of ``target`` may alias an argument (views, in-place, out= variants).
+# Higher-order ops whose results are new tensors. The others (subgraph wrappers such as
+# wrap_with_set_grad_enabled or invoke_subgraph) may return views of their operands.
+_FRESH_HIGHER_ORDER = frozenset(
+    op
+    for op in (
+        getattr(torch.ops.higher_order, name, None) for name in ("cond", "while_loop", "scan", "map_impl")
+    )
+    if op is not None
+)
 
-    Python callables in FX graphs (``operator.getitem`` on result tuples, SymInt arithmetic) and
-    higher-order ops of an exported program create no tensor aliases.
-    """
-    if not isinstance(target, torch._ops.OpOverload):
-        return False
-    return any(r.alias_info is not None for r in target._schema.returns)
+
+def _aliases(node: torch.fx.Node) -> bool:
+    """Whether ``node``'s result may alias a tensor argument (views, in-place, out= variants)."""
+    target = node.target
+    if isinstance(target, torch._ops.OpOverload):
+        return any(r.alias_info is not None for r in target._schema.returns)
+    if target is operator.getitem:
+        # An item of a result tuple: a split/unbind piece is a view, a topk value is not.
+        container = node.args[0]
+        return isinstance(container, torch.fx.Node) and container.op == "call_function" and _aliases(container)
+    if isinstance(target, torch._ops.HigherOrderOperator):
+        return target not in _FRESH_HIGHER_ORDER
+    return False  # SymInt arithmetic and other Python callables make no tensors
 
 
 def _creates_tensor(node: torch.fx.Node) -> bool:
     """Whether ``node``'s result is a new tensor: a non-aliasing op, or a ``to`` that converts
     (``x.float()`` aliases ``x`` only when ``x`` is float already)."""
-    if not _aliases(node.target):
+    if not _aliases(node):
         return True
     if isinstance(node.target, torch._ops.OpOverload) and node.target._schema.name == "aten::to":
         result = node.meta.get("val")
@@ -83,8 +98,20 @@ def _functional(target: Any) -> torch._ops.OpOverload | None:
     if not name.endswith("_") or name.endswith("__"):
         return None
     packet = getattr(torch.ops.aten, name[:-1], None)
-    functional = getattr(packet, target._overloadname, None) if packet is not None else None
-    return None if functional is None or functional._schema.is_mutable else functional
+    if packet is None:
+        return None
+    # The overload taking the same arguments: same-named overloads can differ (pow_.Scalar takes
+    # an exponent, pow.Scalar a base), and ldexp_ is no in-place ldexp.
+    wanted = _argument_signature(target)
+    for overload_name in [target._overloadname, *packet.overloads()]:
+        functional = getattr(packet, overload_name, None)
+        if functional is not None and not functional._schema.is_mutable and _argument_signature(functional) == wanted:
+            return functional
+    return None
+
+
+def _argument_signature(target: torch._ops.OpOverload) -> list[tuple[str, str, bool]]:
+    return [(a.name, str(a.type), a.kwarg_only) for a in target._schema.arguments]
 
 
 def same_tensor(node: torch.fx.Node) -> list[torch.fx.Node] | None:
@@ -101,6 +128,7 @@ def same_tensor(node: torch.fx.Node) -> list[torch.fx.Node] | None:
     while (
         isinstance(current, torch.fx.Node)
         and current.op == "call_function"
+        and isinstance(current.target, torch._ops.OpOverload)
         and not _creates_tensor(current)
         and current.args
         and isinstance(current.args[0], torch.fx.Node)
@@ -126,7 +154,7 @@ def _unobserved(chain: list[torch.fx.Node], node: torch.fx.Node) -> list[torch.f
                 continue
             if isinstance(user.target, torch._ops.OpOverload) and _mutates_self(user.target) and user.args[0] is member:
                 continue  # a later in-place update of the same tensor: checked on its own
-            if user.op != "call_function" or _aliases(user.target):
+            if user.op != "call_function" or _aliases(user):
                 return None
     return chain
 

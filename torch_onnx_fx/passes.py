@@ -20,6 +20,7 @@ import logging
 import functools
 from typing import Any, Sequence
 
+import numpy as np
 import onnx
 import onnx_ir as ir
 from onnxscript import rewriter
@@ -80,13 +81,22 @@ def _required_ops(rule: rewrite_pattern.RewriteRule) -> frozenset[tuple[str, str
     return frozenset(required)
 
 
-def _exactly(target: float) -> Any:
+def _exactly(target: float, zero_sign: bool | None = None) -> Any:
     """Condition: ``c`` is a constant of one element equal to ``target`` exactly, broadcasting
-    to ``x``'s own shape (so removing the op changes neither values nor shape)."""
+    to ``x``'s own shape (so removing the op changes neither values nor shape).
+
+    ``zero_sign`` is the sign bit a floating-point zero must have: x + (-0.0) and x - (+0.0) are
+    x for every x, but x + 0.0 turns -0.0 into +0.0 (and 1 / x from -inf into inf).
+    """
 
     def condition(context: Any, x: ir.Value, c: ir.Value, **_: Any) -> bool:
         tensor = ir.convenience.get_const_tensor(c)
-        if tensor is None or tensor.size != 1 or not bool(tensor.numpy().reshape(()) == target):
+        if tensor is None or tensor.size != 1:
+            return False
+        value = tensor.numpy().reshape(())
+        if not bool(value == target):
+            return False
+        if zero_sign is not None and tensor.dtype.is_floating_point() and bool(np.signbit(value)) != zero_sign:
             return False
         rank = len(tensor.shape)
         return rank == 0 or (x.shape is not None and x.shape.rank() >= rank)
@@ -108,12 +118,16 @@ def _exact_no_op_rules() -> list[rewrite_pattern.RewriteRule]:
     patterns = [
         (lambda op, x, c: op.Mul(x, c), 1.0),
         (lambda op, x, c: op.Mul(c, x), 1.0),
-        (lambda op, x, c: op.Add(x, c), 0.0),
-        (lambda op, x, c: op.Add(c, x), 0.0),
-        (lambda op, x, c: op.Sub(x, c), 0.0),
         (lambda op, x, c: op.Div(x, c), 1.0),
     ]
-    return [rewrite_pattern.RewriteRule(pattern, _keep_x, _exactly(target)) for pattern, target in patterns]
+    signed = [
+        (lambda op, x, c: op.Add(x, c), True),
+        (lambda op, x, c: op.Add(c, x), True),
+        (lambda op, x, c: op.Sub(x, c), False),
+    ]
+    return [rewrite_pattern.RewriteRule(pattern, _keep_x, _exactly(target)) for pattern, target in patterns] + [
+        rewrite_pattern.RewriteRule(pattern, _keep_x, _exactly(0.0, sign)) for pattern, sign in signed
+    ]
 
 
 def default_rules() -> list[rewrite_pattern.RewriteRule]:

@@ -373,7 +373,7 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
         args = _complex_scalars(ctx, translation, args, example_args)
     rank_one = zero_dim.needs_rank_one(target, example_args)
     if rank_one:
-        args[0] = zero_dim.lift(ctx.tracer, args[0])
+        args = zero_dim.lift_arguments(ctx.tracer, args, example_args)
     if getattr(translation.function, "_torch_onnx_fx_wants_context", False):
         kwargs["ctx"] = ctx
         kwargs["node"] = node

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import onnx_ir as ir
 import torch
 
-__all__ = ["needs_rank_one", "lift", "restore"]
+__all__ = ["needs_rank_one", "lift", "lift_arguments", "restore"]
 
 _DIM_ARGUMENTS = frozenset({"dim", "dims", "dim0", "dim1", "axis"})
 
@@ -29,10 +29,23 @@ def _has_dim_argument(target: Any) -> bool:
 
 
 def needs_rank_one(target: Any, example_args: Sequence[Any]) -> bool:
-    """True for an op with a dim argument whose first (self) argument is a 0-d tensor."""
-    if not example_args or not isinstance(example_args[0], torch.Tensor) or example_args[0].dim() != 0:
+    """True for an op with a dim argument whose first (self) argument is a real 0-d tensor.
+
+    Complex tensors are left alone: their real form already has a trailing dim.
+    """
+    first = example_args[0] if example_args else None
+    if not isinstance(first, torch.Tensor) or first.dim() != 0 or first.is_complex():
         return False
     return _has_dim_argument(target)
+
+
+def lift_arguments(tracer: Any, args: list[Any], example_args: Sequence[Any]) -> list[Any]:
+    """Every 0-d tensor argument to ``[1]``: an index or source beside a 0-d self must keep its
+    rank (``scatter_add(x, 0, index, src)`` with all three 0-d)."""
+    return [
+        lift(tracer, value) if isinstance(example, torch.Tensor) and example.dim() == 0 else value
+        for value, example in zip(args, example_args)
+    ] + list(args[len(example_args):])
 
 
 def lift(tracer: Any, value: Any) -> Any:

@@ -21,7 +21,7 @@ from onnxscript import opset18 as op
 from torch_onnx_fx.inplace import is_inert_in_place
 from torch_onnx_fx.registry import register, wants_context
 
-__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten", "aten_inert_dropout_", "aten_mean_of_empty", "aten_resize_same_numel", "aten_resize_as_same_numel", "aten_one_hot"]
+__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten", "aten_inert_dropout_", "aten_mean_of_empty", "aten_resize_same_numel", "aten_resize_as_same_numel", "aten_one_hot", "aten_copy"]
 
 
 @register(
@@ -421,3 +421,13 @@ def aten_one_hot(self: ir.Value, num_classes: int = -1) -> ir.Value:
     """
     classes = op.Constant(value=ir.tensor(np.arange(num_classes, dtype=np.int64)))
     return op.Cast(op.Equal(op.Unsqueeze(op.Cast(self, to=ir.DataType.INT64), op.Constant(value_ints=[-1])), classes), to=ir.DataType.INT64)
+
+
+@register("aten::copy")
+def aten_copy(self: ir.Value, src: ir.Value, non_blocking: bool = False) -> ir.Value:
+    """copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor
+
+    ``src``'s values in ``self``'s dtype *and shape* (src broadcasts): torchlib's translation
+    keeps src's shape, so ``zeros(3, 4).copy_(row)`` came out as one row.
+    """
+    return op.Expand(op.CastLike(src, self), op.Shape(self))
