@@ -79,6 +79,7 @@ CASES = {
  "avg_pool_divisor_override": (lambda x: (F.avg_pool2d(x, 3, 1, 1, True, False, 2), F.avg_pool2d(x, (6, 6), (3, 3), (2, 3), True, True, 2), F.avg_pool3d(x[None], 2, 1, 1, True, False, 2)), lambda: (torch.randn(1, 3, 9, 9),)),
  "batch_norm_training_stats": (lambda x, w, b, rm, rv: (*torch.ops.aten.native_batch_norm(x, w, b, rm, rv, True, 0.5, 0.6), *torch.ops.aten.native_batch_norm(x, w, b, rm, rv, False, 0.5, 1e-5)), lambda: (torch.randn(5, 5, 5), torch.randn(5), torch.randn(5), torch.randn(5), torch.rand(5) + 0.5)),
  "batch_norm_train_module": (torch.nn.BatchNorm2d(3).train(), lambda: (torch.randn(4, 3, 2, 2),)),
+ "pad_circular_empty_batch": (lambda x: (F.pad(x, (1, 2), mode="circular"), F.pad(x, (0, 1), mode="circular")), lambda: (torch.randn(0, 3, 3),)),
  "pad_circular_and_cropping": (lambda x: (F.pad(x, (1, 2, 2, 1), mode="circular"), F.pad(x, (-1, 2, 1, -2), mode="replicate"), F.pad(x, (-1, -1, 1, 1), mode="reflect")), lambda: (torch.randn(1, 2, 5, 5),)),
  "cross_entropy_probabilities": (lambda x, t: (F.cross_entropy(x, t), F.cross_entropy(x, t, reduction="sum"), F.cross_entropy(x, t, reduction="none")), lambda: (torch.randn(2, 3), torch.softmax(torch.randn(2, 3), 1))),
  "cummax_cummin": (lambda x, i: (*torch.cummax(x, 1), *torch.cummin(x, 0), *torch.cummax(i, 0)), lambda: (torch.randn(4, 5), torch.tensor([1, 3, 3, 2, 5, 5]))),

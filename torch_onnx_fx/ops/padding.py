@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import onnx_ir as ir
+import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.errors import TranslationError
@@ -29,9 +30,13 @@ def _needs_own_pad(node: Any) -> bool:
 
 
 def _circular_growing(node: Any) -> bool:
+    """Circular padding by non-negative amounts of a tensor not statically empty (ONNX Runtime's
+    wrap-mode Pad fails on an empty input; the slices of aten_pad_special do not)."""
     args = list(node.args) + [None, None, None]
     pad, mode = args[1], node.kwargs.get("mode", args[2]) or "constant"
-    return mode == "circular" and all(isinstance(p, int) and p >= 0 for p in pad)
+    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    empty = isinstance(example, torch.Tensor) and any(isinstance(d, int) and d == 0 for d in example.shape)
+    return mode == "circular" and not empty and all(isinstance(p, int) and p >= 0 for p in pad)
 
 
 # Registered ahead of aten_pad_special: one Pad node instead of slices and a Concat per axis.
