@@ -112,7 +112,8 @@ QUICK_OPS = (
     # Families torch_onnx_fx translates beyond torchlib, one each, so CI catches their regressions.
     "linalg.solve", "linalg.svdvals", "index_reduce.amax", "bucketize", "diagonal_scatter",
     "nn.functional.unfold", "squeeze.multiple", "nn.functional.pad.replicate_negative", "fft.fftn",
-    "masked.var", "histogram", "nanmedian", "amin",
+    "masked.var", "histogram", "nanmedian", "amin", "linalg.inv", "lgamma", "special.i0e",
+    "special.chebyshev_polynomial_t", "nn.functional.pad.circular",
 )
 
 
