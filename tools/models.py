@@ -622,7 +622,21 @@ def _torchvision_case(builder: str) -> ModelCase:
         import torchvision
 
         torch.manual_seed(0)
-        model = getattr(torchvision.models, builder)(weights=None).eval()
+        model = getattr(torchvision.models, builder)(weights=None)
+        # Make the logits informative. Untrained, their BatchNorm statistics (mean 0, var 1) do not
+        # fit the activations, which shrink layer by layer (mobilenet_v3's logits were ~1e-9, below
+        # any absolute tolerance); calibrate them on random images. ViT's head starts at zero.
+        for module in model.modules():
+            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+                module.reset_running_stats()
+                module.momentum = None  # a cumulative average over the calibration batches
+            if isinstance(module, torch.nn.Linear) and not module.weight.any():
+                torch.nn.init.normal_(module.weight, std=0.02)
+        model.train()
+        with torch.no_grad():
+            for _ in range(2):
+                model(torch.randn(8, 3, 224, 224))
+        model.eval()
         return model, (_randn(2, 3, 224, 224),), {}, ({0: "batch"},)
 
     # Full-size networks (1.5M to 86M parameters): far beyond the CI budget.
