@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from torch_onnx_fx.errors import DecompositionError
-from torch_onnx_fx.inplace import functional_counterpart, is_inert_in_place
+from torch_onnx_fx.inplace import is_inert_in_place, rebinding
 from torch_onnx_fx.registry import TranslationTable
 
 __all__ = ["DecomposeResult", "decompose"]
@@ -39,12 +39,6 @@ def _needs_functionalization(target: Any) -> bool:
     if not isinstance(target, torch._ops.OpOverload):
         return False
     return target._schema.is_mutable
-
-
-def _rebindable(node: torch.fx.Node, table: TranslationTable) -> bool:
-    """An in-place op the translation can express as a new value (see ``inplace``)."""
-    functional = functional_counterpart(node)
-    return functional is not None and table.has(functional, node)
 
 
 def _call_nodes(program: torch.export.ExportedProgram) -> list[torch.fx.Node]:
@@ -78,7 +72,7 @@ def _declined(program: torch.export.ExportedProgram, table: TranslationTable) ->
         {
             n.target: None
             for n in _call_nodes(program)
-            if isinstance(n.target, torch._ops.OpOverload) and not table.has(n.target, n) and not _rebindable(n, table)
+            if isinstance(n.target, torch._ops.OpOverload) and not table.has(n.target, n) and rebinding(n, table) is None
         }
     )
 
@@ -108,7 +102,7 @@ def decompose(program: torch.export.ExportedProgram, table: TranslationTable) ->
         {
             n.target: None
             for n in _call_nodes(program)
-            if _needs_functionalization(n.target) and not is_inert_in_place(n) and not _rebindable(n, table)
+            if _needs_functionalization(n.target) and not is_inert_in_place(n) and rebinding(n, table) is None
         }
     )
     # Autocast regions only get their casts when torch re-traces them.

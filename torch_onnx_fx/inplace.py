@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["functional_counterpart", "same_tensor", "is_inert_in_place"]
+__all__ = ["rebinding", "same_tensor", "is_inert_in_place"]
 
 # In-place ops that, in eval mode, leave their tensor as it was: dropout_(x, p, train=False).
 _INERT_WHEN_NOT_TRAINING = frozenset(
@@ -159,9 +159,11 @@ def _unobserved(chain: list[torch.fx.Node], node: torch.fx.Node) -> list[torch.f
     return chain
 
 
-def functional_counterpart(node: torch.fx.Node) -> torch._ops.OpOverload | None:
-    """The functional overload to translate ``node`` with, if its mutation can be a rebinding."""
+def rebinding(node: torch.fx.Node, table: Any) -> tuple[torch._ops.OpOverload, list[torch.fx.Node]] | None:
+    """For an in-place ``node`` whose mutation can be a rebinding: the functional overload to
+    translate it with (one ``table`` translates for this node) and the FX nodes to rebind."""
     functional = _functional(node.target)
-    if functional is None or same_tensor(node) is None:
+    if functional is None or not table.has(functional, node):
         return None
-    return functional
+    chain = same_tensor(node)
+    return None if chain is None else (functional, chain)

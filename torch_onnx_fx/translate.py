@@ -192,10 +192,8 @@ def untranslatable_targets(module: torch.fx.GraphModule, table: TranslationTable
             if node.op != "call_function" or node.target in _WALK_HANDLED:
                 continue
             target = node.args[1] if node.target is _WITH_EFFECTS else node.target
-            if not table.has(target, node):
-                functional = inplace.functional_counterpart(node)
-                if functional is None or not table.has(functional, node):
-                    missing.setdefault(target, None)
+            if not table.has(target, node) and inplace.rebinding(node, table) is None:
+                missing.setdefault(target, None)
     return list(missing)
 
 
@@ -348,16 +346,15 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
         # token becomes nothing (token inputs and outputs are left out of the graph).
         target, node_args = node_args[1], node_args[2:]
     candidates = ctx.table.candidates(target, node)
-    rebinds = None
-    if not candidates and not effect_token:
+    rebinds: list[torch.fx.Node] = []
+    found = None if candidates or effect_token else inplace.rebinding(node, ctx.table)
+    if found is not None:
         # An in-place op on a tensor nothing else aliases: translate the functional op, and later
         # uses of the mutated tensor read its result (see torch_onnx_fx.inplace).
-        functional = inplace.functional_counterpart(node)
-        if functional is not None:
-            candidates = ctx.table.candidates(functional, node)
-            target, rebinds = functional, inplace.same_tensor(node)
+        target, rebinds = found
+        candidates = ctx.table.candidates(target, node)
     if not candidates:
-        raise missing_translation_error([node.target if rebinds is None else target])
+        raise missing_translation_error([target])
     example_args = [_meta(a) for a in node_args]
     example_kwargs = {k: _meta(v) for k, v in node_kwargs.items()}
     translation = choose(candidates, example_args, example_kwargs)
@@ -384,7 +381,7 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
         inner = result if isinstance(result, (list, tuple)) else ([] if result is None else [result])
         result = (None, *inner)
     _bind_result(ctx, node, result)
-    for alias in rebinds or ():
+    for alias in rebinds:
         ctx.values[alias] = ctx.values[node]
 
 
