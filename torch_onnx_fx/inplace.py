@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from torch_onnx_fx.registry import arg_example
+
 __all__ = ["rebinding", "same_tensor", "is_inert_in_place"]
 
 # In-place ops that, in eval mode, leave their tensor as it was: dropout_(x, p, train=False).
@@ -77,7 +79,7 @@ def _creates_tensor(node: torch.fx.Node) -> bool:
         return True
     if isinstance(node.target, torch._ops.OpOverload) and node.target._schema.name == "aten::to":
         result = node.meta.get("val")
-        source = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+        source = arg_example(node)
         return isinstance(result, torch.Tensor) and isinstance(source, torch.Tensor) and result.dtype != source.dtype
     return False
 

@@ -25,6 +25,7 @@ __all__ = [
     "register",
     "wants_context",
     "limit_torchlib",
+    "arg_example",
     "OURS",
 ]
 
@@ -77,6 +78,13 @@ def target_key(target: Any) -> Any:
 
 # Our own ops register here at import time of torch_onnx_fx.ops.
 _OUR_OPS: dict[Any, list[Translation]] = {}
+
+
+def arg_example(node: torch.fx.Node, index: int = 0) -> Any:
+    """The FX example value (``meta["val"]``) of a node's positional argument, or None: what
+    ``supports=`` predicates look at (static sizes, dtypes, ranks)."""
+    arg = node.args[index] if len(node.args) > index else None
+    return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
 
 
 def wants_context(fn: Callable[..., Any]) -> Callable[..., Any]:

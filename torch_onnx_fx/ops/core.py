@@ -19,7 +19,7 @@ from onnx_ir.tensor_adapters import from_torch_dtype
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.inplace import is_inert_in_place
-from torch_onnx_fx.registry import register, wants_context
+from torch_onnx_fx.registry import arg_example, register, wants_context
 
 __all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten", "aten_inert_dropout_", "aten_mean_of_empty", "aten_resize_same_numel", "aten_resize_as_same_numel", "aten_one_hot", "aten_copy"]
 
@@ -45,7 +45,7 @@ def _result_dtype(node: Any) -> ir.DataType:
 
 
 def _real_conversion(node: Any) -> bool:
-    source = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    source = arg_example(node)
     result = node.meta.get("val")
     return (
         isinstance(source, torch.Tensor)
@@ -120,7 +120,7 @@ def _same_size(a: Any, b: Any) -> bool:
 
 def _keeps_shape(node: Any) -> bool:
     """A reshape whose result has exactly its input's (symbolic) shape."""
-    source = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    source = arg_example(node)
     result = node.meta.get("val")
     if not isinstance(source, torch.Tensor) or not isinstance(result, torch.Tensor):
         return False
@@ -247,7 +247,7 @@ def aten_logit(self: ir.Value, eps: float | None = None) -> ir.Value:
 
 
 def _zero_dim_input(node: Any) -> bool:
-    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    example = arg_example(node)
     return isinstance(example, torch.Tensor) and example.dim() == 0
 
 
@@ -367,7 +367,7 @@ def aten_inert_dropout_(self: ir.Value, p: float = 0.5, train: bool = False) -> 
 
 
 def _statically_empty(node: Any) -> bool:
-    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    example = arg_example(node)
     return isinstance(example, torch.Tensor) and any(isinstance(d, int) and d == 0 for d in example.shape)
 
 

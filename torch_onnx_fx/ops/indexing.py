@@ -17,7 +17,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.ops import _tensors as tx
-from torch_onnx_fx.registry import register
+from torch_onnx_fx.registry import arg_example, register
 
 __all__ = [
     "aten_index_reduce",
@@ -224,7 +224,7 @@ def _reduced_dims(rank: int, dim: Sequence[int] | None) -> list[int]:
 def _integral_with_static_reduction(node: Any) -> bool:
     """Integers and booleans only: ATen hashes floats by their float64 bit pattern, which ONNX
     can only read with BitCast (opset 26). The XOR tree needs the reduced sizes up front."""
-    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    example = arg_example(node)
     if not isinstance(example, torch.Tensor) or example.is_floating_point() or example.is_complex():
         return False
     if node.kwargs.get("mode", 0) != 0:

@@ -15,7 +15,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.ops import _tensors as tx
-from torch_onnx_fx.registry import limit_torchlib, register
+from torch_onnx_fx.registry import arg_example, limit_torchlib, register
 
 __all__ = [
     "aten_weight_norm",
@@ -111,7 +111,7 @@ def transformers_grouped_mm_fallback(input: ir.Value, weight: ir.Value, offs: ir
 
 
 def _static_image(node: Any) -> bool:
-    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    example = arg_example(node)
     return isinstance(example, torch.Tensor) and all(isinstance(d, int) for d in example.shape[-3:])
 
 
@@ -151,7 +151,7 @@ def aten_im2col(
 
 
 def _not_4d_attention(node: Any) -> bool:
-    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    example = arg_example(node)
     return isinstance(example, torch.Tensor) and example.dim() != 4
 
 

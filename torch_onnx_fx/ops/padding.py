@@ -14,7 +14,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.errors import TranslationError
-from torch_onnx_fx.registry import register
+from torch_onnx_fx.registry import arg_example, register
 
 __all__ = ["aten_pad_circular", "aten_pad_special", "aten_constant_pad_nd_complex"]
 
@@ -34,7 +34,7 @@ def _circular_growing(node: Any) -> bool:
     wrap-mode Pad fails on an empty input; the slices of aten_pad_special do not)."""
     args = list(node.args) + [None, None, None]
     pad, mode = args[1], node.kwargs.get("mode", args[2]) or "constant"
-    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    example = arg_example(node)
     empty = isinstance(example, torch.Tensor) and any(isinstance(d, int) and d == 0 for d in example.shape)
     return mode == "circular" and not empty and all(isinstance(p, int) and p >= 0 for p in pad)
 

@@ -20,13 +20,13 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.registry import register
+from torch_onnx_fx.registry import arg_example, register
 
 __all__ = ["aten_adaptive_max_pool", "aten_adaptive_avg_pool_general", "aten_avg_pool_divisor_override"]
 
 
 def _static_spatial(node: Any) -> bool:
-    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    example = arg_example(node)
     output_size = node.args[1]
     if not isinstance(example, torch.Tensor) or not all(isinstance(o, int) and o > 0 for o in output_size):
         return False
@@ -119,7 +119,7 @@ def _divisor_override_static(node: Any) -> bool:
     args = list(node.args) + [None] * 7
     divisor = node.kwargs.get("divisor_override", args[6])
     ceil_mode = node.kwargs.get("ceil_mode", args[4])
-    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    example = arg_example(node)
     if divisor is None or not isinstance(example, torch.Tensor):
         return False
     dims = len(args[1]) if isinstance(args[1], (list, tuple)) else 1

@@ -13,7 +13,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.registry import register
+from torch_onnx_fx.registry import arg_example, register
 
 __all__ = [
     "aten_kthvalue",
@@ -231,7 +231,7 @@ _CUMULATIVE_LIMIT = 2048
 
 
 def _static_scan_length(node: Any) -> bool:
-    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    example = arg_example(node)
     if not isinstance(example, torch.Tensor) or example.is_complex():
         return False
     if example.dim() == 0:
