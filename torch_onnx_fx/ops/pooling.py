@@ -77,7 +77,7 @@ def _gathered(self: ir.Value, output_size: Sequence[int]) -> tuple[ir.Value, np.
 @register("aten::adaptive_max_pool1d", "aten::adaptive_max_pool2d", "aten::adaptive_max_pool3d", supports=_static_spatial)
 def aten_adaptive_max_pool(self: ir.Value, output_size: Sequence[int]) -> tuple[ir.Value, ir.Value]:
     """adaptive_max_pool{1,2,3}d(Tensor self, int[] output_size) -> (Tensor, Tensor)"""
-    gathered, index, _, unbatched = _gathered(self, output_size)
+    gathered, index, _, _ = _gathered(self, output_size)  # the Reshape below restores any batch dim
     last = op.Constant(value_ints=[-1])
     values = op.ReduceMax(gathered, last, keepdims=1)
     # ArgMax takes the first maximum, as ATen does; map the bin position back to the flat index.
