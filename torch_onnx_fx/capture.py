@@ -4,22 +4,35 @@ Strategies are tried in order and the first that succeeds wins: an ``ExportedPro
 given; otherwise ``torch.export.export(strict=False)`` (which traces real Python and handles most
 models), then ``strict=True`` (TorchDynamo, which sometimes copes with code the non-strict tracer
 cannot). Every failure is kept so the final error, and the report, can show all of them.
+
+Capture is as lenient as torch.onnx's, so a model that exports there exports here:
+
+* sizes are *backed-size-oblivious*: a dimension the user marked dynamic stays symbolic even when
+  the example has size 0 or 1 there (plain torch.export would specialise it);
+* shape conditions that can be deferred become run-time asserts in the graph instead of guards
+  that fail the capture;
+* when torch.export rejects the user's ``Dim`` ranges and suggests fixes (a narrower range, a
+  relation between dims, a constant), the fixes are applied and capture is tried once more; what
+  was refined is warned about and kept in :attr:`CaptureResult.refinements`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import logging
 import os
 import traceback
-from typing import Any, Callable, Mapping
+import warnings
+from typing import Any, Callable, Iterator, Mapping
 
 import torch
+import torch.fx.experimental._config as fx_config
 
 from torch_onnx_fx.errors import CaptureError, UnsupportedArgumentError
 
-__all__ = ["CaptureResult", "capture"]
+__all__ = ["CaptureResult", "capture", "size_oblivious", "STRATEGY_NAMES"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +46,22 @@ class CaptureResult:
     exported_program: torch.export.ExportedProgram
     strategy: str
     failures: list[tuple[str, BaseException]] = dataclasses.field(default_factory=list)
+    # The suggested fixes torch.export made to the user's dynamic shapes and that were applied
+    # (the text after "Suggested fixes:"), empty when the shapes were taken as given.
+    refinements: str = ""
+
+    @property
+    def strategy_name(self) -> str | None:
+        """torch.onnx's name for the strategy (``TorchExportNonStrictStrategy``…), None for a
+        given ExportedProgram, as ``torch.onnx.ONNXProgram._capture_strategy`` reports it."""
+        return STRATEGY_NAMES.get(self.strategy)
+
+
+# Our strategy labels and the class names torch.onnx reports for the same strategy.
+STRATEGY_NAMES = {
+    "torch.export(strict=False)": "TorchExportNonStrictStrategy",
+    "torch.export(strict=True)": "TorchExportStrictStrategy",
+}
 
 
 class _FunctionModule(torch.nn.Module):
@@ -111,6 +140,52 @@ def describe_failures(failures: list[tuple[str, BaseException]]) -> str:
     return "\n".join(blocks)
 
 
+@contextlib.contextmanager
+def size_oblivious() -> Iterator[None]:
+    """Keep dims of size 0/1 symbolic while tracing (capture and decomposition alike)."""
+    with fx_config.patch(backed_size_oblivious=True):
+        yield
+
+
+def _suggested_fixes(exc: BaseException) -> str | None:
+    """The "Suggested fixes:" block of a constraint violation, if torch.export made one."""
+    text = getattr(exc, "msg", None) or str(exc)
+    if "Suggested fixes:" not in text:
+        return None
+    return text.split("Suggested fixes:", 1)[1].strip()
+
+
+def _export_once(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any, strict: bool) -> torch.export.ExportedProgram:
+    with size_oblivious():
+        return torch.export.export(
+            module,
+            args,
+            kwargs=kwargs,
+            dynamic_shapes=dynamic_shapes,
+            strict=strict,
+            prefer_deferred_runtime_asserts_over_guards=True,
+        )
+
+
+def _export_refining(
+    module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any, strict: bool
+) -> tuple[torch.export.ExportedProgram, str]:
+    """Export; if the dynamic shapes conflict with the model and torch.export says how to fix
+    them, apply its fixes and export again. Returns the program and the fixes applied."""
+    try:
+        return _export_once(module, args, kwargs, dynamic_shapes, strict), ""
+    except torch._dynamo.exc.UserError as exc:
+        fixes = _suggested_fixes(exc) if dynamic_shapes is not None else None
+        if not fixes:
+            raise
+        try:
+            refined = torch.export.dynamic_shapes.refine_dynamic_shapes_from_suggested_fixes(exc.msg, dynamic_shapes)
+        except Exception:  # noqa: BLE001 - fixes we cannot apply: the original error stands
+            raise exc from None
+        program = _export_once(module, args, kwargs, refined, strict)
+        return program, fixes
+
+
 def capture(
     model: Any,
     args: tuple[Any, ...],
@@ -125,14 +200,20 @@ def capture(
     for strict in (False, True):
         strategy = f"torch.export(strict={strict})"
         try:
-            program = torch.export.export(
-                module, args, kwargs=dict(kwargs or {}), dynamic_shapes=dynamic_shapes, strict=strict
-            )
+            program, fixes = _export_refining(module, args, dict(kwargs or {}), dynamic_shapes, strict)
         except Exception as exc:  # noqa: BLE001 - every failure is reported below
             logger.info("capture strategy %s failed: %s", strategy, exc)
             failures.append((strategy, exc))
             continue
-        return CaptureResult(program, strategy, failures)
+        if fixes:
+            warnings.warn(
+                "The dynamic shapes conflicted with the model; torch.export's suggested fixes were "
+                f"applied and the model exported with them:\n{fixes}\nPass the refined dims yourself "
+                "to silence this warning.",
+                UserWarning,
+                stacklevel=3,
+            )
+        return CaptureResult(program, strategy, failures, refinements=fixes)
     raise CaptureError(
         "torch.export could not capture the model with any strategy.\n"
         + describe_failures(failures)

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from torch_onnx_fx.capture import size_oblivious
 from torch_onnx_fx.errors import DecompositionError
 from torch_onnx_fx.inplace import is_inert_in_place, rebinding
 from torch_onnx_fx.registry import TranslationTable
@@ -114,7 +115,9 @@ def decompose(program: torch.export.ExportedProgram, table: TranslationTable) ->
     decomposed = program
     for _ in range(_MAX_ROUNDS):
         try:
-            decomposed = decomposed.run_decompositions(_decomposition_table(table, declined))
+            # Re-tracing must keep size-1 dims symbolic as capture did.
+            with size_oblivious():
+                decomposed = decomposed.run_decompositions(_decomposition_table(table, declined))
         except Exception as exc:  # noqa: BLE001 - wrapped with context below
             names = sorted(t.name() for t in declined)
             raise DecompositionError(
