@@ -11,15 +11,20 @@ import torch_onnx_fx
 
 
 def flat_tensors(value: Any) -> list[torch.Tensor]:
-    return [torch.as_tensor(x) for x in pytree.tree_leaves(value) if isinstance(x, (torch.Tensor, int, float, bool))]
+    """Eager outputs as the ONNX program returns them: flattened, None left out."""
+    leaves = pytree.tree_leaves(value)
+    unexpected = [type(x).__name__ for x in leaves if x is not None and not isinstance(x, (torch.Tensor, int, float, bool))]
+    assert not unexpected, f"eager outputs of types {unexpected} cannot be compared"
+    return [torch.as_tensor(x) for x in leaves if x is not None]
 
 
 def assert_close_outputs(expected: Any, actual: Sequence[torch.Tensor], rtol: float, atol: float) -> None:
+    """Every output compared, one to one: the counts must match exactly."""
     flat_expected = flat_tensors(expected)
     actual = list(actual)
-    assert len(actual) >= len(flat_expected), (len(actual), len(flat_expected))
-    # Mutated buffers, if any, come first among the ONNX outputs.
-    actual = actual[len(actual) - len(flat_expected):]
+    assert len(actual) == len(flat_expected), (
+        f"the ONNX program returned {len(actual)} outputs, eager PyTorch {len(flat_expected)}"
+    )
     for i, (exp, act) in enumerate(zip(flat_expected, actual)):
         exp = exp.detach()
         assert act.dtype == exp.dtype, f"output {i}: dtype {act.dtype} != eager {exp.dtype}"

@@ -24,29 +24,48 @@ class KVCache(nn.Module):
         return (self.keys * self.values).sum(-1)
 
 
-def test_kv_cache_buffer_updates_are_outputs():
+def _output_kinds(program):
+    return [v.metadata_props.get("pkg.torch.export.graph_signature.OutputSpec.kind") for v in program.model.graph.outputs]
+
+
+def test_kv_cache_buffer_updates_are_not_outputs_by_default():
     model = KVCache()
     new_keys, new_values, positions = torch.randn(1, 2, 4), torch.randn(1, 2, 4), torch.tensor([3, 5])
     program = torch_onnx_fx.export(KVCache(), (new_keys, new_values, positions), verbose=False)
-    kinds = [v.metadata_props.get("pkg.torch.export.graph_signature.OutputSpec.kind") for v in program.model.graph.outputs]
-    assert kinds == ["BUFFER_MUTATION", "BUFFER_MUTATION", "USER_OUTPUT"]
-    keys, values, scores = program(new_keys, new_values, positions)
+    assert _output_kinds(program) == ["USER_OUTPUT"]
+    (scores,) = program(new_keys, new_values, positions)
+    torch.testing.assert_close(scores, model(new_keys, new_values, positions))
+
+
+def test_kv_cache_buffer_updates_follow_user_outputs_with_state_outputs():
+    model = KVCache()
+    new_keys, new_values, positions = torch.randn(1, 2, 4), torch.randn(1, 2, 4), torch.tensor([3, 5])
+    program = torch_onnx_fx.export(KVCache(), (new_keys, new_values, positions), verbose=False, state_outputs=True)
+    assert _output_kinds(program) == ["USER_OUTPUT", "BUFFER_MUTATION", "BUFFER_MUTATION"]
+    scores, keys, values = program(new_keys, new_values, positions)
     expected = model(new_keys, new_values, positions)
     torch.testing.assert_close(keys, model.keys)
     torch.testing.assert_close(values, model.values)
     torch.testing.assert_close(scores, expected)
 
 
-def test_user_input_mutation_is_an_output():
-    class InPlace(nn.Module):
-        def forward(self, x):
-            x.mul_(2)
-            return x + 1
+class InPlaceInput(nn.Module):
+    def forward(self, x):
+        x.mul_(2)
+        return x + 1
 
-    program = torch_onnx_fx.export(InPlace(), (torch.ones(3),), verbose=False)
-    kinds = [v.metadata_props.get("pkg.torch.export.graph_signature.OutputSpec.kind") for v in program.model.graph.outputs]
-    assert kinds == ["USER_INPUT_MUTATION", "USER_OUTPUT"]
-    mutated, result = program(torch.ones(3))
+
+def test_user_input_mutation_is_not_an_output_by_default():
+    program = torch_onnx_fx.export(InPlaceInput(), (torch.ones(3),), verbose=False)
+    assert _output_kinds(program) == ["USER_OUTPUT"]
+    (result,) = program(torch.ones(3))
+    torch.testing.assert_close(result, torch.full((3,), 3.0))
+
+
+def test_user_input_mutation_is_an_output_with_state_outputs():
+    program = torch_onnx_fx.export(InPlaceInput(), (torch.ones(3),), verbose=False, state_outputs=True)
+    assert _output_kinds(program) == ["USER_OUTPUT", "USER_INPUT_MUTATION"]
+    result, mutated = program(torch.ones(3))
     torch.testing.assert_close(mutated, torch.full((3,), 2.0))
     torch.testing.assert_close(result, torch.full((3,), 3.0))
 

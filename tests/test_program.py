@@ -196,18 +196,26 @@ def test_kwargs_are_flattened_in_export_order():
     assert_matches_eager(Model(), (torch.randn(2),), tensors)
 
 
-def test_buffer_mutation_is_an_extra_output():
-    class Counter(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.register_buffer("count", torch.zeros(1))
+class Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros(1))
 
-        def forward(self, x):
-            self.count.add_(1)
-            return x + self.count
+    def forward(self, x):
+        self.count.add_(1)
+        return x + self.count
 
+
+def test_buffer_mutation_is_not_an_output_by_default():
     program = torch_onnx_fx.export(Counter(), (torch.randn(2),), verbose=False)
     outputs = program(torch.zeros(2))
+    assert len(outputs) == 1
+    torch.testing.assert_close(outputs[0], torch.ones(2))
+
+
+def test_buffer_mutation_is_appended_with_state_outputs():
+    program = torch_onnx_fx.export(Counter(), (torch.randn(2),), verbose=False, state_outputs=True)
+    outputs = program(torch.zeros(2))
     assert len(outputs) == 2
-    torch.testing.assert_close(outputs[0], torch.ones(1))
-    torch.testing.assert_close(outputs[1], torch.ones(2))
+    torch.testing.assert_close(outputs[0], torch.ones(2))
+    torch.testing.assert_close(outputs[1], torch.ones(1))

@@ -14,6 +14,7 @@ from torch_onnx_fx.errors import (
     OnnxRuntimeError,
     TranslationError,
     UnsupportedArgumentError,
+    VerificationError,
 )
 from torch_onnx_fx.export import DEFAULT_OPSET, export
 from torch_onnx_fx.exportable import ExportableModule
@@ -33,4 +34,5 @@ __all__ = [
     "MissingTranslationError",
     "UnsupportedArgumentError",
     "OnnxRuntimeError",
+    "VerificationError",
 ]

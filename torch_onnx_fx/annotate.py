@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import onnx_ir as ir
 import torch
 from torch.export import graph_signature as gs
+
+if TYPE_CHECKING:
+    from torch_onnx_fx.signature import OutputEntry
 
 __all__ = ["node_metadata", "source_line", "annotate_graph", "ORIGINAL_NAME_KEY"]
 
@@ -86,8 +89,8 @@ def source_line(node: torch.fx.Node) -> str | None:
     return (own or frames)[-1]
 
 
-def annotate_graph(graph: ir.Graph, program: torch.export.ExportedProgram) -> None:
-    """Graph-level metadata and input/output kinds."""
+def annotate_graph(graph: ir.Graph, program: torch.export.ExportedProgram, outputs: Sequence[OutputEntry]) -> None:
+    """Graph-level metadata and input/output kinds (``outputs``: what the graph outputs stand for)."""
     signature = program.graph_signature
     graph.metadata_props["pkg.torch.export.ExportedProgram.graph_signature"] = str(signature)
     graph.metadata_props["pkg.torch.export.ExportedProgram.range_constraints"] = str(program.range_constraints)
@@ -102,9 +105,9 @@ def annotate_graph(graph: ir.Graph, program: torch.export.ExportedProgram) -> No
         value.metadata_props[_INPUT_KIND_KEY] = spec.kind.name
         if spec.kind == gs.InputKind.BUFFER:
             value.metadata_props[_INPUT_PERSISTENT_KEY] = str(bool(spec.persistent))
-    kinds = [spec.kind.name for spec in signature.output_specs if spec.kind != gs.OutputKind.TOKEN]
-    for value, kind in zip(graph.outputs, kinds):
-        value.metadata_props[_OUTPUT_KIND_KEY] = kind
+    for value, entry in zip(graph.outputs, outputs, strict=True):
+        if not value.is_graph_input():
+            value.metadata_props[_OUTPUT_KIND_KEY] = entry.kind.name
 
 
 def describe_value(value: Any) -> str:

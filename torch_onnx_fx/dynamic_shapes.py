@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+import warnings
 from typing import Any, Mapping, Sequence
 
 import torch
@@ -18,7 +19,7 @@ import torch.utils._pytree as pytree
 
 from torch_onnx_fx.errors import UnsupportedArgumentError
 
-__all__ = ["DimNames", "prepare_dynamic_shapes", "from_dynamic_axes", "flatten_user_inputs"]
+__all__ = ["DimNames", "prepare_dynamic_shapes", "from_dynamic_axes"]
 
 logger = logging.getLogger(__name__)
 
@@ -123,60 +124,94 @@ def prepare_dynamic_shapes(
     )
 
 
+# What torch.onnx says when it converts dynamic_axes, word for word so that users' warning
+# filters and tests written for it keep matching.
+_DYNAMIC_AXES_DEPRECATION = (
+    "from_dynamic_axes_to_dynamic_shapes is deprecated and will be removed in a future release. "
+    "This function converts 'dynamic_axes' format (including custom axis names) to 'dynamic_shapes' format. "
+    "Instead of relying on this conversion, provide 'dynamic_shapes' directly with custom names."
+)
+
+
+def _axes_spec(key: str, axes: Any) -> dict[int, Any] | None:
+    if axes is None:
+        return None
+    if isinstance(axes, Mapping):
+        if any(isinstance(a, bool) or not isinstance(a, int) for a in axes):
+            raise UnsupportedArgumentError(f"dynamic_axes[{key!r}]: axes must be ints, got {list(axes)}.")
+        return {int(a): (str(n) if n is not None else torch.export.Dim.DYNAMIC) for a, n in axes.items()}
+    if isinstance(axes, (list, tuple)):
+        if any(isinstance(a, bool) or not isinstance(a, int) for a in axes):
+            raise UnsupportedArgumentError(f"dynamic_axes[{key!r}]: axes must be ints, got {list(axes)}.")
+        # The TorchScript exporter's automatic names for the list form.
+        return {int(a): f"{key}_dynamic_axes_{i + 1}" for i, a in enumerate(axes)}
+    raise UnsupportedArgumentError(
+        f"dynamic_axes[{key!r}] must be a dict {{axis: name}} or a list of axes, got {axes!r}."
+    )
+
+
 def from_dynamic_axes(
     model: Any,
     args: Sequence[Any],
     kwargs: Mapping[str, Any],
     dynamic_axes: Mapping[str, Any],
     input_names: Sequence[str] | None,
+    output_names: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Convert legacy ``dynamic_axes`` (inputs only) to a ``dynamic_shapes`` dict by arg name.
+    """Convert legacy ``dynamic_axes`` to a ``dynamic_shapes`` dict keyed by argument name.
 
-    Keys are ``input_names`` entries (mapped to arguments in order) or argument names; values are
-    ``{axis: name}`` or a list of axes, which get names ``<input>_dim_<axis>``. Output entries are
-    handled after translation by renaming the output dims.
+    A key names an input tensor: an ``input_names`` entry (which name the *flattened* tensor
+    inputs in order, nested lists/tuples/dicts included), else a top-level argument's name.
+    Output keys are left to :func:`torch_onnx_fx.naming.apply_output_axes`. A key that is neither
+    takes the next unnamed input tensor in order (torch.onnx pairs keys with inputs by position),
+    with a warning. ``{axis: name}`` keeps the name; a list of axes gets
+    ``<key>_dynamic_axes_<i>`` names.
     """
+    warnings.warn(_DYNAMIC_AXES_DEPRECATION, DeprecationWarning, stacklevel=4)
+    warnings.warn(
+        "# 'dynamic_axes' is not recommended when dynamo=True, and may lead to "
+        "'torch._dynamo.exc.UserError: Constraints violated.' Supply the 'dynamic_shapes' argument "
+        "instead if export is unsuccessful.",
+        UserWarning,
+        stacklevel=4,
+    )
     bound = _bound_arguments(model, args, kwargs)
-    arg_names = list(bound)
-    alias: dict[str, str] = {}
-    for i, name in enumerate(input_names or []):
-        if i < len(arg_names):
-            alias[name] = arg_names[i]
-    shapes: dict[str, Any] = {name: None for name in arg_names}
+    leaves, tree = pytree.tree_flatten(list(bound.values()))
+    tensor_positions = [i for i, leaf in enumerate(leaves) if isinstance(leaf, torch.Tensor)]
+    by_name: dict[str, int] = {}
+    for name, position in zip(input_names or [], tensor_positions):
+        by_name[name] = position
+    offset = 0
+    for name, value in bound.items():
+        count = len(pytree.tree_leaves(value))
+        if isinstance(value, torch.Tensor):
+            by_name.setdefault(name, offset)
+        offset += count
+    outputs = set(output_names or [])
+    specs: list[Any] = [None] * len(leaves)
+    claimed = set()
+    unmatched: list[str] = []
     for key, axes in dynamic_axes.items():
-        arg = alias.get(key, key if key in bound else None)
-        if arg is None:
-            continue  # an output name; applied to the ONNX outputs later
-        if isinstance(axes, Mapping):
-            spec = {int(a): str(n) for a, n in axes.items()}
-        elif isinstance(axes, (list, tuple)):
-            spec = {int(a): f"{key}_dynamic_axes_{i + 1}" for i, a in enumerate(axes)}
-        else:
-            raise UnsupportedArgumentError(
-                f"dynamic_axes[{key!r}] must be a dict {{axis: name}} or a list of axes, got {axes!r}."
-            )
-        shapes[arg] = spec
-    return shapes
+        if key in by_name:
+            specs[by_name[key]] = _axes_spec(key, axes)
+            claimed.add(by_name[key])
+        elif key not in outputs:
+            unmatched.append(key)
+    free = [p for p in tensor_positions if p not in claimed]
+    for key in unmatched:
+        if not free:
+            # Probably an output named without output_names: apply_output_axes handles it or
+            # says nothing matched.
+            continue
+        position = free.pop(0)
+        warnings.warn(
+            f"dynamic_axes key {key!r} names no input (input_names={list(input_names or [])}, "
+            f"arguments={list(bound)}) and no output; it is applied to the next input tensor in order.",
+            UserWarning,
+            stacklevel=4,
+        )
+        specs[position] = _axes_spec(key, dynamic_axes[key])
+    nested = pytree.tree_unflatten(specs, tree)
+    return dict(zip(bound, nested))
 
 
-def flatten_user_inputs(
-    program: torch.export.ExportedProgram, args: Sequence[Any], kwargs: Mapping[str, Any] | None
-) -> list[Any]:
-    """Flatten ``(args, kwargs)`` in the order of the program's user inputs.
-
-    torch.export orders keyword arguments as its input spec records them, which need not be the
-    order the caller wrote them in.
-    """
-    kwargs = dict(kwargs or {})
-    in_spec = program.call_spec.in_spec
-    if in_spec is not None and kwargs and in_spec.num_children == 2:
-        kw_spec = in_spec.children_specs[1]
-        order = list(kw_spec.context or [])
-        missing = [k for k in order if k not in kwargs]
-        extra = [k for k in kwargs if k not in order]
-        if extra:
-            raise UnsupportedArgumentError(
-                f"Unexpected keyword arguments {extra}; the model was exported with {order}."
-            )
-        kwargs = {k: kwargs[k] for k in order if k not in missing}
-    return pytree.tree_leaves((tuple(args), kwargs), is_leaf=lambda x: x is None)

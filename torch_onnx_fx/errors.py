@@ -14,6 +14,7 @@ __all__ = [
     "TranslationError",
     "MissingTranslationError",
     "UnsupportedArgumentError",
+    "VerificationError",
     "OnnxRuntimeError",
 ]
 
@@ -58,3 +59,10 @@ class MissingTranslationError(TranslationError):
 
 class OnnxRuntimeError(OnnxExporterError):
     """Running the exported model in ONNX Runtime failed."""
+
+
+class VerificationError(OnnxExporterError, AssertionError):
+    """The ONNX model's outputs cannot be compared with PyTorch's (their counts differ).
+
+    An ``AssertionError`` too, so test suites report it as a failed check.
+    """

@@ -14,7 +14,7 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 from onnxscript.optimizer import _constant_folding as constant_folding
 
-from torch_onnx_fx.passes import RelevantRulesRewritePass, TrimUnusedOptionalOutputsPass
+from torch_onnx_fx.passes import DistinctOutputsPass, RelevantRulesRewritePass, TrimUnusedOptionalOutputsPass
 
 __all__ = ["finalize", "optimize"]
 
@@ -62,7 +62,7 @@ def optimize(model: ir.Model) -> None:
         common_passes.LiftSubgraphInitializersToMainGraphPass(),
         common_passes.DeduplicateInitializersPass(),
         common_passes.CommonSubexpressionEliminationPass(),
-        common_passes.OutputFixPass(),
+        DistinctOutputsPass(),
         common_passes.NameFixPass(),
     )(model)
 

@@ -11,6 +11,11 @@ schema marks optional. Translations recorded through onnxscript get every declar
 is onnxscript's eager convention), but some operators change meaning with their output count:
 ``BatchNormalization`` with three outputs is the *training* form, which ONNX Runtime rejects in
 inference mode.
+
+``DistinctOutputsPass`` gives a graph output that repeats an earlier one an Identity of its own
+(a value may stand once in a graph's outputs). Unlike onnx-ir's ``OutputFixPass`` it leaves a
+graph input returned unchanged as it is: ONNX allows it, and the alternative renames the *input*
+(``x`` → ``x_orig``), which breaks every caller feeding the model by input name.
 """
 
 from __future__ import annotations
@@ -30,9 +35,32 @@ from onnxscript.rewriter import pattern as rewrite_pattern
 # replaced by exact rules below. A private module: its rule objects are the ones in the defaults.
 from onnxscript.rewriter.rules.common import _no_op as no_op_rules
 
-__all__ = ["TrimUnusedOptionalOutputsPass", "RelevantRulesRewritePass", "default_rules"]
+__all__ = ["TrimUnusedOptionalOutputsPass", "RelevantRulesRewritePass", "DistinctOutputsPass", "default_rules"]
 
 logger = logging.getLogger(__name__)
+
+
+class DistinctOutputsPass(ir.passes.InPlacePass):
+    """Repeated graph outputs (main graph and subgraphs) become Identities of the first."""
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        added = 0
+        for graph in (model.graph, *model.graph.subgraphs()):
+            seen: set[int] = set()
+            for i, value in enumerate(list(graph.outputs)):
+                if id(value) not in seen:
+                    seen.add(id(value))
+                    continue
+                node = ir.node("Identity", inputs=[value])
+                copy = node.outputs[0]
+                copy.name = f"{value.name}__{i}"
+                copy.type, copy.shape = value.type, value.shape
+                copy.metadata_props.update(value.metadata_props)
+                graph.append(node)
+                graph.outputs[i] = copy
+                added += 1
+        logger.debug("DistinctOutputsPass: %d Identity node(s) added", added)
+        return ir.passes.PassResult(model, modified=bool(added))
 
 
 class TrimUnusedOptionalOutputsPass(ir.passes.InPlacePass):

@@ -16,12 +16,11 @@ import onnx
 import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import TorchTensor
-from torch.export import graph_signature as gs
 
 from torch_onnx_fx import optimize as optimize_module
-from torch_onnx_fx.dynamic_shapes import flatten_user_inputs
 from torch_onnx_fx.errors import OnnxRuntimeError, UnsupportedArgumentError
 from torch_onnx_fx.progress import SaveProgress
+from torch_onnx_fx.signature import OutputEntry, ProgramSignature
 
 __all__ = ["ONNXProgram"]
 
@@ -116,6 +115,9 @@ class ONNXProgram:
         exported_program: the ``torch.export.ExportedProgram`` it was translated from.
         capture_strategy: how the program was captured (``ExportedProgram``,
             ``torch.export(strict=False)`` or ``torch.export(strict=True)``).
+        state_outputs: whether the graph's outputs end with the new values of mutated buffers
+            and inputs (``export(..., state_outputs=True)``); by default they are the user's
+            outputs only.
     """
 
     def __init__(
@@ -126,9 +128,15 @@ class ONNXProgram:
         capture_strategy: str | None = None,
         capture_failures: Sequence[tuple[str, BaseException]] = (),
         decomposed: Sequence[str] = (),
+        signature: ProgramSignature | None = None,
+        state_outputs: bool = False,
     ):
         self.model = model
         self.exported_program = exported_program
+        self._signature = signature
+        self.state_outputs = state_outputs
+        # torch.export's suggested fixes applied to the dynamic shapes during capture, if any.
+        self.capture_refinements = ""
         self.capture_strategy = capture_strategy
         self.capture_failures = list(capture_failures)
         self.decomposed = list(decomposed)
@@ -138,6 +146,27 @@ class ONNXProgram:
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
 
     # -- views ------------------------------------------------------------------------------
+
+    @property
+    def signature(self) -> ProgramSignature | None:
+        """What the program takes and returns, read from the ExportedProgram (None without one)."""
+        if self._signature is None and self.exported_program is not None:
+            self._signature = ProgramSignature.of(self.exported_program)
+        return self._signature
+
+    @property
+    def output_entries(self) -> list[OutputEntry]:
+        """What each graph output stands for, in graph order (empty without an ExportedProgram)."""
+        signature = self.signature
+        return [] if signature is None else signature.graph_outputs(self.state_outputs)
+
+    @property
+    def _capture_strategy(self) -> str | None:
+        """torch.onnx's name of the capture strategy (``TorchExportNonStrictStrategy``…), None
+        for a given ExportedProgram: what ``torch.onnx``'s testing helpers read."""
+        from torch_onnx_fx.capture import STRATEGY_NAMES
+
+        return STRATEGY_NAMES.get(self.capture_strategy or "")
 
     @property
     def model_proto(self) -> onnx.ModelProto:
@@ -267,23 +296,14 @@ class ONNXProgram:
     def _flat_inputs(self, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[Any]:
         """The ONNX inputs for ``args``/``kwargs``, flattened as the export flattened them."""
         graph_inputs = self.model.graph.inputs
-        if self.exported_program is None:
-            flat = [*args, *(kwargs or {}).values()]
-        else:
-            flat = flatten_user_inputs(self.exported_program, args, kwargs)
-            specs = [
-                s for s in self.exported_program.graph_signature.input_specs if s.kind == gs.InputKind.USER_INPUT
-            ]
-            if len(specs) == len(flat):
-                flat = [v for v, s in zip(flat, specs) if not isinstance(s.arg, gs.ConstantArgument)]
-            else:
-                flat = [v for v in flat if isinstance(v, (torch.Tensor, int, float, bool))]
-        if len(flat) < len(graph_inputs):
+        signature = self.signature
+        flat = [*args, *(kwargs or {}).values()] if signature is None else signature.graph_feeds(args, kwargs)
+        if len(flat) != len(graph_inputs):
             raise UnsupportedArgumentError(
                 f"The model has {len(graph_inputs)} inputs ({[v.name for v in graph_inputs]}) "
                 f"but {len(flat)} were given."
             )
-        return flat[: len(graph_inputs)]
+        return flat
 
     def _run(self, output_names: Sequence[str] | None, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[torch.Tensor]:
         if self._inference_session is None:
@@ -297,18 +317,17 @@ class ONNXProgram:
             results = session.run_with_ort_values(names, feeds)
         except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types
             raise OnnxRuntimeError(f"ONNX Runtime failed to run the model: {exc}") from exc
-        return [_from_ort_output(r) for r in results]
+        # ORT returns an input passed through as-is in the caller's own memory (OrtValues made
+        # from numpy do not copy); the result must not alias, or outlive, the argument.
+        passthrough = set(feeds)
+        return [
+            _from_ort_output(r).clone() if name in passthrough else _from_ort_output(r)
+            for name, r in zip(names, results)
+        ]
 
     def _complex_outputs(self) -> list[bool]:
         """Which graph outputs stand for complex tensors (stored as real pairs in ONNX)."""
-        if self.exported_program is None:
-            return []
-        output = next(n for n in reversed(self.exported_program.graph.nodes) if n.op == "output")
-        flags = []
-        for arg in output.args[0]:
-            example = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
-            flags.append(isinstance(example, torch.Tensor) and example.is_complex())
-        return flags
+        return [entry.is_complex for entry in self.output_entries]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Sequence[torch.Tensor]:
         """Run the model in ONNX Runtime with the arguments the original model takes.
@@ -340,7 +359,7 @@ class ONNXProgram:
         existing = {v.name for v in original_outputs}
         try:
             self.model.graph.outputs.extend(values[n] for n in value_names if n not in existing)
-            program = ONNXProgram(self.model, self.exported_program)
+            program = ONNXProgram(self.model, self.exported_program, signature=self.signature)
             return program._run(list(value_names), args, kwargs)
         finally:
             self.model.graph.outputs.clear()

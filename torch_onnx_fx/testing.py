@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
 
+from torch_onnx_fx.capture import STRATEGY_NAMES
+from torch_onnx_fx.errors import UnsupportedArgumentError
 from torch_onnx_fx.verification import VerificationInfo, verify
 
 __all__ = ["assert_onnx_program"]
+
+_DEFAULT_STRATEGY = "TorchExportNonStrictStrategy"
+
+
+def _check_strategy(program: Any, strategy: str) -> None:
+    """Accept torch.onnx's strategy class names and our own labels alike."""
+    used = getattr(program, "capture_strategy", None)
+    names = {used, STRATEGY_NAMES.get(used or "")} - {None}
+    if strategy not in names:
+        shown = STRATEGY_NAMES.get(used or "", used)
+        raise AssertionError(
+            f"Expected the program to be captured with strategy {strategy!r}, but it was captured "
+            f"with {shown!r}" + (f" ({used})" if shown != used else "") + "."
+        )
 
 
 def assert_onnx_program(
@@ -16,15 +32,27 @@ def assert_onnx_program(
     atol: float | None = None,
     args: Sequence[Any] | None = None,
     kwargs: Mapping[str, Any] | None = None,
+    strategy: str | None = _DEFAULT_STRATEGY,
+    backend: Literal["onnxruntime", "reference"] = "onnxruntime",
     compare_intermediates: bool = False,
 ) -> list[VerificationInfo]:
     """Assert that the ONNX model's outputs match its ExportedProgram's.
 
-    Like ``torch.onnx.testing.assert_onnx_program``: inputs default to the program's example
-    inputs; tolerances default per dtype. With ``compare_intermediates``, a failure names the
-    first diverging node and its source line.
+    Takes what ``torch.onnx.testing.assert_onnx_program`` takes, with the same meaning: inputs
+    default to the program's example inputs; tolerances default per dtype; ``strategy`` asserts
+    how the program was captured (torch.onnx's names such as ``"TorchExportNonStrictStrategy"`` /
+    ``"TorchExportStrictStrategy"``, or ours such as ``"torch.export(strict=False)"``; None skips
+    the check); ``backend`` runs the model in ONNX Runtime or ONNX's reference evaluator. Every
+    output is compared, and a different number of outputs fails. With ``compare_intermediates``,
+    a failure names the first diverging node and its source line.
     """
-    infos = verify(program, args, kwargs, compare_intermediates=compare_intermediates, rtol=rtol, atol=atol)
+    if strategy is not None:
+        if not isinstance(strategy, str):
+            raise UnsupportedArgumentError(f"strategy must be a strategy name or None, got {strategy!r}.")
+        _check_strategy(program, strategy)
+    infos = verify(
+        program, args, kwargs, compare_intermediates=compare_intermediates, rtol=rtol, atol=atol, backend=backend
+    )
     failures = [info for info in infos if not info.passed]
     if failures:
         first = failures[0]

@@ -4,7 +4,7 @@ One pass over the nodes, in order. Placeholders become graph inputs (user inputs
 (parameters, buffers, constants, carrying their state-dict names); ``call_function`` nodes are
 dispatched through the :class:`~torch_onnx_fx.registry.TranslationTable` and recorded by the
 :class:`~torch_onnx_fx.tracer.GraphTracer`; the output node gives the graph outputs (user
-outputs and mutated buffers/inputs, in FX order). Work per node is constant, so the whole stage is
+outputs, then mutated buffers/inputs if asked for). Work per node is constant, so the whole stage is
 linear in the graph size.
 """
 
@@ -24,6 +24,7 @@ from torch.export import graph_signature as gs
 from torch_onnx_fx import annotate, inplace, promotion, zero_dim
 from torch_onnx_fx.errors import MissingTranslationError, TranslationError, UnsupportedArgumentError
 from torch_onnx_fx.registry import TranslationTable, choose
+from torch_onnx_fx.signature import OutputEntry, ProgramSignature
 from torch_onnx_fx.tracer import GraphTracer
 
 __all__ = ["TranslationContext", "translate", "untranslatable_targets", "target_name"]
@@ -51,6 +52,7 @@ class TranslationContext:
     table: TranslationTable
     tracer: GraphTracer
     symbol_names: dict[str, str]
+    signature: ProgramSignature
     values: dict[torch.fx.Node, Any] = dataclasses.field(default_factory=dict)
     # ONNX value names already standing for an FX node, input or initializer.
     named: set[str] = dataclasses.field(default_factory=set)
@@ -246,32 +248,22 @@ def _lifted_tensor(program: torch.export.ExportedProgram, spec: gs.InputSpec) ->
 
 def _placeholders(ctx: TranslationContext) -> list[ir.Value]:
     program = ctx.program
-    placeholders = [n for n in program.graph.nodes if n.op == "placeholder"]
-    specs = program.graph_signature.input_specs
-    if len(placeholders) != len(specs):
-        raise TranslationError("The ExportedProgram's placeholders do not match its input specs.")
+    signature = ctx.signature
     inputs: list[ir.Value] = []
-    for node, spec in zip(placeholders, specs):
-        example = node.meta.get("val")
-        if spec.kind == gs.InputKind.USER_INPUT:
-            if isinstance(spec.arg, gs.ConstantArgument):
-                ctx.values[node] = spec.arg.value
-                continue
-            value = ir.Value(name=node.name)
-            value.meta["fx_name"] = node.name
-            ctx.set_type(value, example)
-            ctx.values[node] = value
-            inputs.append(value)
-        elif spec.kind in (gs.InputKind.PARAMETER, gs.InputKind.BUFFER, gs.InputKind.CONSTANT_TENSOR):
-            tensor = _lifted_tensor(program, spec)
-            ctx.values[node] = _initializer(ctx, spec.target or node.name, node.name, tensor, example)
-        elif spec.kind == gs.InputKind.TOKEN:
-            ctx.values[node] = None
-        else:
-            raise UnsupportedArgumentError(
-                f"Input {node.name} of kind {spec.kind.name} cannot be exported to ONNX "
-                "(custom objects have no ONNX representation)."
-            )
+    for node, spec in signature.user_inputs:
+        if isinstance(spec.arg, gs.ConstantArgument):
+            ctx.values[node] = spec.arg.value
+            continue
+        value = ir.Value(name=node.name)
+        value.meta["fx_name"] = node.name
+        ctx.set_type(value, node.meta.get("val"))
+        ctx.values[node] = value
+        inputs.append(value)
+    for node, spec in signature.lifted:
+        tensor = _lifted_tensor(program, spec)
+        ctx.values[node] = _initializer(ctx, spec.target or node.name, node.name, tensor, node.meta.get("val"))
+    for node in signature.tokens:
+        ctx.values[node] = None
     return inputs
 
 
@@ -443,22 +435,24 @@ def _translation_error(node: torch.fx.Node, exc: Exception, ctx: TranslationCont
 # -- outputs -------------------------------------------------------------------------------------
 
 
-def _outputs(ctx: TranslationContext, node: torch.fx.Node) -> list[ir.Value]:
+def _outputs(ctx: TranslationContext, entries: Sequence[OutputEntry]) -> list[ir.Value]:
+    """The graph outputs for ``entries``: each a value of its own, inputs passed through as-is.
+
+    An input returned unchanged stays the graph input itself, so the output keeps the input's
+    name (ONNX allows it and torch.onnx does the same); a value returned twice, an initializer
+    or a Python constant gets an Identity, since a graph output must be a distinct value.
+    """
     outputs: list[ir.Value] = []
     seen: set[int] = set()
-    specs = ctx.program.graph_signature.output_specs
-    for arg, spec in zip(node.args[0], specs, strict=True):
-        if spec.kind == gs.OutputKind.TOKEN:
-            continue
-        value = _convert_argument(ctx, arg)
-        example = _meta(arg)
+    for entry in entries:
+        value = _convert_argument(ctx, entry.arg)
         if not isinstance(value, ir.Value):
-            value = ctx.tracer.constant(value if value is not None else 0)
-        if id(value) in seen or value.producer() is None or value.is_graph_input() or value.is_initializer():
-            # An ONNX graph output must be produced by a node of its own.
+            value = ctx.tracer.constant(value)
+        passthrough = value.is_graph_input() and id(value) not in seen
+        if not passthrough and (id(value) in seen or value.producer() is None or value.is_initializer()):
             value = ctx.tracer.op("Identity", [value], infer=False)
-            value.name = ctx.tracer.fresh_name(getattr(arg, "name", "output"))
-            ctx.set_type(value, example)
+            value.name = ctx.tracer.fresh_name(getattr(entry.arg, "name", "output"))
+            ctx.set_type(value, entry.example)
         seen.add(id(value))
         outputs.append(value)
     return outputs
@@ -470,19 +464,23 @@ def translate(
     *,
     opset_version: int,
     symbol_names: Mapping[str, str],
+    signature: ProgramSignature | None = None,
+    state_outputs: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[ir.Graph, GraphTracer]:
-    """Build the ONNX graph for ``program``."""
+    """Build the ONNX graph for ``program``: the user's outputs, then (``state_outputs``) the new
+    values of mutated buffers and inputs."""
     graph = ir.Graph([], [], nodes=[], name="main_graph", opset_imports={"": opset_version})
     tracer = GraphTracer(graph, opset_version)
-    ctx = TranslationContext(program, table, tracer, dict(symbol_names))
+    signature = signature or ProgramSignature.of(program)
+    ctx = TranslationContext(program, table, tracer, dict(symbol_names), signature)
     graph.inputs.extend(_placeholders(ctx))
     ctx.named.update(v.name for v in graph.inputs)
     ctx.named.update(graph.initializers)
     with tracer.active():
-        output_node = _walk(ctx, program.graph.nodes, program.graph_module, progress=progress, raw_output=True)
+        _walk(ctx, program.graph.nodes, program.graph_module, progress=progress)
         tracer.node_metadata = {}
-        graph.outputs.extend(_outputs(ctx, output_node))
+        graph.outputs.extend(_outputs(ctx, signature.graph_outputs(state_outputs)))
     graph.opset_imports.update(tracer.opset_imports)
     return graph, tracer
 
@@ -493,7 +491,6 @@ def _walk(
     owner: torch.nn.Module,
     *,
     progress: Callable[[int, int], None] | None = None,
-    raw_output: bool = False,
 ) -> Any:
     """Translate FX nodes in order; return the output node's argument (or the node itself)."""
     nodes = list(nodes)
@@ -513,7 +510,7 @@ def _walk(
             except Exception as exc:  # noqa: BLE001 - re-raised with the node's context
                 raise _translation_error(node, exc, ctx) from exc
         elif node.op == "output":
-            return node if raw_output else node.args[0]
+            return node.args[0]
         elif node.op == "get_attr":
             attr = getattr(owner, node.target)
             if isinstance(attr, torch.Tensor):

@@ -17,9 +17,10 @@ from typing import Any, Mapping, Sequence
 import torch
 from torch.export import graph_signature as gs
 
-from torch_onnx_fx.dynamic_shapes import flatten_user_inputs
+from torch_onnx_fx.errors import UnsupportedArgumentError, VerificationError
+from torch_onnx_fx.signature import ProgramSignature
 
-__all__ = ["VerificationInfo", "verify_onnx_program", "verify", "first_divergence", "tolerance_for"]
+__all__ = ["VerificationInfo", "verify_onnx_program", "verify", "first_divergence", "tolerance_for", "check_output_count"]
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ def _histogram(diff: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _fx_values(program: torch.export.ExportedProgram, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """Every FX node's value for the given inputs, by node name."""
-    user_inputs = iter(flatten_user_inputs(program, args, kwargs))
+    user_inputs = iter(ProgramSignature.of(program).flatten(args, kwargs))
     placeholders: list[Any] = []
     for spec in program.graph_signature.input_specs:
         if spec.kind == gs.InputKind.USER_INPUT:
@@ -162,30 +163,46 @@ def verify(
     compare_intermediates: bool = False,
     rtol: float | None = None,
     atol: float | None = None,
+    backend: str = "onnxruntime",
 ) -> list[VerificationInfo]:
-    """``verify_onnx_program`` with tolerances other than :func:`tolerance_for`'s."""
+    """``verify_onnx_program`` with tolerances other than :func:`tolerance_for`'s, run on
+    ``backend``: ``"onnxruntime"`` or ``"reference"`` (ONNX's reference evaluator)."""
+    runners = {"onnxruntime": "__call__", "reference": "call_reference"}
+    if backend not in runners:
+        raise UnsupportedArgumentError(f"backend={backend!r} is not supported; use one of {sorted(runners)}.")
     program = onnx_program.exported_program
     if program is None:
-        raise ValueError("verify_onnx_program needs an ONNXProgram that keeps its ExportedProgram.")
+        raise UnsupportedArgumentError("verify_onnx_program needs an ONNXProgram that keeps its ExportedProgram.")
     if args is None and kwargs is None:
         example = getattr(program, "example_inputs", None)
         if example is None:
-            raise ValueError("No example inputs are stored in the ExportedProgram; pass args.")
+            raise UnsupportedArgumentError("No example inputs are stored in the ExportedProgram; pass args.")
         args, kwargs = example
     args, kwargs = tuple(args or ()), dict(kwargs or {})
     fx_values = _fx_values(program, args, kwargs)
-    output_node = next(n for n in reversed(program.graph.nodes) if n.op == "output")
-    expected_outputs = [fx_values[a.name] if isinstance(a, torch.fx.Node) else a for a in output_node.args[0]]
-    actual_outputs = onnx_program(*args, **kwargs)
+    entries = onnx_program.output_entries
+    expected_outputs = [fx_values[e.arg.name] if isinstance(e.arg, torch.fx.Node) else e.arg for e in entries]
+    actual_outputs = list(getattr(onnx_program, runners[backend])(*args, **kwargs))
     graph = onnx_program.model.graph
+    check_output_count(len(expected_outputs), len(actual_outputs), [v.name for v in graph.outputs])
     infos = [
         VerificationInfo.from_tensors(value.name, expected, actual, rtol=rtol, atol=atol)
-        for value, expected, actual in zip(graph.outputs, expected_outputs, actual_outputs)
-        if isinstance(expected, (torch.Tensor, int, float, bool))
+        for value, expected, actual in zip(graph.outputs, expected_outputs, actual_outputs, strict=True)
     ]
     if compare_intermediates:
         infos = _intermediates(onnx_program, program, fx_values, args, kwargs, rtol, atol) + infos
     return infos
+
+
+def check_output_count(expected: int, actual: int, names: Sequence[str] = ()) -> None:
+    """Raise when the ONNX model returned another number of outputs than PyTorch: comparing
+    the common prefix would pass a model that lost (or gained) an output."""
+    if expected != actual:
+        shown = f" (graph outputs: {list(names)})" if names else ""
+        raise VerificationError(
+            f"The ONNX model returned {actual} output(s) but PyTorch returned {expected}{shown}. "
+            "Outputs are compared one to one, in order; None outputs are left out on both sides."
+        )
 
 
 def _intermediates(

@@ -1,0 +1,242 @@
+"""Options: the arguments of one ``export`` call, normalised once into a record.
+
+``export`` takes ``torch.onnx.export``'s arguments, legacy ones included. Everything that decides
+what they mean lives here, before any work is done: an ``ExportableModule``'s own recipe, the
+TorchScript-era arguments (accepted with a ``DeprecationWarning`` where ignoring them changes
+nothing, refused where the user asked for something this exporter does not do), the opset range,
+torch.onnx's rule that a ``dict`` ending ``args`` is the keyword arguments, and the conversion of
+legacy ``dynamic_axes`` to ``dynamic_shapes``. The stages read the resulting :class:`ExportOptions`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import logging
+import os
+import warnings
+from typing import Any, Collection, Mapping, Sequence
+
+import onnx
+import torch
+
+from torch_onnx_fx.dynamic_shapes import from_dynamic_axes
+from torch_onnx_fx.errors import UnsupportedArgumentError
+from torch_onnx_fx.exportable import export_recipe
+
+__all__ = ["ExportOptions", "resolve", "UNSET", "DEFAULT_OPSET", "TORCHLIB_OPSET", "MIN_OPSET", "max_opset"]
+
+logger = logging.getLogger(__name__)
+
+# The opset used when ``opset_version`` is None: the newest one ONNX Runtime and the major
+# back ends have supported for long, the same default as torch.onnx.
+DEFAULT_OPSET = 20
+# torchlib's translations are written for opset 18; graphs are built directly at the requested
+# opset (see the tracer's opset adapters for what changed before and after it).
+TORCHLIB_OPSET = 18
+# The oldest opset a graph can be built at.
+MIN_OPSET = 18
+
+
+def max_opset() -> int:
+    """The newest opset the installed ``onnx`` defines."""
+    return onnx.defs.onnx_opset_version()
+
+
+class _Default(enum.Enum):
+    """Marks legacy arguments the caller did not pass, to warn only on explicit use."""
+
+    UNSET = 0
+
+
+UNSET = _Default.UNSET
+
+
+@dataclasses.dataclass
+class ExportOptions:
+    """One export call, normalised: what the stages read."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    opset_version: int
+    dynamic_shapes: Any
+    dynamic_axes: Mapping[str, Any] | None
+    input_names: Sequence[str] | None
+    output_names: Sequence[str] | None
+    custom_translation_table: Mapping[Any, Any] | None
+    optimize: bool
+    state_outputs: bool
+    extra_opsets: dict[str, int]
+    verbose: bool | None
+    # Where and how to save, when ``f`` was given.
+    f: str | os.PathLike[str] | None
+    external_data: bool
+    export_params: bool
+    keep_initializers_as_inputs: bool
+    # Artifacts and checks (see diagnostics).
+    report: bool
+    verify: bool
+    profile: bool
+    dump_exported_program: bool
+    artifacts_dir: str | os.PathLike[str]
+
+    @property
+    def diagnostics(self) -> dict[str, Any]:
+        return dict(
+            report=self.report, verify=self.verify, profile=self.profile,
+            dump_exported_program=self.dump_exported_program, artifacts_dir=self.artifacts_dir,
+        )
+
+
+def _legacy_arguments(legacy: Mapping[str, Any]) -> dict[str, int]:
+    """Validate the TorchScript-era arguments; return custom opsets to import."""
+
+    def deprecated(name: str, why: str) -> None:
+        warnings.warn(f"'{name}' is deprecated and has no effect with torch_onnx_fx: {why}", DeprecationWarning, stacklevel=5)
+
+    training = legacy.get("training", UNSET)
+    if training is not UNSET:
+        mode = getattr(training, "name", str(training))
+        if mode == "TRAINING":
+            raise UnsupportedArgumentError(
+                "training=TrainingMode.TRAINING is not supported: put the model in the mode you "
+                "want to export (model.train() or model.eval()) before calling export."
+            )
+        deprecated("training", "the model is exported in the mode it is in; call model.eval() first.")
+    operator_export_type = legacy.get("operator_export_type", UNSET)
+    if operator_export_type is not UNSET:
+        if getattr(operator_export_type, "name", "ONNX") != "ONNX":
+            raise UnsupportedArgumentError(
+                f"operator_export_type={operator_export_type} is not supported: only standard ONNX "
+                "operators (OperatorExportTypes.ONNX) are produced."
+            )
+        deprecated("operator_export_type", "only ONNX operators are produced.")
+    if legacy.get("do_constant_folding", UNSET) is not UNSET:
+        deprecated("do_constant_folding", "constant folding is part of optimize=True; pass optimize=False to skip it.")
+    as_functions = legacy.get("export_modules_as_functions", UNSET)
+    if as_functions is not UNSET:
+        if as_functions:
+            raise UnsupportedArgumentError(
+                "export_modules_as_functions is not supported by the torch.export-based exporter; "
+                "module structure is kept in node metadata (namespace, name scopes) instead."
+            )
+        deprecated("export_modules_as_functions", "modules are recorded in node metadata.")
+    if legacy.get("autograd_inlining", UNSET) is not UNSET:
+        deprecated("autograd_inlining", "torch.export always inlines autograd functions.")
+    custom_opsets = legacy.get("custom_opsets", UNSET)
+    opsets: dict[str, int] = {}
+    if custom_opsets is not UNSET and custom_opsets is not None:
+        deprecated("custom_opsets", "custom domains are imported at the versions their translations declare; the given versions are applied on top.")
+        for domain, version in dict(custom_opsets).items():
+            if not isinstance(domain, str) or not isinstance(version, int):
+                raise UnsupportedArgumentError(f"custom_opsets must map domain names to int versions, got {custom_opsets!r}.")
+            opsets[domain] = version
+    return opsets
+
+
+def _opset(opset_version: Any) -> int:
+    if opset_version is None:
+        return DEFAULT_OPSET
+    newest = max_opset()
+    if isinstance(opset_version, bool) or not isinstance(opset_version, int) or not MIN_OPSET <= opset_version <= newest:
+        raise UnsupportedArgumentError(
+            f"opset_version={opset_version!r} is not supported: torch_onnx_fx builds opsets "
+            f"{MIN_OPSET} to {newest} (the newest the installed onnx defines; default {DEFAULT_OPSET})."
+        )
+    return opset_version
+
+
+def _split_trailing_kwargs(args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """torch.onnx's (and the TorchScript exporter's) rule: without ``kwargs``, a dict that ends
+    ``args`` holds the keyword arguments: ``export(m, (x, {"b": y}))`` calls ``m(x, b=y)``."""
+    if not kwargs and args and isinstance(args[-1], dict):
+        return args[:-1], dict(args[-1])
+    return args, dict(kwargs or {})
+
+
+def resolve(
+    model: Any,
+    args: Any,
+    *,
+    kwargs: Mapping[str, Any] | None,
+    f: str | os.PathLike[str] | None,
+    verbose: bool | None,
+    input_names: Sequence[str] | None,
+    output_names: Sequence[str] | None,
+    opset_version: int | None,
+    dynamo: bool,
+    external_data: bool,
+    dynamic_shapes: Any,
+    custom_translation_table: Mapping[Any, Any] | None,
+    report: bool,
+    optimize: bool,
+    verify: bool,
+    profile: bool,
+    dump_exported_program: bool,
+    artifacts_dir: str | os.PathLike[str],
+    export_params: bool,
+    keep_initializers_as_inputs: bool,
+    dynamic_axes: Mapping[str, Any] | None,
+    state_outputs: bool,
+    legacy: Mapping[str, Any],
+) -> ExportOptions:
+    """Normalise ``export``'s arguments; raise :class:`UnsupportedArgumentError` for bad ones."""
+    recipe = export_recipe(model)
+    if recipe is not None:
+        # An ExportableModule's own recipe fills whatever the call leaves out.
+        if args == () and not kwargs:
+            args, kwargs = recipe["args"], recipe["kwargs"]
+        if dynamic_shapes is None and dynamic_axes is None:
+            dynamic_shapes = recipe["dynamic_shapes"]
+        input_names = input_names if input_names is not None else recipe["input_names"]
+        output_names = output_names if output_names is not None else recipe["output_names"]
+    if not dynamo:
+        raise UnsupportedArgumentError(
+            "dynamo=False (the TorchScript exporter) is not implemented by torch_onnx_fx; only the "
+            "torch.export path is. Remove dynamo=False, or call torch.onnx.export for TorchScript."
+        )
+    extra_opsets = _legacy_arguments(legacy)
+    opset = _opset(opset_version)
+    if dynamic_shapes is not None and dynamic_axes is not None:
+        raise UnsupportedArgumentError("Pass either dynamic_shapes or the legacy dynamic_axes, not both.")
+    if f is None and (not export_params or keep_initializers_as_inputs):
+        warnings.warn(
+            "export_params and keep_initializers_as_inputs only apply when f is given; use "
+            "ONNXProgram.save(include_initializers=..., keep_initializers_as_inputs=...) instead.",
+            stacklevel=3,
+        )
+    if not isinstance(args, tuple):
+        args = (args,)
+    is_program = isinstance(model, torch.export.ExportedProgram)
+    if not is_program:
+        args, kwargs = _split_trailing_kwargs(args, kwargs)
+    kwargs = dict(kwargs or {})
+    if is_program and dynamic_axes is not None:
+        raise UnsupportedArgumentError("dynamic_axes cannot be applied to an ExportedProgram; its shapes are fixed.")
+    if is_program and dynamic_shapes is not None:
+        raise UnsupportedArgumentError("dynamic_shapes cannot be applied to an ExportedProgram; pass them to torch.export.export.")
+    if dynamic_axes is not None:
+        dynamic_shapes = from_dynamic_axes(model, args, kwargs, dynamic_axes, input_names, output_names)
+    return ExportOptions(
+        args=args,
+        kwargs=kwargs,
+        opset_version=opset,
+        dynamic_shapes=dynamic_shapes,
+        dynamic_axes=dynamic_axes,
+        input_names=input_names,
+        output_names=output_names,
+        custom_translation_table=custom_translation_table,
+        optimize=optimize,
+        state_outputs=bool(state_outputs),
+        extra_opsets=extra_opsets,
+        verbose=verbose,
+        f=f,
+        external_data=external_data,
+        export_params=export_params,
+        keep_initializers_as_inputs=keep_initializers_as_inputs,
+        report=report,
+        verify=verify,
+        profile=profile,
+        dump_exported_program=dump_exported_program,
+        artifacts_dir=artifacts_dir,
+    )

@@ -1,0 +1,152 @@
+"""Signature: one record of what an ExportedProgram takes and returns, built once after capture.
+
+torch.export's ``graph_signature`` mixes what the user passes and gets back with what the program
+needs internally: lifted parameters, buffers and constants among the inputs; updated buffers and
+mutated inputs ahead of the user's outputs; effect tokens on both sides. Every later stage needs
+the user's view of it — translate (which outputs the ONNX graph has), annotate (input/output
+kinds), ``ONNXProgram`` (how ``program(*args)`` maps onto graph inputs and what it returns) and
+verification (which eager values to compare). Reading the specs in each of them is how the
+stages came to disagree; they read this record instead.
+
+The ONNX graph's outputs are the user's outputs, in the user's order, without ``None`` (as
+torch.onnx's). State updates — new values of mutated buffers and inputs — are appended after them
+only when the caller opts in (``export(..., state_outputs=True)``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Any, Mapping, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+from torch.export import graph_signature as gs
+
+from torch_onnx_fx.errors import UnsupportedArgumentError
+
+__all__ = ["ProgramSignature", "OutputEntry", "flatten_user_inputs"]
+
+logger = logging.getLogger(__name__)
+
+_LIFTED_KINDS = (gs.InputKind.PARAMETER, gs.InputKind.BUFFER, gs.InputKind.CONSTANT_TENSOR)
+_STATE_KINDS = (gs.OutputKind.BUFFER_MUTATION, gs.OutputKind.USER_INPUT_MUTATION)
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputEntry:
+    """One output of the program as the user sees it.
+
+    ``arg`` is the FX output argument (a node, or a Python constant such as ``None`` or an int);
+    ``kind`` the spec's kind; ``target`` the mutated buffer or input name for state updates.
+    """
+
+    arg: Any
+    kind: gs.OutputKind
+    target: str | None = None
+
+    @property
+    def example(self) -> Any:
+        return self.arg.meta.get("val") if isinstance(self.arg, torch.fx.Node) else self.arg
+
+    @property
+    def is_complex(self) -> bool:
+        example = self.example
+        return isinstance(example, torch.Tensor) and example.is_complex()
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramSignature:
+    """The user's view of a program's inputs and outputs, and where the rest went."""
+
+    # (placeholder, spec) for every user input, constant ones included, in call order.
+    user_inputs: tuple[tuple[torch.fx.Node, gs.InputSpec], ...]
+    # (placeholder, spec) for lifted parameters, buffers and constant tensors.
+    lifted: tuple[tuple[torch.fx.Node, gs.InputSpec], ...]
+    # Placeholders of effect tokens.
+    tokens: tuple[torch.fx.Node, ...]
+    # The user's outputs in order (None included: the graph leaves them out).
+    user_outputs: tuple[OutputEntry, ...]
+    # New values of mutated buffers and inputs.
+    state_updates: tuple[OutputEntry, ...]
+    in_spec: Any = None
+
+    @classmethod
+    def of(cls, program: torch.export.ExportedProgram) -> ProgramSignature:
+        placeholders = [n for n in program.graph.nodes if n.op == "placeholder"]
+        specs = program.graph_signature.input_specs
+        if len(placeholders) != len(specs):
+            raise UnsupportedArgumentError("The ExportedProgram's placeholders do not match its input specs.")
+        user_inputs, lifted, tokens = [], [], []
+        for node, spec in zip(placeholders, specs):
+            if spec.kind == gs.InputKind.USER_INPUT:
+                user_inputs.append((node, spec))
+            elif spec.kind in _LIFTED_KINDS:
+                lifted.append((node, spec))
+            elif spec.kind == gs.InputKind.TOKEN:
+                tokens.append(node)
+            else:
+                raise UnsupportedArgumentError(
+                    f"Input {node.name} of kind {spec.kind.name} cannot be exported to ONNX "
+                    "(custom objects have no ONNX representation)."
+                )
+        output_node = next(n for n in reversed(program.graph.nodes) if n.op == "output")
+        user_outputs, state_updates = [], []
+        for arg, spec in zip(output_node.args[0], program.graph_signature.output_specs, strict=True):
+            if spec.kind == gs.OutputKind.TOKEN:
+                continue
+            entry = OutputEntry(arg, spec.kind, spec.target)
+            (state_updates if spec.kind in _STATE_KINDS else user_outputs).append(entry)
+        return cls(
+            tuple(user_inputs), tuple(lifted), tuple(tokens), tuple(user_outputs), tuple(state_updates),
+            program.call_spec.in_spec,
+        )
+
+    # -- inputs -------------------------------------------------------------------------------
+
+    @property
+    def tensor_inputs(self) -> list[tuple[torch.fx.Node, gs.InputSpec]]:
+        """User inputs that become ONNX graph inputs (constant arguments are baked in)."""
+        return [(n, s) for n, s in self.user_inputs if not isinstance(s.arg, gs.ConstantArgument)]
+
+    def flatten(self, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[Any]:
+        """``(args, kwargs)`` flattened in the order of the user inputs, one entry each."""
+        return flatten_user_inputs(self.in_spec, args, kwargs)
+
+    def graph_feeds(self, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[Any]:
+        """The values for the ONNX graph inputs: ``flatten`` less the constant arguments."""
+        flat = self.flatten(args, kwargs)
+        if len(flat) != len(self.user_inputs):
+            raise UnsupportedArgumentError(
+                f"The model was exported with {len(self.user_inputs)} input(s) after flattening, "
+                f"but {len(flat)} were given."
+            )
+        return [v for v, (_, s) in zip(flat, self.user_inputs) if not isinstance(s.arg, gs.ConstantArgument)]
+
+    # -- outputs ------------------------------------------------------------------------------
+
+    def graph_outputs(self, state_outputs: bool = False) -> list[OutputEntry]:
+        """The entries that become ONNX graph outputs, in order."""
+        entries = [e for e in self.user_outputs if e.arg is not None]
+        if state_outputs:
+            entries += self.state_updates
+        return entries
+
+
+def flatten_user_inputs(in_spec: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[Any]:
+    """Flatten ``(args, kwargs)`` as the program's input spec orders them.
+
+    torch.export orders keyword arguments as its input spec records them, which need not be the
+    order the caller wrote them in.
+    """
+    kwargs = dict(kwargs or {})
+    if in_spec is not None and kwargs and in_spec.num_children == 2:
+        kw_spec = in_spec.children_specs[1]
+        order = list(kw_spec.context or [])
+        extra = [k for k in kwargs if k not in order]
+        if extra:
+            raise UnsupportedArgumentError(
+                f"Unexpected keyword arguments {extra}; the model was exported with {order}."
+            )
+        kwargs = {k: kwargs[k] for k in order if k in kwargs}
+    return pytree.tree_leaves((tuple(args), kwargs), is_leaf=lambda x: x is None)
