@@ -16,7 +16,7 @@ import onnx_ir as ir
 import torch
 
 from torch_onnx_fx import annotate, capture, decompose, naming, optimize as optimize_stage, options as options_module, translate
-from torch_onnx_fx import _state
+from torch_onnx_fx import _state, dtypes
 from torch_onnx_fx.dynamic_shapes import prepare_dynamic_shapes
 from torch_onnx_fx.options import DEFAULT_OPSET, TORCHLIB_OPSET, UNSET
 from torch_onnx_fx.program import ONNXProgram
@@ -144,7 +144,7 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
     annotate.annotate_graph(graph, program, signature.graph_outputs(opts.state_outputs))
     model_ir = ir.Model(
         graph,
-        ir_version=10,
+        ir_version=dtypes.DEFAULT_IR_VERSION,
         producer_name="torch_onnx_fx",
         producer_version=_state.version(),
         functions=list(tracer.functions.values()),
@@ -156,6 +156,7 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
             optimize_stage.optimize(model_ir)
         phase.detail = f"{len(model_ir.graph)} nodes" + ("" if opts.optimize else " (optimize=False)")
     graph.opset_imports.update(opts.extra_opsets)
+    model_ir.ir_version = dtypes.ir_version_for(model_ir)
 
     naming.rename_inputs(graph, opts.input_names, signature)
     naming.rename_outputs(graph, opts.output_names)

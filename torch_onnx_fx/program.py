@@ -75,7 +75,17 @@ _NON_NUMPY_TYPES = {
 }
 
 
+def _packed_float4(value: Any) -> torch.Tensor:
+    """FLOAT4E2M1 values (one a byte from ORT) packed two a byte, low nibble first, as torch's
+    ``float4_e2m1fn_x2`` holds them (the ONNX shape's last dim is twice torch's)."""
+    nibbles = torch.from_numpy(np.ascontiguousarray(value.numpy()).view(np.uint8)) & 0x0F
+    pairs = nibbles.reshape(*nibbles.shape[:-1], -1, 2)
+    return (pairs[..., 0] | (pairs[..., 1] << 4)).contiguous().view(torch.float4_e2m1fn_x2)
+
+
 def _from_ort_output(value: Any) -> torch.Tensor:
+    if value.data_type() == "tensor(float4e2m1)":
+        return _packed_float4(value)
     torch_dtype = _NON_NUMPY_TYPES.get(value.data_type())
     if torch_dtype is not None:
         result = torch.empty(value.shape(), dtype=torch_dtype)
@@ -297,6 +307,10 @@ class ONNXProgram:
         """The ONNX inputs for ``args``/``kwargs``, flattened as the export flattened them."""
         graph_inputs = self.model.graph.inputs
         signature = self.signature
+        if kwargs and not args and self._feeds_by_input_name(kwargs):
+            # program(**{onnx_input_name: value}): what tools built on torch.onnx's ONNXProgram
+            # (InputObserver.check_discrepancies) do.
+            return [kwargs[v.name] for v in graph_inputs]
         flat = [*args, *(kwargs or {}).values()] if signature is None else signature.graph_feeds(args, kwargs)
         if len(flat) != len(graph_inputs):
             raise UnsupportedArgumentError(
@@ -304,6 +318,16 @@ class ONNXProgram:
                 f"but {len(flat)} were given."
             )
         return flat
+
+    def _feeds_by_input_name(self, kwargs: Mapping[str, Any]) -> bool:
+        """Whether keyword arguments name every graph input (and are not the model's own
+        keyword arguments, which take precedence)."""
+        names = {v.name for v in self.model.graph.inputs}
+        if set(kwargs) != names:
+            return False
+        in_spec = self.signature.in_spec if self.signature is not None else None
+        exported_kwargs = set(in_spec.children_specs[1].context or []) if in_spec is not None and in_spec.num_children == 2 else set()
+        return not set(kwargs) <= exported_kwargs
 
     def _run(self, output_names: Sequence[str] | None, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[torch.Tensor]:
         if self._inference_session is None:

@@ -402,10 +402,12 @@ class GraphTracer:
                 flat.extend(value)
             else:
                 flat.append(value)
+        # onnxscript's eager convention fills every attribute with its default; an ONNX node
+        # carries only those that differ (smaller graphs, and what back ends key fusions on).
         attributes = {
             name: attr
             for name, (param, value) in attrs.items()
-            if (attr := self.to_attribute(param, value)) is not None
+            if (attr := self.to_attribute(param, value)) is not None and not _is_default(param, attr)
         }
         num_outputs = self._num_outputs(op, signature, flat, attributes)
         flat, attributes = self._adapt_to_opset(op, flat, attributes)
@@ -523,6 +525,15 @@ class GraphTracer:
         # A TracedOnnxFunction's own __call__ takes ``self``, which clashes with ATen's ``self``.
         target = function.func if isinstance(function, onnxscript_values.TracedOnnxFunction) else function
         return target(**call_kwargs)
+
+
+def _is_default(param: ir.schemas.AttributeParameter, attr: ir.Attr) -> bool:
+    default = param.default
+    if default is None or default.type != attr.type:
+        return False
+    if attr.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS, ir.AttributeType.TENSOR, ir.AttributeType.TENSORS):
+        return False
+    return default.value == attr.value
 
 
 def _dft_axis_as_input(

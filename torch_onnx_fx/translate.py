@@ -18,10 +18,11 @@ from typing import Any, Callable, Mapping, Sequence
 import onnx_ir as ir
 import sympy
 import torch
-from onnx_ir.tensor_adapters import TorchTensor, from_torch_dtype
+from onnx_ir.tensor_adapters import TorchTensor
 from torch.export import graph_signature as gs
 
 from torch_onnx_fx import annotate, inplace, promotion, zero_dim
+from torch_onnx_fx.dtypes import SUB_BYTE, is_carried, onnx_dims, onnx_dtype
 from torch_onnx_fx.errors import MissingTranslationError, TranslationError, UnsupportedArgumentError
 from torch_onnx_fx.registry import TranslationTable, choose
 from torch_onnx_fx.signature import OutputEntry, ProgramSignature
@@ -86,11 +87,11 @@ class TranslationContext:
             if example.is_complex():
                 # Complex tensors travel as real tensors with a trailing dim of 2 (real, imag),
                 # the representation torchlib's complex translations use.
-                value.type = ir.TensorType(from_torch_dtype(example.real.dtype))
+                value.type = ir.TensorType(onnx_dtype(example.real.dtype))
                 value.shape = ir.Shape([*self.shape(example), 2])
             else:
-                value.type = ir.TensorType(from_torch_dtype(example.dtype))
-                value.shape = self.shape(example)
+                value.type = ir.TensorType(onnx_dtype(example.dtype))
+                value.shape = ir.Shape(onnx_dims(example.dtype, list(self.shape(example))))
         elif isinstance(example, (torch.SymInt, int)) and not isinstance(example, bool):
             value.type = ir.TensorType(ir.DataType.INT64)
             value.shape = ir.Shape([])
@@ -178,7 +179,7 @@ def _convert_argument(ctx: TranslationContext, arg: Any) -> Any:
     if isinstance(arg, (list, tuple)):
         return [_convert_argument(ctx, a) for a in arg]
     if isinstance(arg, torch.dtype):
-        return int(from_torch_dtype(arg))
+        return int(onnx_dtype(arg))
     if isinstance(arg, _DROPPED_TYPES):
         return None
     return arg
@@ -304,17 +305,23 @@ def _finish_value(ctx: TranslationContext, value: ir.Value, example: Any, name: 
     produces gets a Cast, so a wrong dtype can never leak out silently.
     """
     tracer = ctx.tracer
-    if value.producer() is None or value.name in ctx.named or value.const_value is not None:
+    # An initializer a translation made for this very node (named after it) is that node's value.
+    own_initializer = value.is_initializer() and value.name == name and name not in ctx.named
+    if not own_initializer and (value.producer() is None or value.name in ctx.named or value.const_value is not None):
         value = tracer.op("Identity", [value], infer=False)
-    if isinstance(example, torch.Tensor):
-        expected = from_torch_dtype(example.real.dtype if example.is_complex() else example.dtype)
+    carried = isinstance(example, torch.Tensor) and is_carried(value.dtype, example.dtype)
+    if isinstance(example, torch.Tensor) and not carried:
+        expected = onnx_dtype(example.real.dtype if example.is_complex() else example.dtype)
         if expected is not None and value.dtype is not None and value.dtype != expected:
             value = ctx.cast(value, expected)
     elif isinstance(example, (torch.SymInt, int)) and not isinstance(example, bool) and value.dtype not in (None, ir.DataType.INT64):
         value = ctx.cast(value, ir.DataType.INT64)
     value.name = name
     ctx.named.add(name)
+    declared = value.dtype
     ctx.set_type(value, example)
+    if carried:
+        value.dtype = declared
     return value
 
 
@@ -395,7 +402,7 @@ def _complex_scalars(ctx: TranslationContext, translation: Any, args: list[Any],
     }
     if not complex_constraints:
         return args
-    real_dtype = from_torch_dtype(next(iter(complex_constraints.values())).real.dtype)
+    real_dtype = onnx_dtype(next(iter(complex_constraints.values())).real.dtype)
     converted = list(args)
     for i, (param, value) in enumerate(zip(params, args)):
         if (
@@ -448,7 +455,8 @@ def _outputs(ctx: TranslationContext, entries: Sequence[OutputEntry]) -> list[ir
         value = _convert_argument(ctx, entry.arg)
         if not isinstance(value, ir.Value):
             value = ctx.tracer.constant(value)
-        passthrough = value.is_graph_input() and id(value) not in seen
+        # Sub-byte initializers stay outputs as they are: below opset 23 no Identity takes them.
+        passthrough = (value.is_graph_input() or (value.is_initializer() and value.dtype in SUB_BYTE)) and id(value) not in seen
         if not passthrough and (id(value) in seen or value.producer() is None or value.is_initializer()):
             value = ctx.tracer.op("Identity", [value], infer=False)
             value.name = ctx.tracer.fresh_name(getattr(entry.arg, "name", "output"))

@@ -16,6 +16,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     nn,
     normalization,
     onnx_ops,
+    packed,
     padding,
     pooling,
     prims,

@@ -13,6 +13,7 @@ import numpy as np
 import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
+from onnxscript import opset23
 
 from torch_onnx_fx.ops import _tensors as tx
 from torch_onnx_fx.registry import arg_example, limit_torchlib, register
@@ -200,6 +201,46 @@ def aten_sdpa_any_rank(
         else:
             scores = op.Add(scores, op.CastLike(attn_mask, scores))
     return op.MatMul(op.Softmax(scores, axis=-1), value)
+
+
+def _attention_op_fits(node: Any) -> bool:
+    """sdpa that ONNX's Attention (opset 23) computes exactly: [B, H, L, E] inputs, no dropout,
+    a boolean mask or one of the query's dtype."""
+    query = arg_example(node)
+    if not isinstance(query, torch.Tensor) or query.dim() != 4:
+        return False
+    dropout = node.args[4] if len(node.args) > 4 else node.kwargs.get("dropout_p", 0.0)
+    mask = arg_example(node, 3)
+    if mask is None and isinstance(node.kwargs.get("attn_mask"), torch.fx.Node):
+        mask = node.kwargs["attn_mask"].meta.get("val")
+    mask_ok = mask is None or mask.dtype in (torch.bool, query.dtype)
+    return dropout == 0.0 and mask_ok
+
+
+@register("aten::scaled_dot_product_attention", min_opset=23, supports=_attention_op_fits)
+def aten_sdpa_opset23(
+    query: ir.Value,
+    key: ir.Value,
+    value: ir.Value,
+    attn_mask: ir.Value | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> ir.Value:
+    """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None,
+    float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor
+
+    One standard Attention node: same masks (True attends; float masks add), same top-left
+    causal alignment, grouped K/V heads from the shapes. Only non-default attributes are set.
+    """
+    attributes: dict[str, Any] = {}
+    if is_causal:
+        attributes["is_causal"] = 1
+    if scale is not None:
+        attributes["scale"] = float(scale)
+    output, *_ = opset23.Attention(query, key, value, attn_mask, **attributes)
+    return output
 
 
 def _lstm_without_projections(node: Any) -> bool:

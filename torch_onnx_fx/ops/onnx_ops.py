@@ -36,14 +36,17 @@ def _attributes(kwargs: dict[str, Any]) -> dict[str, Any]:
     return attributes
 
 
-def _emit(ctx: Any, inputs: Sequence[ir.Value | None], op_type: str, count: int, kwargs: dict[str, Any]) -> Any:
+def _emit(ctx: Any, inputs: Sequence[ir.Value | None], op_type: str, dtypes: Sequence[int], kwargs: dict[str, Any]) -> Any:
     domain = kwargs.get("domain", "") or ""
     version = kwargs.get("version")
     if domain not in ("", "ai.onnx"):
         ctx.tracer.opset_imports.setdefault(domain, version if version is not None else 1)
     before = len(ctx.tracer.graph)
-    result = ctx.tracer.op(op_type, list(inputs), _attributes(kwargs), domain=domain, num_outputs=count, infer=False)
+    result = ctx.tracer.op(op_type, list(inputs), _attributes(kwargs), domain=domain, num_outputs=len(dtypes), infer=False)
     produced = list(ctx.tracer.graph)[before:][-1]
+    # The declared ONNX types are the outputs' true types (INT4 travels as uint8 in torch).
+    for output, dtype in zip(produced.outputs, dtypes):
+        output.dtype = ir.DataType(dtype)
     produced.metadata_props.update(zip(kwargs.get("metadata_props_keys", []), kwargs.get("metadata_props_values", [])))
     return result
 
@@ -52,7 +55,7 @@ def _emit(ctx: Any, inputs: Sequence[ir.Value | None], op_type: str, count: int,
 @wants_context
 def onnx_symbolic(inputs: Sequence[ir.Value | None], op_type: str, onnx_dtype: int, *, ctx: Any, node: Any, **kwargs: Any) -> Any:
     """_symbolic(Tensor?[] inputs, str op_type, int onnx_dtype, *, SymInt[] shape, str[] attr_keys, ...) -> Tensor"""
-    return _emit(ctx, inputs, op_type, 1, kwargs)
+    return _emit(ctx, inputs, op_type, [onnx_dtype], kwargs)
 
 
 @register("onnx_symbolic::_symbolic_multi_out")
@@ -61,7 +64,7 @@ def onnx_symbolic_multi_out(
     inputs: Sequence[ir.Value | None], op_type: str, onnx_dtypes: Sequence[int], *, ctx: Any, node: Any, **kwargs: Any
 ) -> Any:
     """_symbolic_multi_out(Tensor?[] inputs, str op_type, int[] onnx_dtypes, *, SymInt[][] shapes, ...) -> Tensor[]"""
-    result = _emit(ctx, inputs, op_type, len(onnx_dtypes), kwargs)
+    result = _emit(ctx, inputs, op_type, list(onnx_dtypes), kwargs)
     return list(result) if isinstance(result, tuple) else [result]
 
 
@@ -83,10 +86,16 @@ def onnx_attention_opset23(
     softmax_precision: int | None = None,
 ) -> Any:
     """Attention.opset23(Tensor Q, Tensor K, Tensor V, Tensor? attn_mask=None, Tensor? past_key=None, Tensor? past_value=None, *, ...) -> (Tensor, Tensor, Tensor, Tensor)"""
+    # torch.onnx.ops uses 0 for "not given" head counts; ONNX has no default for them, so they
+    # are left out rather than set to 0 (attributes equal to ONNX's defaults are dropped by the
+    # tracer).
     attributes: dict[str, Any] = dict(
-        is_causal=int(is_causal), kv_num_heads=kv_num_heads, q_num_heads=q_num_heads,
-        qk_matmul_output_mode=qk_matmul_output_mode, softcap=softcap,
+        is_causal=int(is_causal), qk_matmul_output_mode=qk_matmul_output_mode, softcap=softcap,
     )
+    if kv_num_heads:
+        attributes["kv_num_heads"] = kv_num_heads
+    if q_num_heads:
+        attributes["q_num_heads"] = q_num_heads
     if scale is not None:
         attributes["scale"] = scale
     if softmax_precision is not None:
@@ -106,7 +115,9 @@ def onnx_rotary_embedding_opset23(
     rotary_embedding_dim: int = 0,
 ) -> ir.Value:
     """RotaryEmbedding.opset23(Tensor x, Tensor cos_cache, Tensor sin_cache, Tensor? position_ids=None, *, bool interleaved=False, SymInt num_heads=0, SymInt rotary_embedding_dim=0) -> Tensor"""
+    # num_heads=0 means "not given" (3-D inputs need it; ONNX has no default for it).
+    extra = {"num_heads": num_heads} if num_heads else {}
     return opset23.RotaryEmbedding(
         x, cos_cache, sin_cache, position_ids,
-        interleaved=int(interleaved), num_heads=num_heads, rotary_embedding_dim=rotary_embedding_dim,
+        interleaved=int(interleaved), rotary_embedding_dim=rotary_embedding_dim, **extra,
     )
