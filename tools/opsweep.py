@@ -249,25 +249,28 @@ def _ort_session(model: str | bytes) -> Any:
     return ort.InferenceSession(model, sess_options=options, providers=["CPUExecutionProvider"])
 
 
-def _export(exporter: str, program: torch.export.ExportedProgram, args: tuple[torch.Tensor, ...]) -> Any:
+def _export(exporter: str, program: torch.export.ExportedProgram, args: tuple[torch.Tensor, ...], opset: int | None = None) -> Any:
+    """Export with ``exporter`` at ``opset`` (each exporter's default when None)."""
     if exporter == OURS:
         import torch_onnx_fx
 
-        return torch_onnx_fx.export(program, args, verbose=False)
-    return torch.onnx.export(program, args, dynamo=True, verbose=False)
+        return torch_onnx_fx.export(program, args, verbose=False, opset_version=opset)
+    if opset is None:
+        return torch.onnx.export(program, args, dynamo=True, verbose=False)
+    return torch.onnx.export(program, args, dynamo=True, verbose=False, opset_version=opset)
 
 
 def compare(expected: Any, actual: Sequence[torch.Tensor]) -> None:
     """Raise AssertionError unless the ONNX outputs match eager in dtype, shape and value.
 
-    The last ``len(eager outputs)`` ONNX outputs are the user's (mutated buffers come first).
+    Every output is compared, one to one: the counts must match.
     Complex outputs given in ONNX's real form (a trailing dim of 2) are viewed as complex first:
     torch_onnx_fx's ONNXProgram does that itself, torch.onnx's does not.
     """
     flat = flat_tensors(expected)
-    if len(actual) < len(flat):
+    if len(actual) != len(flat):
         raise AssertionError(f"{len(actual)} ONNX outputs for {len(flat)} eager outputs")
-    actual = list(actual)[len(actual) - len(flat):]
+    actual = list(actual)
     for i, (exp, act) in enumerate(zip(flat, actual)):
         if exp.is_complex() and not act.is_complex() and tuple(act.shape) == (*exp.shape, 2):
             act = torch.view_as_complex(act.contiguous())
@@ -284,14 +287,14 @@ def compare(expected: Any, actual: Sequence[torch.Tensor]) -> None:
 
 def _run_exporter(
     record: Record, exporter: str, module: OpCall, program: torch.export.ExportedProgram, expected: Any,
-    on_stage: Callable[[str], None],
+    on_stage: Callable[[str], None], opset: int | None = None,
 ) -> None:
     """Export, run and compare; fills ``record.status`` and the error fields."""
     status_of = {"export": "export_failed", "onnxruntime": "ort_failed", "compare": "mismatch"}
     stage = "export"
     try:
         on_stage(stage)
-        onnx_program = _export(exporter, program, module.fresh_inputs())
+        onnx_program = _export(exporter, program, module.fresh_inputs(), opset)
         stage = "onnxruntime"
         on_stage(stage)
         onnx_program.initialize_inference_session(_ort_session)
@@ -329,6 +332,7 @@ def sweep_op(
     *,
     on_record: Callable[[Record], None] | None = None,
     on_stage: Callable[[int | None, str | None, str], None] | None = None,
+    opset: int | None = None,
 ) -> list[Record]:
     """All records of one op: its first ``samples`` sample inputs through each exporter.
 
@@ -379,7 +383,7 @@ def sweep_op(
             record = Record(key, index, exporter, sample_status or "", inputs=inputs, error=error, cause=cause)
             if program is not None:
                 start = time.perf_counter()
-                _run_exporter(record, exporter, module, program, expected, lambda name: stage(index, exporter, name))
+                _run_exporter(record, exporter, module, program, expected, lambda name: stage(index, exporter, name), opset)
                 record.seconds = round(time.perf_counter() - start, 3)
             emit(record)
     return records
@@ -394,7 +398,9 @@ _PRELOAD = [
 ]
 
 
-def _worker(key: str, dtype_name: str, samples: int, exporters: Sequence[str], events_path: str, log_path: str) -> None:
+def _worker(
+    key: str, dtype_name: str, samples: int, exporters: Sequence[str], events_path: str, log_path: str, opset: int | None = None
+) -> None:
     """Entry of a worker process: one op's records, appended to ``events_path`` as they come."""
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(log_fd, 1)
@@ -412,6 +418,7 @@ def _worker(key: str, dtype_name: str, samples: int, exporters: Sequence[str], e
             op_infos()[key], DTYPES[dtype_name], samples, exporters,
             on_record=lambda record: write("record", dataclasses.asdict(record)),
             on_stage=lambda sample, exporter, stage: write("stage", {"sample": sample, "exporter": exporter, "stage": stage}),
+            opset=opset,
         )
 
 
@@ -453,6 +460,7 @@ def _collect(job: _Job, exporters: Sequence[str], timed_out: float | None) -> li
 
 def run_sweep(
     keys: Sequence[str], dtype_name: str, samples: int, exporters: Sequence[str], jobs: int, timeout_s: float,
+    opset: int | None = None,
 ) -> Iterator[list[Record]]:
     """Yield each op's records as its worker finishes (in completion order)."""
     opinfos = op_infos()
@@ -475,7 +483,7 @@ def run_sweep(
                 stem = f"{len(keys) - len(pending)}"
                 job = _Job(key, None, time.monotonic(), Path(scratch, stem + ".jsonl"), Path(scratch, stem + ".log"))
                 job.process = context.Process(
-                    target=_worker, args=(key, dtype_name, samples, tuple(exporters), str(job.events_path), str(job.log_path))
+                    target=_worker, args=(key, dtype_name, samples, tuple(exporters), str(job.events_path), str(job.log_path), opset)
                 )
                 job.process.start()
                 running.append(job)
@@ -732,7 +740,7 @@ def _header(options: argparse.Namespace, keys: Sequence[str], command: str) -> d
     """The run's settings, with the machine and versions as every tool records them."""
     header = machine_info(command)
     header.update(
-        kind="header", dtype=options.dtype, samples=options.samples, exporters=list(options.exporters),
+        kind="header", dtype=options.dtype, opset=options.opset, samples=options.samples, exporters=list(options.exporters),
         jobs=options.jobs, minutes=0.0, ops=list(keys),
     )
     return header
@@ -785,6 +793,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--ops", help="comma-separated OpInfo names (name or name.variant; default: all)")
     parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, help="sample inputs per op (the first N)")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
+    parser.add_argument("--opset", type=int, help="opset_version for both exporters (default: each one's default)")
     parser.add_argument("--exporters", type=lambda s: s.split(","), default=list(EXPORTERS), help="comma-separated")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per op (all its samples and exporters)")
     parser.add_argument("--jobs", type=int, default=1, help="ops run side by side")
@@ -820,6 +829,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finished = {r.op for r in everything}
         keys = [key for key in header["ops"] if key not in finished]
         options.dtype, options.samples, options.exporters = header["dtype"], header["samples"], header["exporters"]
+        options.opset = header.get("opset")
         now = machine_info("")
         with json_path.open("a") as jsonl:
             jsonl.write(json.dumps({"kind": "resume", "commit": now["commit"], "date": now["date"]}) + "\n")
@@ -834,7 +844,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             json_path.parent.mkdir(parents=True, exist_ok=True)
             json_path.write_text(json.dumps(header) + "\n")
     start, earlier_minutes = time.monotonic(), header["minutes"]
-    for done, records in enumerate(run_sweep(keys, options.dtype, options.samples, options.exporters, options.jobs, options.timeout), 1):
+    for done, records in enumerate(run_sweep(keys, options.dtype, options.samples, options.exporters, options.jobs, options.timeout, options.opset), 1):
         everything += records
         header["minutes"] = earlier_minutes + (time.monotonic() - start) / 60
         if json_path is not None:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 import onnx_ir as ir
 import torch
 
-from torch_onnx_fx import annotate, capture, decompose, naming, optimize as optimize_stage, options as options_module, translate
+from torch_onnx_fx import annotate, capture, decompose, downgrade, naming, optimize as optimize_stage, options as options_module, translate
 from torch_onnx_fx import _state, dtypes
 from torch_onnx_fx.dynamic_shapes import prepare_dynamic_shapes
 from torch_onnx_fx.options import DEFAULT_OPSET, TORCHLIB_OPSET, UNSET
@@ -121,7 +121,9 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
         captured = capture.capture(model, opts.args, opts.kwargs, prepared_shapes)
         phase.detail = captured.strategy
     session.captured(captured)
-    table = TranslationTable(opts.custom_translation_table, opts.opset_version)
+    # Opsets below 18 are built at 18 and rewritten at the end (torch_onnx_fx.downgrade).
+    build_opset = max(opts.opset_version, downgrade.BUILD_OPSET)
+    table = TranslationTable(opts.custom_translation_table, build_opset)
 
     with progress.phase("decompose") as phase:
         decomposed = decompose.decompose(captured.exported_program, table)
@@ -137,11 +139,11 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
 
     with progress.phase("translate") as phase:
         graph, tracer = translate.translate(
-            program, table, opset_version=opts.opset_version, symbol_names=symbols, signature=signature,
+            program, table, opset_version=build_opset, symbol_names=symbols, signature=signature,
             state_outputs=opts.state_outputs, progress=progress.step,
         )
         phase.detail = f"{len(graph)} ONNX nodes from {len(program.graph.nodes)} FX nodes"
-    annotate.annotate_graph(graph, program, signature.graph_outputs(opts.state_outputs))
+    annotate.annotate_graph(graph, program)
     model_ir = ir.Model(
         graph,
         ir_version=dtypes.DEFAULT_IR_VERSION,
@@ -154,6 +156,9 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
         optimize_stage.finalize(model_ir)
         if opts.optimize:
             optimize_stage.optimize(model_ir)
+        if opts.opset_version < build_opset:
+            downgrade.DowngradeOpsetPass(opts.opset_version)(model_ir)
+            optimize_stage.finalize(model_ir)
         phase.detail = f"{len(model_ir.graph)} nodes" + ("" if opts.optimize else " (optimize=False)")
     graph.opset_imports.update(opts.extra_opsets)
     model_ir.ir_version = dtypes.ir_version_for(model_ir)
@@ -162,6 +167,7 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
     naming.rename_outputs(graph, opts.output_names)
     if opts.dynamic_axes is not None:
         naming.apply_output_axes(graph, opts.dynamic_axes, opts.input_names or [])
+    annotate.annotate_outputs(graph, signature.graph_outputs(opts.state_outputs))
 
     onnx_program = ONNXProgram(
         model_ir,

@@ -34,8 +34,9 @@ DEFAULT_OPSET = 20
 # torchlib's translations are written for opset 18; graphs are built directly at the requested
 # opset (see the tracer's opset adapters for what changed before and after it).
 TORCHLIB_OPSET = 18
-# The oldest opset a graph can be built at.
-MIN_OPSET = 18
+# The oldest opset a graph can be produced at: below 18 it is built at 18 and rewritten
+# (torch_onnx_fx.downgrade); 13 is the oldest with the axes-as-input forms most operators use.
+MIN_OPSET = 13
 
 
 def max_opset() -> int:
