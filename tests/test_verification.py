@@ -57,3 +57,38 @@ def test_explicit_inputs_and_tolerances():
     infos = verify_onnx_program(program, (torch.randn(7, 4),), compare_intermediates=True)
     assert len(infos) > 3 and all(info.passed for info in infos)
     assert_onnx_program(program, args=(torch.randn(5, 4),), rtol=0.0, atol=1e-4)
+
+
+def test_a_missing_output_fails_verification_with_a_count_message():
+    class Two(torch.nn.Module):
+        def forward(self, x):
+            return x + 1, x * 2
+
+    program = torch_onnx_fx.export(Two(), (torch.randn(3),), verbose=False)
+    assert_onnx_program(program)
+    program.model.graph.outputs.pop()
+    program.release()
+    with pytest.raises(torch_onnx_fx.VerificationError, match="returned 1 output\\(s\\) but PyTorch returned 2"):
+        assert_onnx_program(program)
+
+
+def test_strategy_is_checked_by_torch_onnx_names_and_ours():
+    program = torch_onnx_fx.export(torch.nn.ReLU(), (torch.randn(3),), verbose=False)
+    assert_onnx_program(program)  # default: TorchExportNonStrictStrategy
+    assert_onnx_program(program, strategy="torch.export(strict=False)")
+    assert_onnx_program(program, strategy=None)
+    with pytest.raises(AssertionError, match="TorchExportStrictStrategy"):
+        assert_onnx_program(program, strategy="TorchExportStrictStrategy")
+    exported = torch.export.export(torch.nn.ReLU(), (torch.randn(3),))
+    from_program = torch_onnx_fx.export(exported, verbose=False)
+    assert from_program._capture_strategy is None
+    with pytest.raises(AssertionError):
+        assert_onnx_program(from_program)
+    assert_onnx_program(from_program, strategy=None)
+
+
+def test_reference_backend_and_bad_backend():
+    program = torch_onnx_fx.export(torch.nn.GELU(), (torch.randn(4),), verbose=False)
+    assert_onnx_program(program, backend="reference")
+    with pytest.raises(torch_onnx_fx.UnsupportedArgumentError, match="backend='tvm'"):
+        assert_onnx_program(program, backend="tvm")

@@ -25,7 +25,7 @@ from torch.export import graph_signature as gs
 if TYPE_CHECKING:
     from torch_onnx_fx.signature import OutputEntry
 
-__all__ = ["node_metadata", "source_line", "annotate_graph", "ORIGINAL_NAME_KEY"]
+__all__ = ["node_metadata", "source_line", "annotate_graph", "annotate_outputs", "ORIGINAL_NAME_KEY"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,8 +89,8 @@ def source_line(node: torch.fx.Node) -> str | None:
     return (own or frames)[-1]
 
 
-def annotate_graph(graph: ir.Graph, program: torch.export.ExportedProgram, outputs: Sequence[OutputEntry]) -> None:
-    """Graph-level metadata and input/output kinds (``outputs``: what the graph outputs stand for)."""
+def annotate_graph(graph: ir.Graph, program: torch.export.ExportedProgram) -> None:
+    """Graph-level metadata and input kinds (output kinds: :func:`annotate_outputs`)."""
     signature = program.graph_signature
     graph.metadata_props["pkg.torch.export.ExportedProgram.graph_signature"] = str(signature)
     graph.metadata_props["pkg.torch.export.ExportedProgram.range_constraints"] = str(program.range_constraints)
@@ -105,6 +105,12 @@ def annotate_graph(graph: ir.Graph, program: torch.export.ExportedProgram, outpu
         value.metadata_props[_INPUT_KIND_KEY] = spec.kind.name
         if spec.kind == gs.InputKind.BUFFER:
             value.metadata_props[_INPUT_PERSISTENT_KEY] = str(bool(spec.persistent))
+
+
+
+def annotate_outputs(graph: ir.Graph, outputs: Sequence[OutputEntry]) -> None:
+    """Output kinds, stamped last: the optimizer may replace an output value (a folded constant)
+    and the metadata with it. An input passed through as an output keeps its input kind."""
     for value, entry in zip(graph.outputs, outputs, strict=True):
         if not value.is_graph_input():
             value.metadata_props[_OUTPUT_KIND_KEY] = entry.kind.name

@@ -1,0 +1,93 @@
+"""Capture is as lenient as torch.onnx's: size-1 dynamic dims, refinable Dim ranges."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch import nn
+from torch.export import Dim
+
+import torch_onnx_fx
+from helpers import assert_matches_eager
+
+
+class CatAdd(nn.Module):
+    def forward(self, x, y, z):
+        return torch.cat((x, y), dim=1) + z
+
+
+def test_dynamic_dims_of_size_one_stay_symbolic():
+    args = (torch.randn(1, 3), torch.randn(1, 5), torch.randn(1, 8))
+    shapes = ({0: "batch", 1: "a"}, {0: "batch", 1: "b"}, {0: "batch", 1: "c"})
+    program = assert_matches_eager(
+        CatAdd(), args, dynamic_shapes=shapes,
+        more_inputs=[((torch.randn(4, 2), torch.randn(4, 6), torch.randn(4, 8)), {})],
+    )
+    assert [str(d) for d in program.model.graph.inputs[0].shape] == ["batch", "a"]
+
+
+class RmsNorm(nn.Module):
+    """Phi-3's RMSNorm: re-traced by decomposition, which must keep size-1 dims symbolic too."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.rand(16))
+
+    def forward(self, hidden_states):
+        variance = hidden_states.float().pow(2).mean(-1, keepdim=True)
+        return self.weight * (hidden_states * torch.rsqrt(variance + 1e-6))
+
+
+def test_size_one_batch_is_not_specialised_through_decomposition():
+    program = assert_matches_eager(
+        RmsNorm(), (), {"hidden_states": torch.rand(1, 5, 16)},
+        dynamic_shapes={"hidden_states": {0: "batch", 1: "seq"}},
+        more_inputs=[((), {"hidden_states": torch.rand(3, 2, 16)})],
+    )
+    assert str(program.model.graph.outputs[0].shape[0]) == "batch"
+
+
+class NeedsRange(nn.Module):
+    def forward(self, x, y):
+        if x.shape[0] >= 6 and y.shape[0] <= 16:
+            return x * 2.0, y + 1
+        return x, y
+
+
+def test_conflicting_dim_ranges_are_refined_with_a_warning():
+    shapes = {"x": (Dim("dx"),), "y": (Dim("dy"),)}
+    with pytest.warns(UserWarning, match=r"suggested fixes were applied[\s\S]*dx = Dim\('dx', min=6\)"):
+        program = assert_matches_eager(
+            NeedsRange(), (torch.randn(16), torch.randn(12)), dynamic_shapes=shapes,
+            more_inputs=[((torch.randn(9), torch.randn(3)), {})],
+        )
+    assert "dy = Dim('dy', max=16)" in program.capture_refinements
+    assert program.capture_strategy == "torch.export(strict=False)"
+
+
+def test_shapes_taken_as_given_record_no_refinement():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        program = torch_onnx_fx.export(CatAdd(), (torch.randn(2, 3), torch.randn(2, 5), torch.randn(2, 8)), verbose=False)
+    assert program.capture_refinements == ""
+
+
+def test_fixes_that_specialise_a_dim_are_applied_too():
+    class Square(nn.Module):
+        def forward(self, x):
+            return x @ x
+
+    with pytest.warns(UserWarning, match="suggested fixes were applied"):
+        program = assert_matches_eager(Square(), (torch.randn(3, 3),), dynamic_shapes=({0: Dim("rows"), 1: None},))
+    assert list(program.model.graph.inputs[0].shape) == [3, 3]
+
+
+def test_data_dependent_control_flow_still_fails_with_a_capture_error():
+    class Branch(nn.Module):
+        def forward(self, x):
+            return x + 1 if x.sum() > 0 else x - 1
+
+    with pytest.raises(torch_onnx_fx.CaptureError, match="torch.export could not capture"):
+        torch_onnx_fx.export(Branch(), (torch.randn(3),), verbose=False)

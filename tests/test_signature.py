@@ -1,0 +1,113 @@
+"""The graph's inputs and outputs are the user's, as torch.onnx's are."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import torch_onnx_fx
+from helpers import assert_matches_eager
+from torch_onnx_fx.signature import ProgramSignature
+
+
+class Stateful(nn.Module):
+    """Mutates a buffer (a counter), running statistics and an input; returns an input as-is,
+    a None and a computed value."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("count", torch.zeros(1))
+        self.register_buffer("cache", torch.zeros(4, 3))
+        self.norm = nn.BatchNorm1d(3)
+
+    def forward(self, x, y, positions):
+        self.count.add_(1)
+        self.cache.index_put_((positions,), y)
+        y.mul_(2)
+        return x, None, self.norm(y) + self.count, self.cache.sum(0)
+
+
+def _inputs():
+    return torch.randn(2, 3), torch.randn(2, 3), torch.tensor([1, 3])
+
+
+def test_outputs_are_the_users_only_in_order_without_none():
+    model = Stateful().train()
+    program = torch_onnx_fx.export(Stateful().train(), _inputs(), verbose=False)
+    outputs = program.model.graph.outputs
+    assert len(outputs) == 3
+    assert outputs[0].name == "x"  # returned as-is: keeps the input's name
+    assert [v.name for v in program.model.graph.inputs] == ["x", "y", "positions"]
+    x, y, positions = _inputs()
+    actual = program(x.clone(), y.clone(), positions)
+    expected = model(x.clone(), y.clone(), positions)
+    assert len(actual) == 3
+    torch.testing.assert_close(actual[0], expected[0])
+    torch.testing.assert_close(actual[1], expected[2], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(actual[2], expected[3])
+
+
+def test_state_outputs_appends_every_update_after_the_user_outputs():
+    program = torch_onnx_fx.export(Stateful().train(), _inputs(), verbose=False, state_outputs=True)
+    kinds = [v.metadata_props.get("pkg.torch.export.graph_signature.OutputSpec.kind") for v in program.model.graph.outputs]
+    # The first output is the input x itself, which carries no output kind.
+    assert kinds[1:3] == ["USER_OUTPUT", "USER_OUTPUT"]
+    assert set(kinds[3:]) == {"BUFFER_MUTATION", "USER_INPUT_MUTATION"}
+    signature = ProgramSignature.of(program.exported_program)
+    assert len(program.model.graph.outputs) == 3 + len(signature.state_updates)
+    model = Stateful().train()
+    x, y, positions = _inputs()
+    actual = program(x.clone(), y.clone(), positions)
+    y_eager = y.clone()
+    model(x.clone(), y_eager, positions)
+    updates = {entry.target: value for entry, value in zip(signature.state_updates, actual[3:])}
+    torch.testing.assert_close(updates["count"], model.count)
+    torch.testing.assert_close(updates["cache"], model.cache)
+    torch.testing.assert_close(updates["norm.running_mean"], model.norm.running_mean)
+
+
+def test_an_input_returned_twice_gets_a_copy_for_the_second_output():
+    class Twice(nn.Module):
+        def forward(self, x):
+            return x, x, x + 1
+
+    program = assert_matches_eager(Twice(), (torch.randn(3),))
+    names = [v.name for v in program.model.graph.outputs]
+    assert names[0] == "x" and len(set(names)) == 3
+
+
+def test_output_names_do_not_rename_a_passed_through_input():
+    class Same(nn.Module):
+        def forward(self, x):
+            return x
+
+    program = torch_onnx_fx.export(Same(), (torch.randn(3),), output_names=["out"], verbose=False)
+    assert [v.name for v in program.model.graph.inputs] == ["x"]
+    assert [v.name for v in program.model.graph.outputs] == ["out"]
+    value = torch.randn(3)
+    torch.testing.assert_close(program(value)[0], value)
+
+
+def test_program_outputs_do_not_alias_the_arguments():
+    class Same(nn.Module):
+        def forward(self, x):
+            return x
+
+    program = torch_onnx_fx.export(Same(), (torch.randn(3),), verbose=False)
+    value = torch.randn(3)
+    (out,) = program(value)
+    value.fill_(0.0)
+    assert out.abs().sum() > 0
+
+
+def test_calling_with_graph_input_names_as_keywords():
+    class Add(nn.Module):
+        def forward(self, x, y):
+            return x + y
+
+    program = torch_onnx_fx.export(Add(), (torch.randn(2), torch.randn(2)), input_names=["a", "b"], verbose=False)
+    a, b = torch.randn(2), torch.randn(2)
+    torch.testing.assert_close(program(a=a, b=b)[0], a + b)
+    with pytest.raises(torch_onnx_fx.UnsupportedArgumentError):
+        program(a=a)
