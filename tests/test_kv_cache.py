@@ -6,6 +6,7 @@ import copy
 
 import pytest
 import torch
+from torch.export import Dim
 
 import torch_onnx_fx
 
@@ -63,19 +64,46 @@ def test_decoder_with_dynamic_cache_over_two_steps():
     assert [str(d) for d in graph.inputs[2].shape] == ["batch", "2", "past", "8"]
     assert str(graph.outputs[1].shape[2]) in ("past + sequence", "sequence + past")
 
-    # Step 1: a prompt of 4 tokens after 6 cached positions, batch 3 (other sizes than the export).
-    inputs, tensors = _inputs(model, batch=3, length=4, past=6)
+    _check_two_steps(program, model)
+
+
+def _check_two_steps(program, model) -> None:
+    """A prompt, then one token fed with the present key/values the ONNX model produced, at other
+    sizes than the export's; every output compared with eager."""
+    inputs, _ = _inputs(model, batch=3, length=4, past=6)
     with torch.no_grad():
         expected = model(**copy.deepcopy(inputs), use_cache=True)
     logits, *present = program(**inputs, use_cache=True)
     torch.testing.assert_close(logits, expected.logits, rtol=1e-4, atol=1e-5)
     expected_present = [t for layer in expected.past_key_values.layers for t in (layer.keys, layer.values)]
+    assert len(present) == len(expected_present) == 2 * LAYERS
     for ours, theirs in zip(present, expected_present):
         torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-5)
 
-    # Step 2: one new token, feeding back the present key/values the ONNX model produced.
     step, _ = _inputs(model, batch=3, length=1, past=10, cache_tensors=present)
     with torch.no_grad():
         expected = model(**copy.deepcopy(step), use_cache=True)
-    logits, *_ = program(**step, use_cache=True)
+    logits, *present = program(**step, use_cache=True)
+    assert len(present) == 2 * LAYERS
     torch.testing.assert_close(logits, expected.logits, rtol=1e-4, atol=1e-5)
+
+
+def test_decoder_with_dim_ranges_wider_than_the_model_allows_exports():
+    """Named Dims whose ranges the model narrows (the mask's length is past + sequence, at least
+    past + 2 here): plain torch.export refuses them ("Constraints violated"); capture defers the
+    checks or applies torch.export's suggested fixes, as torch.onnx does."""
+    model = _model()
+    example, _ = _inputs(model, batch=2, length=3, past=5)
+    batch, sequence, past, total = Dim("batch"), Dim("sequence"), Dim("past"), Dim("total", max=1024)
+    shapes = {
+        "input_ids": {0: batch, 1: sequence},
+        "attention_mask": {0: batch, 1: total},
+        "past_key_values": [{0: batch, 2: past}] * (2 * LAYERS),
+        "use_cache": None,
+    }
+    with pytest.raises(torch._dynamo.exc.UserError, match="Constraints violated"):
+        torch.export.export(model, (), kwargs={**example, "use_cache": True}, dynamic_shapes=shapes, strict=False)
+    program = torch_onnx_fx.export(model, (), kwargs={**example, "use_cache": True}, dynamic_shapes=shapes, verbose=False)
+    graph = program.model.graph
+    assert [str(d) for d in graph.inputs[0].shape] == ["batch", "sequence"]
+    _check_two_steps(program, model)

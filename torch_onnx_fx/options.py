@@ -206,6 +206,14 @@ def resolve(
             "ONNXProgram.save(include_initializers=..., keep_initializers_as_inputs=...) instead.",
             stacklevel=3,
         )
+    if isinstance(model, torch.nn.Module) and model.training:
+        # torch.onnx's warning, word for word: users' filters match it.
+        warnings.warn(
+            "Exporting a model while it is in training mode. Please ensure that this is intended, as it "
+            "may lead to different behavior during inference. Calling model.eval() before export is recommended.",
+            UserWarning,
+            stacklevel=3,
+        )
     if not isinstance(args, tuple):
         args = (args,)
     is_program = isinstance(model, torch.export.ExportedProgram)
