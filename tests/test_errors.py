@@ -135,4 +135,4 @@ def test_type_promotion_matches_eager():
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        assert_matches_eager(Model(), (torch.tensor([1, 2, 3]), torch.tensor([0.5, 1.5, 2.5])))
+        assert_matches_eager(Model().eval(), (torch.tensor([1, 2, 3]), torch.tensor([0.5, 1.5, 2.5])))

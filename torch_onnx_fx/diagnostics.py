@@ -20,6 +20,7 @@ from typing import Any, Iterator, Mapping
 
 import torch
 
+from torch_onnx_fx.signature import ProgramSignature
 from torch_onnx_fx.progress import Progress
 
 __all__ = ["ExportSession", "session"]
@@ -120,20 +121,15 @@ class ExportSession:
 
             inputs, outputs = [describe(v) for v in graph.inputs], [describe(v) for v in graph.outputs]
         elif self.capture_result is not None:
-            program = self.capture_result.exported_program
-            placeholders = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
+            signature = ProgramSignature.of(self.capture_result.exported_program)
 
-            def describe_spec(name: str) -> str:
-                value = placeholders[name].meta.get("val") if name in placeholders else None
+            def describe_node(node: torch.fx.Node) -> str:
+                value = node.meta.get("val")
                 shape = list(value.shape) if isinstance(value, torch.Tensor) else value
-                return f"`{name}`: {getattr(value, 'dtype', '')} {shape}"
+                return f"`{node.name}`: {getattr(value, 'dtype', '')} {shape}"
 
-            inputs = [
-                describe_spec(spec.arg.name)
-                for spec in program.graph_signature.input_specs
-                if spec.kind.name == "USER_INPUT" and hasattr(spec.arg, "name")
-            ]
-            outputs = [f"`{spec.arg.name}`" for spec in program.graph_signature.output_specs if hasattr(spec.arg, "name")]
+            inputs = [describe_node(node) for node, _ in signature.user_inputs]
+            outputs = [f"`{entry.arg.name}`" for entry in signature.graph_outputs() if isinstance(entry.arg, torch.fx.Node)]
         else:
             return []
         return ["", "Inputs:", *[f"- {i}" for i in inputs], "", "Outputs:", *[f"- {o}" for o in outputs]]

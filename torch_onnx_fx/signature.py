@@ -25,7 +25,7 @@ from torch.export import graph_signature as gs
 
 from torch_onnx_fx.errors import UnsupportedArgumentError
 
-__all__ = ["ProgramSignature", "OutputEntry", "flatten_user_inputs"]
+__all__ = ["ProgramSignature", "OutputEntry", "flatten_user_inputs", "lifted_tensor"]
 
 logger = logging.getLogger(__name__)
 
@@ -123,6 +123,14 @@ class ProgramSignature:
             )
         return [v for v, (_, s) in zip(flat, self.user_inputs) if not isinstance(s.arg, gs.ConstantArgument)]
 
+    def placeholder_values(self, program: torch.export.ExportedProgram, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> dict[torch.fx.Node, Any]:
+        """What every placeholder holds for a call: the user's values, the lifted tensors, None
+        for tokens (to run the FX graph itself)."""
+        values: dict[torch.fx.Node, Any] = {node: None for node in self.tokens}
+        values.update((node, value) for (node, _), value in zip(self.user_inputs, self.flatten(args, kwargs), strict=True))
+        values.update((node, lifted_tensor(program, spec)) for node, spec in self.lifted)
+        return values
+
     # -- outputs ------------------------------------------------------------------------------
 
     def graph_outputs(self, state_outputs: bool = False) -> list[OutputEntry]:
@@ -150,3 +158,19 @@ def flatten_user_inputs(in_spec: Any, args: Sequence[Any], kwargs: Mapping[str, 
             )
         kwargs = {k: kwargs[k] for k in order if k in kwargs}
     return pytree.tree_leaves((tuple(args), kwargs), is_leaf=lambda x: x is None)
+
+
+def lifted_tensor(program: torch.export.ExportedProgram, spec: gs.InputSpec) -> torch.Tensor | None:
+    """The tensor a lifted parameter, buffer or constant stands for (non-persistent buffers live
+    among the constants)."""
+    target = spec.target
+    if spec.kind == gs.InputKind.PARAMETER:
+        return program.state_dict[target]
+    if spec.kind == gs.InputKind.BUFFER:
+        if target in program.state_dict:
+            return program.state_dict[target]
+        return program.constants.get(target)
+    if spec.kind == gs.InputKind.CONSTANT_TENSOR:
+        found = program.constants.get(target)
+        return found if isinstance(found, torch.Tensor) else None
+    return None

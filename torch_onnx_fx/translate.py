@@ -25,7 +25,7 @@ from torch_onnx_fx import annotate, inplace, promotion, zero_dim
 from torch_onnx_fx.dtypes import SUB_BYTE, is_carried, onnx_dims, onnx_dtype
 from torch_onnx_fx.errors import MissingTranslationError, TranslationError, UnsupportedArgumentError
 from torch_onnx_fx.registry import TranslationTable, choose
-from torch_onnx_fx.signature import OutputEntry, ProgramSignature
+from torch_onnx_fx.signature import OutputEntry, ProgramSignature, lifted_tensor
 from torch_onnx_fx.tracer import GraphTracer
 
 __all__ = ["TranslationContext", "translate", "untranslatable_targets", "target_name"]
@@ -233,20 +233,6 @@ def _initializer(ctx: TranslationContext, name: str, fx_name: str, tensor: torch
     return value
 
 
-def _lifted_tensor(program: torch.export.ExportedProgram, spec: gs.InputSpec) -> torch.Tensor | None:
-    target = spec.target
-    if spec.kind == gs.InputKind.PARAMETER:
-        return program.state_dict[target]
-    if spec.kind == gs.InputKind.BUFFER:
-        if target in program.state_dict:
-            return program.state_dict[target]
-        return program.constants.get(target)
-    if spec.kind == gs.InputKind.CONSTANT_TENSOR:
-        found = program.constants.get(target)
-        return found if isinstance(found, torch.Tensor) else None
-    return None
-
-
 def _placeholders(ctx: TranslationContext) -> list[ir.Value]:
     program = ctx.program
     signature = ctx.signature
@@ -261,7 +247,7 @@ def _placeholders(ctx: TranslationContext) -> list[ir.Value]:
         ctx.values[node] = value
         inputs.append(value)
     for node, spec in signature.lifted:
-        tensor = _lifted_tensor(program, spec)
+        tensor = lifted_tensor(program, spec)
         ctx.values[node] = _initializer(ctx, spec.target or node.name, node.name, tensor, node.meta.get("val"))
     for node in signature.tokens:
         ctx.values[node] = None

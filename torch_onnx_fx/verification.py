@@ -15,7 +15,6 @@ import logging
 from typing import Any, Mapping, Sequence
 
 import torch
-from torch.export import graph_signature as gs
 
 from torch_onnx_fx.errors import UnsupportedArgumentError, VerificationError
 from torch_onnx_fx.signature import ProgramSignature
@@ -114,18 +113,8 @@ def _histogram(diff: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _fx_values(program: torch.export.ExportedProgram, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """Every FX node's value for the given inputs, by node name."""
-    user_inputs = iter(ProgramSignature.of(program).flatten(args, kwargs))
-    placeholders: list[Any] = []
-    for spec in program.graph_signature.input_specs:
-        if spec.kind == gs.InputKind.USER_INPUT:
-            placeholders.append(next(user_inputs))
-        elif spec.kind == gs.InputKind.PARAMETER:
-            placeholders.append(program.state_dict[spec.target])
-        elif spec.kind in (gs.InputKind.BUFFER, gs.InputKind.CONSTANT_TENSOR):
-            source = program.state_dict if spec.target in program.state_dict else program.constants
-            placeholders.append(source[spec.target])
-        else:
-            placeholders.append(program.constants.get(spec.target) if spec.target else None)
+    by_node = ProgramSignature.of(program).placeholder_values(program, args, kwargs)
+    placeholders = [by_node[n] for n in program.graph.nodes if n.op == "placeholder"]
 
     values: dict[str, Any] = {}
 
