@@ -18,6 +18,7 @@ import torch
 from onnx_ir.tensor_adapters import TorchTensor
 
 from torch_onnx_fx import optimize as optimize_module
+from torch_onnx_fx.capture import STRATEGY_NAMES
 from torch_onnx_fx.errors import OnnxRuntimeError, UnsupportedArgumentError
 from torch_onnx_fx.progress import SaveProgress
 from torch_onnx_fx.signature import OutputEntry, ProgramSignature
@@ -174,8 +175,6 @@ class ONNXProgram:
     def _capture_strategy(self) -> str | None:
         """torch.onnx's name of the capture strategy (``TorchExportNonStrictStrategy``…), None
         for a given ExportedProgram: what ``torch.onnx``'s testing helpers read."""
-        from torch_onnx_fx.capture import STRATEGY_NAMES
-
         return STRATEGY_NAMES.get(self.capture_strategy or "")
 
     @property
@@ -322,11 +321,9 @@ class ONNXProgram:
     def _feeds_by_input_name(self, kwargs: Mapping[str, Any]) -> bool:
         """Whether keyword arguments name every graph input (and are not the model's own
         keyword arguments, which take precedence)."""
-        names = {v.name for v in self.model.graph.inputs}
-        if set(kwargs) != names:
+        if set(kwargs) != {v.name for v in self.model.graph.inputs}:
             return False
-        in_spec = self.signature.in_spec if self.signature is not None else None
-        exported_kwargs = set(in_spec.children_specs[1].context or []) if in_spec is not None and in_spec.num_children == 2 else set()
+        exported_kwargs = set(self.signature.keyword_names) if self.signature is not None else set()
         return not set(kwargs) <= exported_kwargs
 
     def _run(self, output_names: Sequence[str] | None, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[torch.Tensor]:

@@ -109,6 +109,14 @@ class ProgramSignature:
         """User inputs that become ONNX graph inputs (constant arguments are baked in)."""
         return [(n, s) for n, s in self.user_inputs if not isinstance(s.arg, gs.ConstantArgument)]
 
+    @property
+    def keyword_names(self) -> list[str]:
+        """The keyword arguments the program was exported with, in its order."""
+        spec = self.in_spec
+        if spec is None or spec.num_children != 2:
+            return []
+        return list(spec.children_specs[1].context or [])
+
     def flatten(self, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[Any]:
         """``(args, kwargs)`` flattened in the order of the user inputs, one entry each."""
         return flatten_user_inputs(self.in_spec, args, kwargs)
@@ -149,8 +157,7 @@ def flatten_user_inputs(in_spec: Any, args: Sequence[Any], kwargs: Mapping[str, 
     """
     kwargs = dict(kwargs or {})
     if in_spec is not None and kwargs and in_spec.num_children == 2:
-        kw_spec = in_spec.children_specs[1]
-        order = list(kw_spec.context or [])
+        order = list(in_spec.children_specs[1].context or [])
         extra = [k for k in kwargs if k not in order]
         if extra:
             raise UnsupportedArgumentError(
