@@ -16,6 +16,11 @@ class Reductions(nn.Module):
         return x.sum(), x.mean(dim=1), x.amax(dim=-1, keepdim=True), *torch.split(x, 2, dim=1), x.unsqueeze(0).squeeze(0)
 
 
+class Mish(nn.Module):
+    def forward(self, x):
+        return nn.functional.mish(x)
+
+
 class Block(nn.Module):
     def __init__(self):
         super().__init__()
@@ -29,6 +34,7 @@ class Block(nn.Module):
 CASES = {
     "reductions-and-splits": (Reductions(), (torch.randn(3, 5, 4),), None, [(torch.randn(3, 5, 4),)]),
     "layer-norm-dynamic": (Block(), (torch.randn(2, 5, 4),), ({0: "batch", 1: "seq"},), [(torch.randn(3, 7, 4),)]),
+    "mish-written-out": (Mish(), (torch.randn(3, 4),), None, [(torch.randn(3, 4),)]),
 }
 
 

@@ -295,6 +295,10 @@ def _run_exporter(
     try:
         on_stage(stage)
         onnx_program = _export(exporter, program, module.fresh_inputs(), opset)
+        produced = onnx_program.model.opset_imports.get("")
+        if opset is not None and produced != opset:
+            # torch.onnx keeps opset 18 when its version converter fails: not what was asked for.
+            raise ValueError(f"asked for opset {opset}, the model has opset {produced}")
         stage = "onnxruntime"
         on_stage(stage)
         onnx_program.initialize_inference_session(_ort_session)

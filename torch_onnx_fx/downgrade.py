@@ -215,6 +215,15 @@ def _softmax_last_axis(node: ir.Node, target: int) -> None:
     raise _fail(node, target, f"normalizes over axis {axis}, not the last one, which needs opset 13.")
 
 
+def _mish_written_out(node: ir.Node, target: int) -> None:
+    """Mish (opset 18) as x * tanh(softplus(x))."""
+    (x,) = node.inputs
+    meta = dict(node.metadata_props)
+    tape = ir.tape.Tape()
+    result = tape.op("Mul", [x, tape.op("Tanh", [tape.op("Softplus", [x], metadata_props=meta)], metadata_props=meta)], metadata_props=meta)
+    ir.convenience.replace_nodes_and_values(node.graph, node, [node], list(tape.nodes), [node.outputs[0]], [result])
+
+
 _REDUCTIONS_18 = ("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
 
 # op_type -> [(opset in which the newer form appeared, adapter to the form before it)]; applied
@@ -227,6 +236,7 @@ _ADAPTERS: dict[str, list[tuple[int, Callable[[ir.Node, int], None]]]] = {
     "Unsqueeze": [(13, _axes_input_to_attribute)],
     "Shape": [(15, _shape_slice)],
     "LayerNormalization": [(17, _layer_norm_written_out)],
+    "Mish": [(18, _mish_written_out)],
     "ScatterElements": [(18, _no_max_min_reduction)],
     "ScatterND": [(18, _no_max_min_reduction)],
     "Pad": [(18, _pad_axes_to_full)],
