@@ -21,6 +21,11 @@ class Mish(nn.Module):
         return nn.functional.mish(x)
 
 
+class Views(nn.Module):
+    def forward(self, x):
+        return nn.functional.hardswish(x).view(2, -1), x.view(-1), *torch.meshgrid(x[0], x[1], indexing="ij")
+
+
 class Block(nn.Module):
     def __init__(self):
         super().__init__()
@@ -35,6 +40,7 @@ CASES = {
     "reductions-and-splits": (Reductions(), (torch.randn(3, 5, 4),), None, [(torch.randn(3, 5, 4),)]),
     "layer-norm-dynamic": (Block(), (torch.randn(2, 5, 4),), ({0: "batch", 1: "seq"},), [(torch.randn(3, 7, 4),)]),
     "mish-written-out": (Mish(), (torch.randn(3, 4),), None, [(torch.randn(3, 4),)]),
+    "views-and-hardswish": (Views(), (torch.randn(2, 6),), ({1: "n"},), [(torch.randn(2, 4),)]),
 }
 
 

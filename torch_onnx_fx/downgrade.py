@@ -224,6 +224,27 @@ def _mish_written_out(node: ir.Node, target: int) -> None:
     ir.convenience.replace_nodes_and_values(node.graph, node, [node], list(tape.nodes), [node.outputs[0]], [result])
 
 
+def _reshape_without_allowzero(node: ir.Node, target: int) -> None:
+    """Reshape-14's allowzero: with it, a 0 in the shape means a zero-sized dim; before 14 a 0
+    copies the input's dim. The same whenever the (constant) shape has no 0."""
+    allowzero = node.attributes.pop("allowzero", None)
+    if allowzero is None or not allowzero.as_int():
+        return
+    shape = _constant_ints(node, 1, target, "target shape (with allowzero=1)")
+    if shape is None or 0 in shape:
+        raise _fail(node, target, "reshapes to a shape with a literal 0 dim (allowzero needs opset 14).")
+
+
+def _hardswish_written_out(node: ir.Node, target: int) -> None:
+    """HardSwish (opset 14) as x * HardSigmoid(x, alpha=1/6, beta=0.5)."""
+    (x,) = node.inputs
+    meta = dict(node.metadata_props)
+    tape = ir.tape.Tape()
+    gate = tape.op("HardSigmoid", [x], {"alpha": 1.0 / 6.0, "beta": 0.5}, metadata_props=meta)
+    result = tape.op("Mul", [x, gate], metadata_props=meta)
+    ir.convenience.replace_nodes_and_values(node.graph, node, [node], list(tape.nodes), [node.outputs[0]], [result])
+
+
 _REDUCTIONS_18 = ("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
 
 # op_type -> [(opset in which the newer form appeared, adapter to the form before it)]; applied
@@ -237,6 +258,8 @@ _ADAPTERS: dict[str, list[tuple[int, Callable[[ir.Node, int], None]]]] = {
     "Shape": [(15, _shape_slice)],
     "LayerNormalization": [(17, _layer_norm_written_out)],
     "Mish": [(18, _mish_written_out)],
+    "Reshape": [(14, _reshape_without_allowzero)],
+    "HardSwish": [(14, _hardswish_written_out)],
     "ScatterElements": [(18, _no_max_min_reduction)],
     "ScatterND": [(18, _no_max_min_reduction)],
     "Pad": [(18, _pad_axes_to_full)],
