@@ -52,8 +52,8 @@ DELIBERATE: list[tuple[str, Callable[[Any, Any], bool], str]] = [
      "an input returned as-is keeps its name (torch.onnx renames the input to <name>_orig)"),
     ("call", lambda ours, theirs: ours is not None and theirs is None,
      "torch.onnx's graph does not run in ONNX Runtime (better)"),
-    ("outputs", lambda ours, theirs: _same_but_numbering(ours, theirs),
-     "output names are FX node names; torch.onnx re-traces every program, which renumbers them (add → add_4)"),
+    ("outputs", lambda ours, theirs: _same_but_names(ours, theirs),
+     "output names are FX node names; torch.onnx re-traces every program, which renames them (add → add_4, getitem)"),
 ]
 
 # Divergences of one case kept on purpose: (case, field) -> reason.
@@ -66,6 +66,9 @@ DELIBERATE_CASES = {
 # -- what a user sees ------------------------------------------------------------------------------
 
 _SYMBOL = re.compile(r"\bs\d+\b")
+# torch.onnx warns that a dim name "will not be used" even when both axes got the *same* name
+# (input_ids and attention_mask both "sequence"): nothing is lost, so it is not compared.
+_SAME_NAME = re.compile(r"# The axis name: (\S+) will not be used, since it shares the same shape constraints with another axis: \1\.")
 
 
 def _dim(dim: Any) -> Any:
@@ -95,12 +98,34 @@ def _complex_as_pairs(view: list[list[Any]]) -> list[list[Any]]:
     return [[pairs[d], [*s, 2]] if d in pairs else [d, s] for d, s in view]
 
 
-def _same_but_numbering(ours: Any, theirs: Any) -> bool:
-    """Equal but for the ``_<n>`` suffixes of the names."""
+def _same_but_names(ours: Any, theirs: Any) -> bool:
+    """Equal but for the names: same count, dtypes and shapes."""
     if not ours or not theirs or len(ours) != len(theirs):
         return False
-    strip = re.compile(r"_\d+$")
-    return all(a[1:] == b[1:] and strip.sub("", a[0]) == strip.sub("", b[0]) for a, b in zip(ours, theirs))
+    return all(a[1:] == b[1:] for a, b in zip(ours, theirs))
+
+
+def _canonical(field: Any) -> Any:
+    """Symbolic dims in a canonical form (``width*height`` and ``height*width`` are one dim)."""
+    if not isinstance(field, list):
+        return field
+    result = []
+    for entry in field:
+        if isinstance(entry, list) and len(entry) == 3 and isinstance(entry[2], list):
+            entry = [entry[0], entry[1], [_canonical_dim(d) for d in entry[2]]]
+        result.append(entry)
+    return result
+
+
+def _canonical_dim(dim: Any) -> Any:
+    if not isinstance(dim, str) or dim == "?":
+        return dim
+    import sympy
+
+    try:
+        return str(sympy.sympify(dim))
+    except (sympy.SympifyError, TypeError, SyntaxError):
+        return dim
 
 
 def _renamed_passthrough(ours: Any, theirs: Any) -> bool:
@@ -119,7 +144,9 @@ def observe(export: Callable[[], Any], call_inputs: tuple[tuple[Any, ...], dict[
         except Exception as exc:  # noqa: BLE001 - the error type is what we compare
             view["status"], view["error"] = type(exc).__name__, str(exc).splitlines()[0][:300] if str(exc) else ""
             program = None
-    view["warnings"] = sorted({w.category.__name__ for w in caught if w.category in (UserWarning, DeprecationWarning)})
+    relevant = [w for w in caught if w.category in (UserWarning, DeprecationWarning)]
+    view["ignored_warnings"] = sorted({str(w.message).splitlines()[0] for w in relevant if _SAME_NAME.search(str(w.message))})
+    view["warnings"] = sorted({w.category.__name__ for w in relevant if not _SAME_NAME.search(str(w.message))})
     if program is None:
         return view
     graph = program.model.graph
@@ -141,7 +168,7 @@ def divergences(ours: dict[str, Any], theirs: dict[str, Any], case: str = "") ->
     elif ours["status"] != theirs["status"]:
         fields = ["status"]
     for field in fields:
-        a, b = ours.get(field), theirs.get(field)
+        a, b = _canonical(ours.get(field)), _canonical(theirs.get(field))
         if a == b:
             continue
         reason = DELIBERATE_CASES.get((case, field)) or next(
@@ -371,6 +398,10 @@ def _short(value: Any, limit: int = 140) -> str:
 
 
 def render(header: dict[str, Any], records: Sequence[dict[str, Any]]) -> str:
+    """The page; divergences are recomputed from the stored views, so the current rules apply."""
+    for record in records:
+        if "views" in record:
+            record["divergences"] = divergences(record["views"][OURS], record["views"][THEIRS], record["case"])
     compared = [r for r in records if "views" in r]
     bugs = [(r, d) for r in compared for d in r["divergences"] if d["deliberate"] is None]
     deliberate = [(r, d) for r in compared for d in r["divergences"] if d["deliberate"] is not None]
@@ -432,12 +463,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     options = parser.parse_args(argv)
     if options.render_only:
         entries = list(read_entries(options.json))
-        header = next(e for kind, e in entries if kind == "header")
+        header = next(e for kind, e in entries if kind in ("header", "machine"))
         records = [e for kind, e in entries if kind == "record"]
     else:
         groups = options.cases.split(",")
         command = " ".join(["python", "tools/parity.py", *(sys.argv[1:] if argv is None else argv)])
-        header = {"kind": "header", **machine_info(command)}
+        header = {**machine_info(command), "kind": "header"}
         records = []
         options.json.parent.mkdir(parents=True, exist_ok=True)
         with options.json.open("w") as jsonl:
