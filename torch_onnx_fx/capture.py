@@ -211,7 +211,7 @@ def capture(
                 f"applied and the model exported with them:\n{fixes}\nPass the refined dims yourself "
                 "to silence this warning.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         return CaptureResult(program, strategy, failures, refinements=fixes)
     raise CaptureError(
