@@ -79,6 +79,7 @@ DTYPES = {
     "bfloat16": torch.bfloat16,
     "int64": torch.int64,
     "bool": torch.bool,
+    "complex64": torch.complex64,
 }
 
 # (rtol, atol) by the dtype of each eager output; integer and bool outputs are compared exactly.
