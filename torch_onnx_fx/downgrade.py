@@ -69,6 +69,15 @@ def _constant_ints(node: ir.Node, index: int, target: int, what: str) -> list[in
     return [int(v) for v in np.asarray(tensor.numpy()).reshape(-1)]
 
 
+def _initializer(graph: ir.Graph, name: str, array: np.ndarray) -> ir.Value:
+    """A constant the rewritten form needs, as an initializer of ``graph``."""
+    value = ir.Value(name=name, shape=ir.Shape(array.shape))
+    value.const_value = ir.tensor(array, name=name)
+    value.type = ir.TensorType(value.const_value.dtype)
+    graph.register_initializer(value)
+    return value
+
+
 # -- adapters: (node, target opset) -> None, rewriting the node in place -------------------------
 
 
@@ -97,10 +106,7 @@ def _split_to_older(node: ir.Node, target: int) -> None:
             chunk = -(-size // count.as_int())
             sizes = [min(chunk, size - i * chunk) for i in range(count.as_int())]
             if len(set(sizes)) > 1:
-                graph = node.graph
-                split = ir.Value(name=f"{node.name}_split", type=ir.TensorType(ir.DataType.INT64), shape=ir.Shape([len(sizes)]))
-                split.const_value = ir.tensor(np.array(sizes, dtype=np.int64), name=split.name)
-                graph.register_initializer(split)
+                split = _initializer(node.graph, f"{node.name}_split", np.array(sizes, dtype=np.int64))
                 node.resize_inputs(2)
                 node.replace_input_with(1, split)
         # Otherwise older Splits divide evenly into the outputs, as num_outputs does when the
@@ -131,12 +137,10 @@ def _shape_slice(node: ir.Node, target: int) -> None:
     whole = ir.node("Shape", inputs=[node.inputs[0]], metadata_props=dict(node.metadata_props))
     whole.outputs[0].name = f"{output.name}_whole"
     bounds = [start.as_int() if start is not None else 0, end.as_int() if end is not None else np.iinfo(np.int64).max]
-    constants = []
-    for label, bound in zip(("start", "end"), bounds):
-        value = ir.Value(name=f"{output.name}_{label}", type=ir.TensorType(ir.DataType.INT64), shape=ir.Shape([1]))
-        value.const_value = ir.tensor(np.array([bound], dtype=np.int64), name=value.name)
-        graph.register_initializer(value)
-        constants.append(value)
+    constants = [
+        _initializer(graph, f"{output.name}_{label}", np.array([bound], dtype=np.int64))
+        for label, bound in zip(("start", "end"), bounds)
+    ]
     graph.insert_before(node, whole)
     node.op_type = "Slice"
     node.resize_inputs(3)
@@ -163,10 +167,7 @@ def _layer_norm_written_out(node: ir.Node, target: int) -> None:
     tape = ir.tape.Tape()
 
     def const(number: float) -> ir.Value:
-        value = ir.Value(name=f"{node.name}_c{len(tape.nodes)}", type=ir.TensorType(compute_type), shape=ir.Shape([]))
-        value.const_value = ir.tensor(np.array(number, dtype=compute_type.numpy()), name=value.name)
-        node.graph.register_initializer(value)
-        return value
+        return _initializer(node.graph, f"{node.name}_c{len(tape.nodes)}", np.array(number, dtype=compute_type.numpy()))
 
     h = tape.op("Cast", [x], {"to": compute_type}, metadata_props=meta) if wide else x
     mean = tape.op("ReduceMean", [h], {"axes": axes, "keepdims": 1}, metadata_props=meta)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import ml_dtypes
 import numpy as np
 import onnx_ir as ir
 import torch
@@ -21,15 +20,6 @@ from torch_onnx_fx.errors import TranslationError
 from torch_onnx_fx.registry import register, wants_context
 
 __all__ = ["aten_empty_packed"]
-
-_ZEROS = {
-    ir.DataType.FLOAT4E2M1: ml_dtypes.float4_e2m1fn,
-    ir.DataType.INT4: ml_dtypes.int4,
-    ir.DataType.UINT4: ml_dtypes.uint4,
-    ir.DataType.INT2: ml_dtypes.int2,
-    ir.DataType.UINT2: ml_dtypes.uint2,
-}
-
 
 def _creates_sub_byte(node: torch.fx.Node) -> bool:
     example = node.meta.get("val")
@@ -55,6 +45,7 @@ def aten_empty_packed(size: Sequence[Any], *, ctx: Any, node: torch.fx.Node, **_
         )
     name = node.name
     value = ir.Value(name=name, type=ir.TensorType(element), shape=ir.Shape(dims))
-    value.const_value = ir.tensor(np.zeros(dims, dtype=_ZEROS[element]), name=name)
+    # DataType.numpy() is the ml_dtypes type (float4_e2m1fn, int4, …).
+    value.const_value = ir.tensor(np.zeros(dims, dtype=element.numpy()), name=name)
     ctx.tracer.graph.register_initializer(value)
     return value
