@@ -17,6 +17,7 @@ import torch
 
 from torch_onnx_fx import annotate
 from torch_onnx_fx.errors import UnsupportedArgumentError
+from torch_onnx_fx.passes import output_copy
 from torch_onnx_fx.signature import ProgramSignature
 
 __all__ = ["rename_inputs", "rename_outputs", "apply_output_axes", "symbol_names"]
@@ -75,11 +76,7 @@ def rename_outputs(graph: ir.Graph, names: Sequence[str] | None) -> None:
         return
     for i, value in enumerate(list(graph.outputs)[: len(names)]):
         if value.is_graph_input() and value.name != names[i]:
-            node = ir.node("Identity", inputs=[value])
-            copy = node.outputs[0]
-            copy.name, copy.type, copy.shape = f"{value.name}__output", value.type, value.shape
-            graph.append(node)
-            graph.outputs[i] = copy
+            output_copy(graph, i, f"{value.name}__output")
     taken = _taken(graph) - {v.name for v in graph.outputs}
     _rename(list(graph.outputs), list(names), "output", taken)
 

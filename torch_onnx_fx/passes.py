@@ -35,9 +35,21 @@ from onnxscript.rewriter import pattern as rewrite_pattern
 # replaced by exact rules below. A private module: its rule objects are the ones in the defaults.
 from onnxscript.rewriter.rules.common import _no_op as no_op_rules
 
-__all__ = ["TrimUnusedOptionalOutputsPass", "RelevantRulesRewritePass", "DistinctOutputsPass", "default_rules"]
+__all__ = ["TrimUnusedOptionalOutputsPass", "RelevantRulesRewritePass", "DistinctOutputsPass", "output_copy", "default_rules"]
 
 logger = logging.getLogger(__name__)
+
+
+def output_copy(graph: ir.Graph, index: int, name: str) -> ir.Value:
+    """Make graph output ``index`` an Identity of its value, named ``name`` (type and shape
+    carried over), so the output can be named or repeated independently."""
+    value = graph.outputs[index]
+    node = ir.node("Identity", inputs=[value])
+    copy = node.outputs[0]
+    copy.name, copy.type, copy.shape = name, value.type, value.shape
+    graph.append(node)
+    graph.outputs[index] = copy
+    return copy
 
 
 class DistinctOutputsPass(ir.passes.InPlacePass):
@@ -51,13 +63,8 @@ class DistinctOutputsPass(ir.passes.InPlacePass):
                 if id(value) not in seen:
                     seen.add(id(value))
                     continue
-                node = ir.node("Identity", inputs=[value])
-                copy = node.outputs[0]
-                copy.name = f"{value.name}__{i}"
-                copy.type, copy.shape = value.type, value.shape
-                copy.metadata_props.update(value.metadata_props)
-                graph.append(node)
-                graph.outputs[i] = copy
+                # A repeat stands for the same output: it keeps the output's metadata.
+                output_copy(graph, i, f"{value.name}__{i}").metadata_props.update(value.metadata_props)
                 added += 1
         logger.debug("DistinctOutputsPass: %d Identity node(s) added", added)
         return ir.passes.PassResult(model, modified=bool(added))
