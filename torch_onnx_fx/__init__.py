@@ -19,12 +19,14 @@ from torch_onnx_fx.errors import (
 from torch_onnx_fx.export import DEFAULT_OPSET, export
 from torch_onnx_fx.exportable import ExportableModule
 from torch_onnx_fx.program import ONNXProgram
+from torch_onnx_fx.registry import complex_translation
 from torch_onnx_fx import testing, verification  # noqa: E402  (public submodules)
 
 __all__ = [
     "export",
     "ONNXProgram",
     "ExportableModule",
+    "complex_translation",
     "is_in_onnx_export",
     "DEFAULT_OPSET",
     "OnnxExporterError",

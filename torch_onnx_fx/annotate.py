@@ -68,6 +68,7 @@ def node_metadata(node: torch.fx.Node) -> dict[str, str]:
     return meta
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _TORCH_DIR = os.path.dirname(torch.__file__)
 
 
@@ -83,6 +84,10 @@ def source_line(node: torch.fx.Node) -> str | None:
         for i in range(len(lines))
         if lines[i].startswith("File ")
     ]
+    if not frames:
+        return None
+    # The wrapper torch_onnx_fx puts around a plain function is no line of the user's.
+    frames = [f for f in frames if _PACKAGE_DIR not in f]
     if not frames:
         return None
     own = [f for f in frames if _TORCH_DIR not in f]

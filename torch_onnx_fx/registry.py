@@ -26,6 +26,9 @@ __all__ = [
     "wants_context",
     "limit_torchlib",
     "arg_example",
+    "has_complex_input",
+    "needs_complex",
+    "complex_translation",
     "OURS",
 ]
 
@@ -85,6 +88,57 @@ def arg_example(node: torch.fx.Node, index: int = 0) -> Any:
     ``supports=`` predicates look at (static sizes, dtypes, ranks)."""
     arg = node.args[index] if len(node.args) > index else None
     return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+
+
+def complex_translation(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a ``custom_translation_table`` function as the translation for complex inputs.
+
+    It receives complex tensors in their real form (a trailing dim of 2: real, imaginary) and
+    must return its complex results in that form. Unmarked functions are given real nodes only.
+    """
+    fn._torch_onnx_fx_complex = True  # type: ignore[attr-defined]
+    return fn
+
+
+def _is_complex_arg(arg: Any) -> bool:
+    if isinstance(arg, torch.fx.Node):
+        example = arg.meta.get("val")
+        return isinstance(example, torch.Tensor) and example.is_complex()
+    if isinstance(arg, (list, tuple)):
+        return any(_is_complex_arg(a) for a in arg)
+    return False
+
+
+def has_complex_input(node: torch.fx.Node) -> bool:
+    """Whether any tensor argument of ``node`` (lists included) is complex."""
+    return any(_is_complex_arg(a) for a in node.args) or any(_is_complex_arg(a) for a in node.kwargs.values())
+
+
+def _has_complex_output(node: torch.fx.Node) -> bool:
+    values = node.meta.get("val")
+    values = values if isinstance(values, (list, tuple)) else [values]
+    return any(isinstance(v, torch.Tensor) and v.is_complex() for v in values)
+
+
+# Operators whose real translations turn real inputs into the real view of a complex result
+# (``view_as_complex`` is the identity on it); any other node with a complex result computes it.
+_REAL_TO_COMPLEX = frozenset({
+    "aten::view_as_complex", "aten::view_as_complex_copy", "aten::complex", "aten::polar",
+    "aten::_fft_r2c", "aten::stft",
+})
+
+
+def needs_complex(node: torch.fx.Node) -> bool:
+    """Whether ``node`` may only be given to a translation declaring complex support.
+
+    Complex tensors travel as their real view (a trailing dim of 2), so a real translation given
+    one computes on the view's numbers as if they were independent reals, and one asked for a
+    complex result (``full(..., dtype=complex64)``, ``real * 1j``) does not make the view:
+    either is silently wrong. torch.onnx's dispatcher has the same rule for inputs.
+    """
+    if has_complex_input(node):
+        return True
+    return _has_complex_output(node) and target_key(node.target) not in _REAL_TO_COMPLEX
 
 
 def wants_context(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -191,7 +245,25 @@ class TranslationTable:
             return []
         # A user entry replaces the built-in ones: they asked for their translation.
         found = self._custom.get(key) or self._builtin.get(key, ())
-        return [t for t in found if t.min_opset <= self.opset_version and t.accepts(node)]
+        usable = [t for t in found if t.min_opset <= self.opset_version]
+        if node is None:
+            return usable
+        # The structural rule of complex support (as torch.onnx's dispatcher has it): a node with a
+        # complex input goes only to complex translations, and a real node only to real ones. A
+        # node left without a candidate is decomposed, or reported as untranslatable.
+        is_complex = needs_complex(node)
+        return [t for t in usable if t.complex == is_complex and t.accepts(node)]
+
+    def declined_for_complex(self, target: Any, node: torch.fx.Node) -> bool:
+        """Whether ``node`` has translations, but only real ones, and needs a complex one."""
+        if not needs_complex(node):
+            return False
+        try:
+            key = target_key(target)
+        except UnsupportedArgumentError:
+            return False
+        found = self._custom.get(key) or self._builtin.get(key, ())
+        return bool(found) and not any(t.complex for t in found)
 
     def has(self, target: Any, node: torch.fx.Node | None = None) -> bool:
         return bool(self.candidates(target, node))
@@ -226,11 +298,7 @@ def choose(
     ``example_args``/``example_kwargs`` are the FX node's arguments with tensors replaced by
     their meta values, so dtypes and complexity are known.
     """
-    is_complex = any(
-        isinstance(a, torch.Tensor) and a.is_complex()
-        for a in [*example_args, *example_kwargs.values()]
-    )
-    pool = [c for c in candidates if c.complex == is_complex] or list(candidates)
+    pool = list(candidates)
     for candidate in pool:
         sig = candidate.signature
         if sig is None:

@@ -28,7 +28,7 @@ from torch_onnx_fx.registry import TranslationTable, choose
 from torch_onnx_fx.signature import OutputEntry, ProgramSignature, lifted_tensor
 from torch_onnx_fx.tracer import GraphTracer
 
-__all__ = ["TranslationContext", "translate", "untranslatable_targets", "target_name"]
+__all__ = ["TranslationContext", "translate", "untranslatable_nodes", "untranslatable_targets", "missing_translation_error", "target_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -185,9 +185,10 @@ def _convert_argument(ctx: TranslationContext, arg: Any) -> Any:
     return arg
 
 
-def untranslatable_targets(module: torch.fx.GraphModule, table: TranslationTable) -> list[Any]:
-    """Every distinct call_function target with no translation (subgraphs included)."""
-    missing: dict[Any, None] = {}
+def untranslatable_nodes(module: torch.fx.GraphModule, table: TranslationTable) -> dict[Any, torch.fx.Node]:
+    """Every distinct call_function target with no translation (subgraphs included), with the
+    first node of it that has none."""
+    missing: dict[Any, torch.fx.Node] = {}
     for submodule in module.modules():
         if not isinstance(submodule, torch.fx.GraphModule):
             continue
@@ -196,24 +197,56 @@ def untranslatable_targets(module: torch.fx.GraphModule, table: TranslationTable
                 continue
             target = node.args[1] if node.target is _WITH_EFFECTS else node.target
             if not table.has(target, node) and inplace.rebinding(node, table) is None:
-                missing.setdefault(target, None)
-    return list(missing)
+                missing.setdefault(target, node)
+    return missing
 
 
-def missing_translation_error(targets: Sequence[Any]) -> MissingTranslationError:
+def untranslatable_targets(module: torch.fx.GraphModule, table: TranslationTable) -> list[Any]:
+    return list(untranslatable_nodes(module, table))
+
+
+def _complex_decline(target: Any, node: torch.fx.Node, table: TranslationTable) -> str | None:
+    """Why ``node`` has no translation when it is only for want of complex support."""
+    if not table.declined_for_complex(target, node):
+        return None
+    inputs = ", ".join(annotate.describe_value(_meta(a)) for a in node.args)
+    line = (
+        f"{target_name(target)}({inputs}) has translations for real tensors only; none handles "
+        "complex inputs exactly, and torch has no decomposition for it."
+    )
+    where = annotate.source_line(node)
+    if where:
+        line += f"\n  from the model at {where}"
+    return line
+
+
+def missing_translation_error(
+    targets: Sequence[Any] | Mapping[Any, torch.fx.Node], table: TranslationTable | None = None
+) -> MissingTranslationError:
+    """The error for untranslatable ``targets``; given their nodes (a mapping) and the table,
+    it also says which of them fail only for complex inputs, with the source line."""
     names = [target_name(t) for t in targets]
-    first = targets[0]
+    first = next(iter(targets))
     example_key = f"torch.ops.{first.namespace}.{first._opname}.{first._overloadname}" if isinstance(first, torch._ops.OpOverload) else names[0]
-    message = (
-        f"{len(names)} operator(s) have no ONNX translation and no decomposition: "
-        + ", ".join(names)
-        + ".\nSupply translations through custom_translation_table, for example:\n"
+    complex_notes = []
+    if isinstance(targets, Mapping) and table is not None:
+        complex_notes = [n for n in (_complex_decline(t, node, table) for t, node in targets.items()) if n]
+    message = f"{len(names)} operator(s) have no ONNX translation and no decomposition: " + ", ".join(names) + "."
+    for note in complex_notes:
+        message += "\n" + note
+    message += (
+        "\nSupply translations through custom_translation_table, for example:\n"
         "    import onnxscript\n"
         "    from onnxscript import opset18 as op\n"
         "    def my_translation(x):\n"
         "        return op.Identity(x)  # build the ONNX equivalent here\n"
         f"    torch_onnx_fx.export(model, args, custom_translation_table={{{example_key}: my_translation}})"
     )
+    if complex_notes:
+        message += (
+            "\nA translation for complex inputs receives the tensor's real view (a trailing dim of 2: "
+            "real, imaginary) and is marked with torch_onnx_fx.complex_translation(fn) (see docs/complex.md)."
+        )
     return MissingTranslationError(message, names)
 
 
@@ -339,7 +372,7 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
         target, rebinds = found
         candidates = ctx.table.candidates(target, node)
     if not candidates:
-        raise missing_translation_error([target])
+        raise missing_translation_error({target: node}, ctx.table)
     example_args = [_meta(a) for a in node_args]
     example_kwargs = {k: _meta(v) for k, v in node_kwargs.items()}
     translation = choose(candidates, example_args, example_kwargs)
