@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+import torch_onnx_fx
+
 from helpers import assert_matches_eager
 
 WINDOW = torch.hann_window(16)
@@ -44,3 +46,115 @@ def test_complex_output_is_returned_complex():
     (result,) = program(torch.ones(4, dtype=torch.complex64))
     assert result.dtype == torch.complex64
     torch.testing.assert_close(result, torch.full((4,), 2j, dtype=torch.complex64))
+
+
+# -- element-wise functions on complex tensors (issue 10: these were silently wrong) ------------
+
+def _z(*shape):
+    torch.manual_seed(0)
+    return torch.randn(*shape, dtype=torch.complex64)
+
+
+ELEMENTWISE = {
+    "exp": torch.exp, "expm1": torch.expm1, "exp2": torch.exp2, "log": torch.log, "log2": torch.log2,
+    "log10": torch.log10, "log1p": torch.log1p, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "sin": torch.sin,
+    "cos": torch.cos, "tan": torch.tan, "sinh": torch.sinh, "cosh": torch.cosh, "tanh": torch.tanh,
+    "asin": torch.asin, "acos": torch.acos, "atan": torch.atan, "asinh": torch.asinh, "acosh": torch.acosh,
+    "atanh": torch.atanh, "sigmoid": torch.sigmoid, "square": torch.square, "sgn": torch.sgn,
+    "pow_scalar": lambda z: z ** 0.7, "pow_square": lambda z: z ** 2, "pow_tensor": lambda z: z ** z.flip(0),
+    "rpow": lambda z: 2 ** z, "softsign": torch.nn.functional.softsign, "abs": torch.abs,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
+def test_complex_elementwise_matches_eager(name):
+    function = ELEMENTWISE[name]
+    # A lambda, not the builtin: torch.export needs a Python signature to capture.
+    assert_matches_eager(lambda z: function(z), (_z(5, 3),), rtol=1e-4, atol=1e-5)
+
+
+def test_complex_math_in_float64():
+    fn = lambda z: torch.stack([torch.exp(z), torch.log(z), torch.sqrt(z), torch.tanh(z)])  # noqa: E731
+    assert_matches_eager(fn, (_z(4).to(torch.complex128),), rtol=1e-10, atol=1e-12)
+
+
+def test_special_values_follow_aten():
+    # Branch cuts and signed zeros: sqrt(-4 - 0j) = -2j, log(-1 + 0j) = pi j, abs of huge parts.
+    z = torch.tensor([-4 - 0j, -4 + 0j, -1 + 0j, 0j, 3e30 + 4e30j, float("inf") + 1j, 1 + float("inf") * 1j])
+    fn = lambda z: (torch.sqrt(z[:3]), torch.log(z[:3]), z.abs(), torch.exp(z[:4]))  # noqa: E731
+    assert_matches_eager(fn, (z,))
+
+
+def test_issue_example_exp_of_scaled_complex():
+    assert_matches_eager(lambda z: torch.view_as_real(torch.exp(z * 0.1)), (_z(4, 3),))
+
+
+def test_real_tensor_times_complex_scalar():
+    assert_matches_eager(lambda x: torch.exp(1j * x), (torch.randn(6),))
+
+
+def test_rfft_times_phase():
+    fn = lambda x, phase: torch.fft.irfft(torch.fft.rfft(x) * torch.exp(1j * phase), n=8)  # noqa: E731
+    assert_matches_eager(fn, (torch.randn(2, 8), torch.randn(2, 5)), atol=1e-4)
+
+
+def test_mixed_complex_precisions_promote():
+    assert_matches_eager(lambda a, b: a * b + 1, (_z(3), _z(3).to(torch.complex128)))
+
+
+LAYOUT = {
+    "select_negative": lambda z: z[:, -1],
+    "unsqueeze_negative": lambda z: z.unsqueeze(-1) * 2,
+    "expand": lambda z: z[:, :1].expand(-1, 4),
+    "split": lambda z: torch.split(z, 2, dim=-1)[1] * 1,
+    "unbind": lambda z: torch.unbind(z, 1)[2] * 1,
+    "index": lambda z: z[torch.tensor([0, 2]), torch.tensor([1, 1])],
+    "index_put": lambda z: z.index_put((torch.tensor([0, 2]),), torch.tensor([1.0, 2j]).unsqueeze(-1)),
+    "copy_real_into_complex": lambda z: z.clone().copy_(z.real) * 1,
+    "cumsum": lambda z: z.cumsum(-1),
+    "nonzero": lambda z: torch.nonzero(z * (z.real > 0)),
+    "where_scalar": lambda z: torch.where(z.real > 0, z, 2.0),
+    "full_like": lambda z: torch.ones_like(z) + torch.zeros_like(z) * 1j,
+    "new_zeros_symbolic": lambda z: z.new_zeros(z.shape[-1]) + 1,
+    "eq_ne": lambda z: (z == z[0], z != 1j),
+    "predicates": lambda z: (torch.isnan(z), torch.isinf(z), torch.isfinite(z)),
+    "conversions": lambda z: (z.real.to(torch.complex128), z.to(torch.float32), z.bool(), z.cdouble()),
+    "repeat": lambda z: z.repeat(2, 1, 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUT))
+def test_complex_layout_and_conversions(name):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # casting complex to real discards the imaginary part
+        assert_matches_eager(LAYOUT[name], (_z(4, 3),))
+
+
+def test_op_without_complex_translation_is_refused_with_op_dtype_and_line():
+    class Model(torch.nn.Module):
+        def forward(self, z):
+            return torch.logcumsumexp(z, 0)  # this line is named in the error
+
+    with pytest.raises(torch_onnx_fx.TranslationError) as info:
+        torch_onnx_fx.export(Model(), (_z(4),), verbose=False)
+    message = str(info.value)
+    assert "logcumsumexp" in message and "complex64[4]" in message
+    assert "this line is named in the error" in message
+    assert "complex_translation" in message
+
+
+def test_custom_complex_translation_is_used_for_complex_inputs():
+    from onnxscript import opset18 as op
+
+    @torch_onnx_fx.complex_translation
+    def cumulative_logsumexp(z, dim):
+        return op.Identity(z)  # deliberately not logcumsumexp: proves this function was called
+
+    program = torch_onnx_fx.export(
+        lambda z: torch.logcumsumexp(z, 0), (_z(4),), verbose=False,
+        custom_translation_table={torch.ops.aten.logcumsumexp.default: cumulative_logsumexp},
+    )
+    z = _z(4)
+    torch.testing.assert_close(program(z)[0], z)

@@ -15,7 +15,7 @@ from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 import onnx_ir as ir
 import torch
 
-from torch_onnx_fx import annotate, capture, decompose, downgrade, naming, optimize as optimize_stage, options as options_module, translate
+from torch_onnx_fx import annotate, capture, decompose, downgrade, naming, normalize, runtime_kernels, optimize as optimize_stage, options as options_module, translate
 from torch_onnx_fx import _state, dtypes
 from torch_onnx_fx.dynamic_shapes import prepare_dynamic_shapes
 from torch_onnx_fx.options import DEFAULT_OPSET, TORCHLIB_OPSET, UNSET
@@ -130,11 +130,12 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
         phase.detail = f"{len(decomposed.decomposed)} operator(s) decomposed" if decomposed.retraced else "not needed"
     program = decomposed.exported_program
     session.decomposed(decomposed, table)
+    normalize.normalize(program)
     signature = ProgramSignature.of(program)
 
-    missing = translate.untranslatable_targets(program.graph_module, table)
+    missing = translate.untranslatable_nodes(program.graph_module, table)
     if missing:
-        raise translate.missing_translation_error(missing)
+        raise translate.missing_translation_error(missing, table)
     symbols = naming.symbol_names(signature, dim_names, opts.args, opts.kwargs)
 
     with progress.phase("translate") as phase:
@@ -159,6 +160,7 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
         if opts.opset_version < build_opset:
             downgrade.DowngradeOpsetPass(opts.opset_version)(model_ir)
             optimize_stage.finalize(model_ir)
+        runtime_kernels.KernelGapPass()(model_ir)
         phase.detail = f"{len(model_ir.graph)} nodes" + ("" if opts.optimize else " (optimize=False)")
     graph.opset_imports.update(opts.extra_opsets)
     model_ir.ir_version = dtypes.ir_version_for(model_ir)

@@ -17,7 +17,7 @@ from onnx_ir.tensor_adapters import from_torch_dtype
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as Kind
 from torch._prims_common import elementwise_dtypes
 
-__all__ = ["promotion_rule", "promote_arguments", "widen_integral_accumulation", "widen_indices"]
+__all__ = ["promotion_rule", "computation_dtype", "promote_arguments", "widen_integral_accumulation", "widen_indices"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +76,23 @@ def _as_number(example: Any) -> Any:
     return example
 
 
+def computation_dtype(rule: tuple[Kind, tuple[int, ...]], example_args: Sequence[Any]) -> torch.dtype | None:
+    """The dtype ATen computes an element-wise op in, from its participating arguments' examples
+    (None when it cannot tell)."""
+    kind, indices = rule
+    participants = [_as_number(example_args[i]) for i in indices if i < len(example_args)]
+    participants = [p for p in participants if isinstance(p, (torch.Tensor, bool, int, float, complex))]
+    if not participants:
+        return None
+    # Comparisons and logical ops return bool but compute in the common dtype of their inputs.
+    lookup_kind = Kind.DEFAULT if kind == Kind.ALWAYS_BOOL else kind
+    try:
+        return elementwise_dtypes(*participants, type_promotion_kind=lookup_kind)[1]
+    except Exception as exc:  # noqa: BLE001 - no promotion then
+        logger.debug("no promotion for %s: %s", participants, exc)
+        return None
+
+
 def promote_arguments(
     rule: tuple[Kind, tuple[int, ...]],
     args: list[Any],
@@ -87,17 +104,9 @@ def promote_arguments(
     ``example_args`` are the FX meta values (fake tensors / Python scalars) at the same positions;
     ``cast`` inserts a Cast node.
     """
-    kind, indices = rule
-    participants = [_as_number(example_args[i]) for i in indices if i < len(example_args)]
-    participants = [p for p in participants if isinstance(p, (torch.Tensor, bool, int, float, complex))]
-    if not participants:
-        return args
-    # Comparisons and logical ops return bool but compute in the common dtype of their inputs.
-    lookup_kind = Kind.DEFAULT if kind == Kind.ALWAYS_BOOL else kind
-    try:
-        _, target_dtype = elementwise_dtypes(*participants, type_promotion_kind=lookup_kind)
-    except Exception as exc:  # noqa: BLE001 - leave the arguments as they are
-        logger.debug("no promotion for %s: %s", participants, exc)
+    indices = rule[1]
+    target_dtype = computation_dtype(rule, example_args)
+    if target_dtype is None:
         return args
     if target_dtype.is_complex:
         return args

@@ -1,0 +1,252 @@
+"""Fill ONNX Runtime's kernel gaps: compute in a wider type, or rewrite, where the CPU runtime
+has no kernel for a node's input types.
+
+ONNX allows ``Exp`` on bfloat16 or ``Add`` on int16 at any opset, but ONNX Runtime's CPU provider
+implements many operators for a few types only (``Gemm`` has no bfloat16 kernel, ``Atan`` only
+float), and a session refuses the whole model (NOT_IMPLEMENTED). ATen computes those cases, so
+the exported graph must run too. :class:`KernelGapPass` finds every node whose types have no
+kernel in the installed ONNX Runtime (its own kernel registry is the table) and
+
+- computes it in a wider type of the same kind and casts the results back — float16/bfloat16 in
+  float32 (what ATen's CPU kernels do internally), 8/16-bit integers and bool in int32 or int64
+  (integer results cast back wrap exactly as ATen's fixed-width arithmetic does);
+- rewrites float64 trigonometry (``Tan``, ``Sinh``, ``Cosh``, ``Atan``, ``Asin``, ``Acos``) in
+  operators that have float64 kernels. Computing those in float32 would be an approximation,
+  which this pass never makes: ``Atan`` takes a float32 first guess and one Newton step in
+  float64, which restores full float64 precision.
+
+Nodes that no widening fixes are left as they are: ONNX Runtime then names them at session
+creation, which is loud, not wrong.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+from typing import Callable
+
+import onnx
+import onnx_ir as ir
+
+__all__ = ["KernelGapPass", "has_cpu_kernel"]
+
+logger = logging.getLogger(__name__)
+
+_Kernel = tuple[int, int, dict[str, frozenset[str]]]
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_kernels() -> dict[str, list[_Kernel]]:
+    """ONNX Runtime's CPU kernels of the default domain: op type -> (since, until, type constraints)."""
+    try:
+        from onnxruntime.capi import _pybind_state
+    except ImportError:  # no runtime installed: nothing to adapt to
+        return {}
+    table: dict[str, list[_Kernel]] = {}
+    for kernel in _pybind_state.get_all_opkernel_def():
+        if kernel.provider != "CPUExecutionProvider" or kernel.domain not in ("", "ai.onnx"):
+            continue
+        since, until = kernel.version_range
+        constraints = {name: frozenset(types) for name, types in kernel.type_constraints.items()}
+        table.setdefault(kernel.op_name, []).append((since, until, constraints))
+    return table
+
+
+def _type_name(dtype: ir.DataType) -> str:
+    return f"tensor({_ONNX_NAMES[dtype]})"
+
+
+_ONNX_NAMES = {
+    ir.DataType.FLOAT: "float", ir.DataType.DOUBLE: "double", ir.DataType.FLOAT16: "float16",
+    ir.DataType.BFLOAT16: "bfloat16", ir.DataType.INT8: "int8", ir.DataType.INT16: "int16",
+    ir.DataType.INT32: "int32", ir.DataType.INT64: "int64", ir.DataType.UINT8: "uint8",
+    ir.DataType.UINT16: "uint16", ir.DataType.UINT32: "uint32", ir.DataType.UINT64: "uint64",
+    ir.DataType.BOOL: "bool", ir.DataType.STRING: "string",
+}
+
+# Wider types that compute the same results, nearest first.
+_WIDER: dict[ir.DataType, tuple[ir.DataType, ...]] = {
+    ir.DataType.FLOAT16: (ir.DataType.FLOAT,),
+    ir.DataType.BFLOAT16: (ir.DataType.FLOAT,),
+    ir.DataType.BOOL: (ir.DataType.INT32, ir.DataType.INT64),
+    ir.DataType.INT8: (ir.DataType.INT32, ir.DataType.INT64),
+    ir.DataType.UINT8: (ir.DataType.INT32, ir.DataType.INT64),
+    ir.DataType.INT16: (ir.DataType.INT32, ir.DataType.INT64),
+    ir.DataType.UINT16: (ir.DataType.INT32, ir.DataType.INT64),
+    ir.DataType.INT32: (ir.DataType.INT64,),
+    ir.DataType.UINT32: (ir.DataType.INT64,),
+}
+
+
+def _schema(node: ir.Node, version: int) -> onnx.defs.OpSchema | None:
+    try:
+        return onnx.defs.get_schema(node.op_type, version, "")
+    except onnx.defs.SchemaError:
+        return None
+
+
+def _formal_types(schema: onnx.defs.OpSchema, count: int, formals: list[onnx.defs.OpSchema.FormalParameter]) -> list[str | None]:
+    """The type parameter of each of ``count`` actual inputs/outputs (variadic ones repeat)."""
+    names: list[str | None] = []
+    for i in range(count):
+        formal = formals[min(i, len(formals) - 1)] if formals else None
+        if formal is None or (i >= len(formals) and formal.option != onnx.defs.OpSchema.FormalParameterOption.Variadic):
+            names.append(None)
+        else:
+            names.append(formal.type_str)
+    return names
+
+
+def _bindings(node: ir.Node, schema: onnx.defs.OpSchema) -> dict[str, ir.DataType] | None:
+    """Type parameter -> the dtype bound to it by the node's inputs (None if one is unknown)."""
+    bound: dict[str, ir.DataType] = {}
+    params = _formal_types(schema, len(node.inputs), list(schema.inputs))
+    for value, param in zip(node.inputs, params):
+        if value is None or param is None:
+            continue
+        if value.dtype is None:
+            return None
+        bound.setdefault(param, value.dtype)
+    return bound
+
+
+def has_cpu_kernel(op_type: str, version: int, bound: dict[str, ir.DataType]) -> bool | None:
+    """Whether ONNX Runtime's CPU provider runs ``op_type`` at ``version`` with these type
+    parameters; None when it does not know the operator at all (nothing to adapt)."""
+    kernels = _cpu_kernels().get(op_type)
+    if not kernels:
+        return None
+    names = {param: _type_name(dtype) for param, dtype in bound.items() if dtype in _ONNX_NAMES}
+    for since, until, constraints in kernels:
+        if since <= version <= until and all(
+            names[param] in allowed for param, allowed in constraints.items() if param in names
+        ):
+            return True
+    return False
+
+
+def _widening(node: ir.Node, version: int, bound: dict[str, ir.DataType]) -> tuple[str, ir.DataType] | None:
+    """The type parameter to widen and the type to widen it to, if one such change finds a kernel."""
+    for param, dtype in bound.items():
+        for wider in _WIDER.get(dtype, ()):
+            if has_cpu_kernel(node.op_type, version, {**bound, param: wider}):
+                return param, wider
+    return None
+
+
+# -- float64 rewrites ---------------------------------------------------------------------------
+
+
+def _const(tape: ir.tape.Tape, value: float) -> ir.Value:
+    return tape.op("Constant", [], {"value": ir.tensor(value, dtype=ir.DataType.DOUBLE)})
+
+
+def _atan(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
+    """float32 Atan as a first guess, then Newton on sin θ - x cos θ = 0 in float64 (the guess is
+    good to 1e-7, one step squares the error); ±inf give ±pi/2 directly."""
+    guess = tape.op("Cast", [tape.op("Atan", [tape.op("Cast", [x], {"to": ir.DataType.FLOAT})])], {"to": ir.DataType.DOUBLE})
+    sin, cos = tape.op("Sin", [guess]), tape.op("Cos", [guess])
+    residual = tape.op("Sub", [sin, tape.op("Mul", [x, cos])])
+    slope = tape.op("Add", [cos, tape.op("Mul", [x, sin])])
+    refined = tape.op("Sub", [guess, tape.op("Div", [residual, slope])])
+    half_pi = tape.op("Mul", [tape.op("Sign", [x]), _const(tape, math.pi / 2)])
+    return tape.op("Where", [tape.op("IsInf", [x]), half_pi, refined])
+
+
+def _sqrt_one_minus_square(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
+    one = _const(tape, 1.0)
+    return tape.op("Sqrt", [tape.op("Mul", [tape.op("Sub", [one, x]), tape.op("Add", [one, x])])])
+
+
+def _asin(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
+    # x / sqrt(1 - x²) is ±inf at ±1 (atan gives ±pi/2) and NaN outside [-1, 1], as asin is.
+    return _atan(tape, tape.op("Div", [x, _sqrt_one_minus_square(tape, x)]))
+
+
+def _acos(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
+    return tape.op("Sub", [_const(tape, math.pi / 2), _asin(tape, x)])
+
+
+def _tan(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
+    return tape.op("Div", [tape.op("Sin", [x]), tape.op("Cos", [x])])
+
+
+def _exp_pair(tape: ir.tape.Tape, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    return tape.op("Exp", [x]), tape.op("Exp", [tape.op("Neg", [x])])
+
+
+def _sinh(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
+    up, down = _exp_pair(tape, x)
+    return tape.op("Mul", [tape.op("Sub", [up, down]), _const(tape, 0.5)])
+
+
+def _cosh(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
+    up, down = _exp_pair(tape, x)
+    return tape.op("Mul", [tape.op("Add", [up, down]), _const(tape, 0.5)])
+
+
+_DOUBLE_REWRITES: dict[str, Callable[[ir.tape.Tape, ir.Value], ir.Value]] = {
+    "Atan": _atan, "Asin": _asin, "Acos": _acos, "Tan": _tan, "Sinh": _sinh, "Cosh": _cosh,
+}
+
+
+# -- the pass -----------------------------------------------------------------------------------
+
+
+def _replace(node: ir.Node, tape: ir.tape.Tape, results: list[ir.Value]) -> None:
+    ir.convenience.replace_nodes_and_values(node.graph, node, [node], list(tape.nodes), list(node.outputs), results)
+
+
+def _widen(node: ir.Node, schema: onnx.defs.OpSchema, param: str, wider: ir.DataType, original: ir.DataType) -> None:
+    """Compute ``node`` with type parameter ``param`` bound to ``wider`` instead of ``original``:
+    Cast its ``param`` inputs up and its ``param`` outputs back down."""
+    tape = ir.tape.Tape()
+    inputs = []
+    for value, formal in zip(node.inputs, _formal_types(schema, len(node.inputs), list(schema.inputs))):
+        inputs.append(tape.op("Cast", [value], {"to": wider}) if value is not None and formal == param else value)
+    outputs = tape.op_multi_out(node.op_type, inputs, dict(node.attributes), num_outputs=len(node.outputs))
+    results = []
+    for out, new, formal in zip(node.outputs, outputs, _formal_types(schema, len(node.outputs), list(schema.outputs))):
+        new.shape = out.shape
+        if formal == param:
+            new.type = ir.TensorType(wider)
+            results.append(tape.op("Cast", [new], {"to": out.dtype or original}))
+        else:
+            new.type = out.type
+            results.append(new)
+    _replace(node, tape, results)
+
+
+class KernelGapPass(ir.passes.InPlacePass):
+    """Make every node runnable by ONNX Runtime's CPU provider without changing what it computes
+    (see the module docstring); reports the count of nodes it changed."""
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        if not _cpu_kernels():
+            return ir.passes.PassResult(model, modified=False)
+        version = model.opset_imports.get("", 18)
+        changed = 0
+        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+            if node.domain not in ("", "ai.onnx"):
+                continue
+            schema = _schema(node, version)
+            if schema is None:
+                continue
+            bound = _bindings(node, schema)
+            if not bound or has_cpu_kernel(node.op_type, version, bound) is not False:
+                continue
+            rewrite = _DOUBLE_REWRITES.get(node.op_type)
+            if rewrite is not None and set(bound.values()) == {ir.DataType.DOUBLE}:
+                tape = ir.tape.Tape()
+                _replace(node, tape, [rewrite(tape, node.inputs[0])])
+                changed += 1
+                continue
+            widening = _widening(node, version, bound)
+            if widening is not None:
+                param, wider = widening
+                _widen(node, schema, param, wider, bound[param])
+                changed += 1
+        if changed:
+            logger.debug("adapted %d node(s) to ONNX Runtime's CPU kernels", changed)
+        return ir.passes.PassResult(model, modified=bool(changed))
