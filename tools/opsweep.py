@@ -73,13 +73,20 @@ DEFAULT_SAMPLES = 3
 STATUSES = ("pass", "mismatch", "export_failed", "ort_failed", "timeout", "crashed")
 APART = ("capture_failed", "eager_failed", "skipped")
 
+# Every dtype OpInfo samples on CPU.
 DTYPES = {
     "float32": torch.float32,
+    "float64": torch.float64,
     "float16": torch.float16,
     "bfloat16": torch.bfloat16,
     "int64": torch.int64,
+    "int32": torch.int32,
+    "int16": torch.int16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
     "bool": torch.bool,
     "complex64": torch.complex64,
+    "complex128": torch.complex128,
 }
 
 # (rtol, atol) by the dtype of each eager output; integer and bool outputs are compared exactly.

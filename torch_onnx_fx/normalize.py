@@ -1,9 +1,16 @@
-"""Normalize: FX passes between decomposition and translation that make ATen's implicit rules
-explicit, so translations see operands that already agree.
+"""Normalize: FX passes between decomposition and translation that make ATen's implicit dtype
+rules explicit, so every translation sees tensor operands that already agree.
 
-Each pass is a ``torch.fx`` pass (``PassBase``) with a contract in its docstring, changing the
-graph module in place and returning a ``PassResult`` that says whether it changed anything;
-:func:`normalize` runs them over the program's graph and every subgraph.
+ATen computes ``int_tensor + 0.5`` in float, ``real * 1j`` in complex, ``bool_tensor.sum()`` in
+int64 and indexes with any integer type; ONNX operators take one dtype per type parameter and
+index with int64. Each pass here inserts ``prims.convert_element_type`` nodes (translated as a
+``Cast``, or for complex results by the complex conversion) in front of the operands that need
+one. A pass is a ``torch.fx`` ``PassBase`` with its contract in its docstring; it changes the graph
+module in place and returns a ``PassResult`` saying whether it changed anything. :func:`normalize`
+runs them over the program's graph and every subgraph.
+
+Python numbers and symbolic sizes are not tensors and stay as they are here: the graph walk
+retypes them (``promotion.promote_scalars``).
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from torch_onnx_fx import promotion
 
-__all__ = ["ComplexOperandsPass", "normalize"]
+__all__ = ["TypePromotionPass", "IntegralAccumulationPass", "IndexDtypePass", "normalize"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,67 +37,129 @@ _WRITTEN_INTO_SELF = {
 }
 
 
-def _example(arg: Any) -> Any:
-    return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
+def _name(node: torch.fx.Node) -> str | None:
+    return node.target.name() if isinstance(node.target, torch._ops.OpOverload) else None
 
 
-class ComplexOperandsPass(PassBase):
-    """Real tensor operands of an element-wise op that computes in a complex dtype become that
-    complex dtype first (``real * 1j``, ``where(c, complex, real)``, complex64 with complex128).
+def _tensor_example(arg: Any) -> torch.Tensor | None:
+    example = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+    return example if isinstance(example, torch.Tensor) else None
 
-    Contract: for every node with an ATen promotion rule whose computation dtype is complex, each
-    participating tensor argument of another dtype is replaced by a ``prims.convert_element_type``
-    node to the computation dtype, inserted just before it; likewise a real tensor written into
-    a complex ``self`` (``index_put`` values, ``copy`` source) becomes ``self``'s dtype. Translations for complex inputs can
-    then rely on every tensor operand being in the same real-view form; only Python scalars are
-    left for them to convert.
-    """
 
-    @staticmethod
-    def _target_dtype(node: torch.fx.Node, examples: list[Any]) -> tuple[torch.dtype | None, tuple[int, ...]]:
-        name = node.target.name() if isinstance(node.target, torch._ops.OpOverload) else None
-        written = _WRITTEN_INTO_SELF.get(name) if name else None
-        if written is not None:
-            self_example = examples[0] if examples else None
-            return (self_example.dtype if isinstance(self_example, torch.Tensor) else None), written
-        rule = promotion.promotion_rule(node.target)
-        if rule is None:
-            return None, ()
-        return promotion.computation_dtype(rule, examples), rule[1]
+def _converted(node: torch.fx.Node, arg: torch.fx.Node, dtype: torch.dtype) -> torch.fx.Node:
+    """A ``convert_element_type(arg, dtype)`` node just before ``node``, with ``node``'s source
+    location so that errors about it point at the model's line."""
+    graph = node.graph
+    with graph.inserting_before(node):
+        conversion = graph.call_function(_CONVERT, (arg, dtype))
+    conversion.meta["val"] = arg.meta["val"].to(dtype)
+    for key in ("stack_trace", "nn_module_stack", "source_fn_stack"):
+        if key in node.meta:
+            conversion.meta[key] = node.meta[key]
+    return conversion
+
+
+class _ConvertingPass(PassBase):
+    """Shared walk: ``conversions(node)`` names (argument index, dtype) pairs; list arguments
+    are addressed as (index, position in the list)."""
+
+    def conversions(self, node: torch.fx.Node) -> list[tuple[int | tuple[int, int], torch.dtype]]:
+        raise NotImplementedError
 
     def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
-        graph = graph_module.graph
-        converted = 0
-        for node in list(graph.nodes):
+        count = 0
+        for node in list(graph_module.graph.nodes):
             if node.op != "call_function":
                 continue
-            examples = [_example(a) for a in node.args]
-            dtype, indices = self._target_dtype(node, examples)
-            if dtype is None or not dtype.is_complex:
+            wanted = self.conversions(node)
+            if not wanted:
                 continue
             args = list(node.args)
-            for i in indices:
-                if i >= len(args) or not isinstance(args[i], torch.fx.Node):
-                    continue
-                example = examples[i]
-                if not isinstance(example, torch.Tensor) or example.dtype == dtype:
-                    continue
-                with graph.inserting_before(node):
-                    conversion = graph.call_function(_CONVERT, (args[i], dtype))
-                conversion.meta["val"] = example.to(dtype)
-                for key in ("stack_trace", "nn_module_stack", "source_fn_stack"):
-                    if key in node.meta:
-                        conversion.meta[key] = node.meta[key]
-                args[i] = conversion
-                converted += 1
+            for where, dtype in wanted:
+                if isinstance(where, tuple):
+                    index, position = where
+                    items = list(args[index])
+                    items[position] = _converted(node, items[position], dtype)
+                    args[index] = type(node.args[index])(items)
+                else:
+                    args[where] = _converted(node, args[where], dtype)
+                count += 1
             node.args = tuple(args)
-        if converted:
+        if count:
             graph_module.recompile()
-            logger.debug("converted %d real operand(s) of complex computations", converted)
-        return PassResult(graph_module, bool(converted))
+            logger.debug("%s: %d conversion(s)", type(self).__name__, count)
+        return PassResult(graph_module, bool(count))
 
 
-_PASSES: tuple[PassBase, ...] = (ComplexOperandsPass(),)
+class TypePromotionPass(_ConvertingPass):
+    """Tensor operands of an element-wise op become the dtype ATen computes it in.
+
+    Contract: for every node with a promotion rule (``promotion.promotion_rule``), each
+    participating tensor argument whose dtype differs from the computation dtype (torch's own
+    ``elementwise_dtypes``) is converted to it — ``int + float``, ``real * 1j`` and complex64
+    with complex128 alike; and a tensor written into ``self`` (``index_put`` values, ``copy``
+    source) is converted to ``self``'s dtype.
+    """
+
+    def conversions(self, node: torch.fx.Node) -> list[tuple[int | tuple[int, int], torch.dtype]]:
+        name = _name(node)
+        written = _WRITTEN_INTO_SELF.get(name) if name else None
+        if written is not None:
+            target = _tensor_example(node.args[0]) if node.args else None
+            dtype = target.dtype if target is not None else None
+            indices: tuple[int, ...] = written
+        else:
+            rule = promotion.promotion_rule(node.target)
+            if rule is None:
+                return []
+            examples = [a.meta.get("val") if isinstance(a, torch.fx.Node) else a for a in node.args]
+            dtype, indices = promotion.computation_dtype(rule, examples), rule[1]
+        if dtype is None:
+            return []
+        result = []
+        for i in indices:
+            example = _tensor_example(node.args[i]) if i < len(node.args) else None
+            if example is not None and example.dtype != dtype:
+                result.append((i, dtype))
+        return result
+
+
+class IntegralAccumulationPass(_ConvertingPass):
+    """Sums and products of bool and integer tensors accumulate in int64, as ATen's do.
+
+    Contract: ``sum``/``prod``/``cumsum``/``cumprod`` without a ``dtype`` whose input is bool or
+    an integer type narrower than int64 get their input converted to int64 (the node's result
+    is already int64 in ATen; ONNX would reduce in the input type, and rejects bool).
+    """
+
+    def conversions(self, node: torch.fx.Node) -> list[tuple[int | tuple[int, int], torch.dtype]]:
+        if _name(node) not in promotion.INTEGRAL_TO_LONG or node.kwargs.get("dtype") is not None or not node.args:
+            return []
+        example = _tensor_example(node.args[0])
+        narrow = example is not None and not example.dtype.is_floating_point and not example.is_complex()
+        return [(0, torch.int64)] if narrow and example.dtype != torch.int64 else []
+
+
+class IndexDtypePass(_ConvertingPass):
+    """Index tensors of advanced indexing become int64.
+
+    Contract: in ``index``/``index_put`` (and their unsafe forms) every index tensor of an
+    integer type other than int64 is converted to int64 (ScatterND and GatherND take only int64;
+    ATen takes any integer type). Boolean masks are left alone.
+    """
+
+    def conversions(self, node: torch.fx.Node) -> list[tuple[int | tuple[int, int], torch.dtype]]:
+        if _name(node) not in promotion.INDEX_LISTS or len(node.args) < 2 or not isinstance(node.args[1], (list, tuple)):
+            return []
+        result: list[tuple[int | tuple[int, int], torch.dtype]] = []
+        for position, index in enumerate(node.args[1]):
+            example = _tensor_example(index)
+            if example is not None and example.dtype not in (torch.int64, torch.bool) and not example.dtype.is_floating_point:
+                result.append(((1, position), torch.int64))
+        return result
+
+
+_PASSES: tuple[PassBase, ...] = (TypePromotionPass(), IntegralAccumulationPass(), IndexDtypePass())
 
 
 def normalize(program: torch.export.ExportedProgram) -> bool:

@@ -17,7 +17,7 @@ from onnx_ir.tensor_adapters import from_torch_dtype
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as Kind
 from torch._prims_common import elementwise_dtypes
 
-__all__ = ["promotion_rule", "computation_dtype", "promote_arguments", "widen_integral_accumulation", "widen_indices"]
+__all__ = ["promotion_rule", "computation_dtype", "promote_scalars", "INTEGRAL_TO_LONG", "INDEX_LISTS"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,10 +59,30 @@ _add("lerp.Scalar lerp.Tensor", Kind.DEFAULT, (0, 1, 2))
 _add("addcmul addcdiv", Kind.DEFAULT, (0, 1, 2))
 
 
+# Float functions of one argument: ATen computes them on integer and bool tensors in the
+# default float dtype (ONNX Runtime has no integer kernels for them at all).
+_add(
+    "exp exp2 expm1 log log2 log10 log1p sin cos tan asin acos atan sinh cosh tanh asinh acosh "
+    "atanh arcsin arccos arctan arcsinh arccosh arctanh sqrt rsqrt sigmoid erf erfc erfinv lgamma "
+    "digamma reciprocal rad2deg deg2rad sinc logit i0 special_i0e special_i1 special_i1e "
+    "special_ndtr special_ndtri special_log_ndtr special_erfcx special_expit special_entr "
+    "special_bessel_j0 special_bessel_j1 special_spherical_bessel_j0 logsumexp",
+    Kind.INT_TO_FLOAT,
+    (0,),
+)
+
+
 def promotion_rule(target: Any) -> tuple[Kind, tuple[int, ...]] | None:
-    if isinstance(target, torch._ops.OpOverload):
-        return _RULES.get(target.name())
-    return None
+    """The rule of an ATen overload; an in-place overload (``add_.Tensor``) promotes as its
+    functional form does."""
+    if not isinstance(target, torch._ops.OpOverload):
+        return None
+    name = target.name()
+    rule = _RULES.get(name)
+    if rule is None and target._schema.is_mutable:
+        base, _, overload = name.partition(".")
+        rule = _RULES.get(base.rstrip("_") + (f".{overload}" if overload else ""))
+    return rule
 
 
 def _as_number(example: Any) -> Any:
@@ -93,34 +113,28 @@ def computation_dtype(rule: tuple[Kind, tuple[int, ...]], example_args: Sequence
         return None
 
 
-def promote_arguments(
+def promote_scalars(
     rule: tuple[Kind, tuple[int, ...]],
     args: list[Any],
     example_args: Sequence[Any],
     cast: Callable[[ir.Value, ir.DataType], ir.Value],
 ) -> list[Any]:
-    """Return ``args`` with the promoting ones cast to the computation dtype.
+    """Return ``args`` with the promoting Python numbers and symbolic scalars in the computation
+    dtype (tensors already are: the normalize stage converted them).
 
-    ``example_args`` are the FX meta values (fake tensors / Python scalars) at the same positions;
-    ``cast`` inserts a Cast node.
+    ``example_args`` are the FX meta values at the same positions; ``cast`` inserts a Cast node.
+    A symbolic size is a 0-d INT64/FLOAT/BOOL tensor in the graph and is cast like a tensor.
     """
-    indices = rule[1]
     target_dtype = computation_dtype(rule, example_args)
-    if target_dtype is None:
-        return args
-    if target_dtype.is_complex:
+    if target_dtype is None or target_dtype.is_complex:
         return args
     onnx_dtype = from_torch_dtype(target_dtype)
     promoted = list(args)
-    for i in indices:
+    for i in rule[1]:
         if i >= len(args):
             continue
         example, value = example_args[i], args[i]
-        if isinstance(example, torch.Tensor) and isinstance(value, ir.Value):
-            if example.dtype != target_dtype:
-                promoted[i] = cast(value, onnx_dtype)
-        elif isinstance(example, (torch.SymInt, torch.SymFloat, torch.SymBool)) and isinstance(value, ir.Value):
-            # A symbolic size is a 0-d INT64/FLOAT/BOOL tensor here; it takes part like a scalar.
+        if isinstance(example, (torch.SymInt, torch.SymFloat, torch.SymBool)) and isinstance(value, ir.Value):
             if value.dtype != onnx_dtype:
                 promoted[i] = cast(value, onnx_dtype)
         elif isinstance(value, bool) and target_dtype != torch.bool:
@@ -132,49 +146,11 @@ def promote_arguments(
 
 # Reductions that ATen accumulates in int64 for bool and integer inputs when no dtype is given
 # (``bool_tensor.sum()`` counts); ONNX reduces in the input type and rejects bool.
-_INTEGRAL_TO_LONG = {
+INTEGRAL_TO_LONG = frozenset({
     "aten::sum", "aten::sum.dim_IntList", "aten::prod", "aten::prod.dim_int",
     "aten::cumsum", "aten::cumprod",
-}
-
-
-def widen_integral_accumulation(
-    target: Any,
-    args: list[Any],
-    example_args: Sequence[Any],
-    kwargs: dict[str, Any],
-    cast: Callable[[ir.Value, ir.DataType], ir.Value],
-) -> list[Any]:
-    if not isinstance(target, torch._ops.OpOverload) or target.name() not in _INTEGRAL_TO_LONG:
-        return args
-    if kwargs.get("dtype") is not None or not args or not isinstance(args[0], ir.Value):
-        return args
-    example = example_args[0]
-    if isinstance(example, torch.Tensor) and (example.dtype == torch.bool or (not example.dtype.is_floating_point and not example.is_complex() and example.dtype != torch.int64)):
-        return [cast(args[0], ir.DataType.INT64), *args[1:]]
-    return args
-
+})
 
 # Advanced indexing translations feed their index tensors to ScatterND/GatherND, which take only
 # int64 indices; ATen accepts any integer type (istft's decomposition indexes with int32).
-_INDEX_LISTS = {"aten::index.Tensor", "aten::_unsafe_index.Tensor", "aten::index_put", "aten::_unsafe_index_put"}
-
-
-def widen_indices(
-    target: Any, args: list[Any], example_args: Sequence[Any], cast: Callable[[ir.Value, ir.DataType], ir.Value]
-) -> list[Any]:
-    if not isinstance(target, torch._ops.OpOverload) or target.name() not in _INDEX_LISTS or len(args) < 2:
-        return args
-    indices, examples = args[1], example_args[1]
-    if not isinstance(indices, (list, tuple)) or not isinstance(examples, (list, tuple)):
-        return args
-    widened = []
-    for index, example in zip(indices, examples):
-        narrow = (
-            isinstance(index, ir.Value)
-            and isinstance(example, torch.Tensor)
-            and example.dtype not in (torch.int64, torch.bool)
-            and not example.dtype.is_floating_point
-        )
-        widened.append(cast(index, ir.DataType.INT64) if narrow else index)
-    return [args[0], widened, *args[2:]]
+INDEX_LISTS = frozenset({"aten::index.Tensor", "aten::_unsafe_index.Tensor", "aten::index_put", "aten::_unsafe_index_put"})

@@ -204,7 +204,9 @@ def _widen(node: ir.Node, schema: onnx.defs.OpSchema, param: str, wider: ir.Data
     tape = ir.tape.Tape()
     inputs = []
     for value, formal in zip(node.inputs, _formal_types(schema, len(node.inputs), list(schema.inputs))):
-        inputs.append(tape.op("Cast", [value], {"to": wider}) if value is not None and formal == param else value)
+        if value is not None and formal == param:
+            value = tape.op("Cast", [value], {"to": wider}, output=ir.Value(type=ir.TensorType(wider), shape=value.shape))
+        inputs.append(value)
     outputs = tape.op_multi_out(node.op_type, inputs, dict(node.attributes), num_outputs=len(node.outputs))
     results = []
     for out, new, formal in zip(node.outputs, outputs, _formal_types(schema, len(node.outputs), list(schema.outputs))):

@@ -381,9 +381,8 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     rule = promotion.promotion_rule(target)
     if rule is not None:
-        args = promotion.promote_arguments(rule, args, example_args, ctx.cast)
-    args = promotion.widen_integral_accumulation(target, args, example_args, kwargs, ctx.cast)
-    args = promotion.widen_indices(target, args, example_args, ctx.cast)
+        # Tensor operands were promoted by the normalize stage; numbers and sizes are done here.
+        args = promotion.promote_scalars(rule, args, example_args, ctx.cast)
     if translation.complex:
         args = _complex_scalars(ctx, translation, args, example_args)
     rank_one = zero_dim.needs_rank_one(target, example_args)

@@ -6,6 +6,7 @@ function (or ONNX Script function) taking the FX node's arguments with tensors a
 
 from torch_onnx_fx.ops import (  # noqa: F401
     activation,
+    arithmetic,
     complex_math,
     control_flow,
     core,

@@ -26,6 +26,7 @@ __all__ = [
     "aten_bucketize",
     "aten_cummax",
     "aten_cummin",
+    "aten_sort_stable",
 ]
 
 
@@ -250,3 +251,34 @@ def aten_cummax(self: ir.Value, dim: int) -> tuple[ir.Value, ir.Value]:
 def aten_cummin(self: ir.Value, dim: int) -> tuple[ir.Value, ir.Value]:
     """cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)"""
     return _cumulative_extreme(self, dim, pick_max=False)
+
+
+@register("aten::sort.stable")
+def aten_sort_stable(
+    self: ir.Value, *, stable: bool | None = None, dim: int = -1, descending: bool = False
+) -> tuple[ir.Value, ir.Value]:
+    """sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+
+    ONNX's TopK breaks ties by the lower index, so a full-length TopK is a stable sort (stable or
+    not, ATen's CPU sort is stable too). ATen sorts NaN above everything; TopK's order of NaN is
+    unspecified, so floating inputs take a second stable pass on "is NaN" (least significant key
+    first, as in a radix sort): NaNs last ascending, first descending, in their original order.
+    """
+    if self.shape is None:
+        raise ValueError("sort needs an input of known rank")
+    rank = self.shape.rank()
+    if rank == 0:
+        return op.Identity(self), op.Constant(value=ir.tensor(0, dtype=ir.DataType.INT64))
+    axis = dim % rank
+    length = op.Shape(self, start=axis, end=axis + 1)
+    largest = int(descending)
+    if self.dtype is None or not self.dtype.is_floating_point():
+        _, order = op.TopK(self, length, axis=axis, largest=largest, sorted=1)
+        return op.GatherElements(self, order, axis=axis), order
+    missing = op.IsNaN(self)
+    key = op.Where(missing, op.CastLike(0.0, self), self)
+    _, by_value = op.TopK(key, length, axis=axis, largest=largest, sorted=1)
+    flag = op.Cast(op.GatherElements(missing, by_value, axis=axis), to=ir.DataType.INT32)
+    _, by_flag = op.TopK(flag, length, axis=axis, largest=largest, sorted=1)
+    order = op.GatherElements(by_value, by_flag, axis=axis)
+    return op.GatherElements(self, order, axis=axis), order

@@ -1,0 +1,73 @@
+"""Every dtype is exact or refused (issue 10): integer arithmetic over the whole range, ATen's
+promotion of int/bool inputs to float functions, stable sorts, and dtypes ONNX Runtime has no
+kernel for. Each case is a cause the operator sweep found, compared with eager PyTorch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers import assert_matches_eager
+
+INTEGER_DTYPES = [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8]
+
+
+def _integers(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    info = torch.iinfo(dtype)
+    a = torch.tensor([info.max, info.min + 1, 7, -7, 16777217, 0, 9, info.max - 1])
+    b = torch.tensor([1, 3, 2, 2, 1, 5, -2, -3])
+    if not info.min:  # unsigned: no negative operands
+        a, b = a.abs(), b.abs()
+    return a.clamp(info.min, info.max).to(dtype), b.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", INTEGER_DTYPES, ids=str)
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_integer_division_is_exact_over_the_whole_range(dtype, mode):
+    # torchlib divides through float32: 16777217 // 1 gave 16777216, int64 max was off by far more.
+    a, b = _integers(dtype)
+    assert_matches_eager(lambda a, b: torch.div(a, b, rounding_mode=mode), (a, b), rtol=0, atol=0)
+    assert_matches_eager(lambda a: torch.div(a, -3 if a.is_signed() else 3, rounding_mode=mode), (a,), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8, torch.bool], ids=str)
+@pytest.mark.parametrize("name", ["exp", "cos", "atan", "log2", "sigmoid", "rad2deg", "rsqrt", "erf"])
+def test_float_functions_promote_integer_and_bool_inputs(dtype, name):
+    function = getattr(torch, name)
+    x = torch.tensor([0, 1, 2, 3, 1]).to(dtype)
+    assert_matches_eager(lambda x: function(x), (x,))
+
+
+def test_logsumexp_of_integers_is_computed_in_float():
+    assert_matches_eager(lambda x: torch.logsumexp(x, 0), (torch.tensor([1, 2, 3]),))
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64, torch.int8, torch.bool], ids=str)
+def test_stable_sort_keeps_ties_in_order_and_nan_last(descending, dtype):
+    values = torch.tensor([[3.0, float("nan"), 1.0, 3.0, float("-inf"), float("nan"), 1.0, float("inf")]])
+    x = values.to(dtype) if dtype.is_floating_point else values.nan_to_num(5.0, 9.0, -9.0).to(dtype)
+    assert_matches_eager(lambda x: torch.sort(x, stable=True, descending=descending), (x,), rtol=0, atol=0)
+    assert_matches_eager(lambda x: torch.argsort(x, stable=True, descending=descending), (x,), rtol=0, atol=0)
+
+
+def test_bfloat16_linear_runs_in_onnx_runtime():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 4).to(torch.bfloat16).eval()
+    # The product is computed in float32 and rounded to bfloat16 once: bfloat16 precision.
+    assert_matches_eager(model, (torch.randn(3, 8, dtype=torch.bfloat16),), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.int16, torch.int8, torch.uint8], ids=str)
+def test_narrow_integer_arithmetic_wraps_as_aten_does(dtype):
+    a, b = _integers(dtype)
+    fn = lambda a, b: (a * b + a - 3, torch.maximum(a, b), a.sum(dtype=dtype), a.abs())  # noqa: E731
+    assert_matches_eager(fn, (a, b), rtol=0, atol=0)
+
+
+def test_float64_trigonometry_keeps_float64_precision():
+    # ONNX Runtime has float32 kernels only for these: they are rewritten, not run in float32.
+    torch.manual_seed(0)
+    x = torch.randn(64, dtype=torch.float64)
+    fn = lambda x: (torch.atan(x), torch.asin(x / 4), torch.acos(x / 4), torch.tan(x), torch.sinh(x), torch.cosh(x))  # noqa: E731
+    assert_matches_eager(fn, (x,), rtol=1e-12, atol=1e-14)

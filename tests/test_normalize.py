@@ -1,0 +1,49 @@
+"""The normalize stage's FX passes make ATen's dtype rules explicit before translation."""
+
+from __future__ import annotations
+
+import torch
+
+from torch_onnx_fx.normalize import IndexDtypePass, IntegralAccumulationPass, TypePromotionPass
+
+_CONVERT = torch.ops.prims.convert_element_type.default
+
+
+
+def _conversions(module: torch.fx.GraphModule) -> list[torch.dtype]:
+    return [n.args[1] for n in module.graph.nodes if n.target is _CONVERT]
+
+
+def _export(fn, *args) -> torch.fx.GraphModule:
+    class M(torch.nn.Module):
+        def forward(self, *a):
+            return fn(*a)
+
+    return torch.export.export(M(), args).graph_module
+
+
+def test_real_operand_of_complex_product_becomes_complex():
+    module = _export(lambda x, z: x * z, torch.randn(3), torch.randn(3, dtype=torch.complex64))
+    result = TypePromotionPass()(module)
+    assert result.modified and _conversions(module) == [torch.complex64]
+    module.graph.lint()
+
+
+def test_int_operand_of_float_sum_becomes_float():
+    module = _export(lambda a, b: a + b, torch.arange(3), torch.randn(3))
+    assert TypePromotionPass()(module).modified and _conversions(module) == [torch.float32]
+
+
+def test_matching_operands_are_left_alone():
+    module = _export(lambda a, b: a + b, torch.randn(3), torch.randn(3))
+    assert not TypePromotionPass()(module).modified
+
+
+def test_bool_sum_accumulates_in_int64():
+    module = _export(lambda m: m.sum(), torch.ones(3, dtype=torch.bool))
+    assert IntegralAccumulationPass()(module).modified and _conversions(module) == [torch.int64]
+
+
+def test_int32_indices_become_int64():
+    module = _export(lambda x, i: x[i], torch.randn(4), torch.tensor([0, 2], dtype=torch.int32))
+    assert IndexDtypePass()(module).modified and _conversions(module) == [torch.int64]

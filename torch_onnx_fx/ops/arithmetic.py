@@ -1,0 +1,52 @@
+"""Exact integer arithmetic.
+
+torchlib divides integers with a rounding mode through float32 (``Floor(Div(Cast(a), Cast(b)))``),
+which is wrong above 2^24 (16777217 // 1 = 16777216). ONNX's integer ``Div`` truncates toward
+zero, as C does, so truncation is one ``Div`` and flooring corrects it by one where the remainder
+is nonzero and the signs differ: exact over the whole range of every integer type.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import onnx_ir as ir
+import torch
+from onnxscript import opset18 as op
+
+from torch_onnx_fx.registry import register
+
+__all__ = ["aten_div_mode_integer"]
+
+
+def _integer_rounding_division(node: torch.fx.Node) -> bool:
+    result = node.meta.get("val")
+    mode = node.kwargs.get("rounding_mode")
+    return (
+        isinstance(result, torch.Tensor)
+        and not result.dtype.is_floating_point
+        and not result.is_complex()
+        and result.dtype != torch.bool
+        and mode in ("trunc", "floor")
+    )
+
+
+@register(
+    "aten::div.Tensor_mode", "aten::div.Scalar_mode", "aten::divide.Tensor_mode", "aten::divide.Scalar_mode",
+    supports=_integer_rounding_division,
+)
+def aten_div_mode_integer(self: ir.Value, other: Any, *, rounding_mode: str) -> ir.Value:
+    """div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor, integers"""
+    if not isinstance(other, ir.Value):
+        other = op.CastLike(op.Constant(value_int=int(other)), self)
+    quotient = op.Div(self, other)
+    if rounding_mode == "trunc" or (self.dtype is not None and not _signed(self.dtype)):
+        return quotient
+    zero = op.CastLike(op.Constant(value_int=0), self)
+    inexact = op.Not(op.Equal(op.Sub(self, op.Mul(quotient, other)), zero))
+    signs_differ = op.Xor(op.Less(self, zero), op.Less(other, zero))
+    return op.Sub(quotient, op.CastLike(op.And(inexact, signs_differ), self))
+
+
+def _signed(dtype: ir.DataType) -> bool:
+    return dtype not in (ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64)
