@@ -158,3 +158,9 @@ def test_custom_complex_translation_is_used_for_complex_inputs():
     )
     z = _z(4)
     torch.testing.assert_close(program(z)[0], z)
+
+
+def test_zero_norm_counts_nonzero_complex_entries():
+    z = _z(5, 5)
+    z[0, 1] = 0
+    assert_matches_eager(lambda z: torch.norm(z, 0), (z,))

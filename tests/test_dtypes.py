@@ -71,3 +71,25 @@ def test_float64_trigonometry_keeps_float64_precision():
     x = torch.randn(64, dtype=torch.float64)
     fn = lambda x: (torch.atan(x), torch.asin(x / 4), torch.acos(x / 4), torch.tan(x), torch.sinh(x), torch.cosh(x))  # noqa: E731
     assert_matches_eager(fn, (x,), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.int8, torch.uint8, torch.int64], ids=str)
+def test_cummax_cummin_fill_with_the_dtypes_own_extremes(dtype):
+    # int64's extremes wrapped to 0 in int8, and bool's cummax started from True.
+    x = (torch.tensor([[3, -5, 7, 1], [-2, 0, -9, 4]]) % (2 if dtype == torch.bool else 256)).to(dtype)
+    if dtype.is_signed:
+        x = x - 100 if dtype == torch.int8 else x
+    assert_matches_eager(lambda x: (torch.cummax(x, 1), torch.cummin(x, 1)), (x,), rtol=0, atol=0)
+
+
+def test_bool_sort_and_sum_with_dtype():
+    x = torch.tensor([True, False, True, False, False])
+    assert_matches_eager(lambda x: torch.sort(x, stable=True).values, (x,), rtol=0, atol=0)
+    # sum(mask, dtype=float) sums in float (a bool ReduceSum collapsed it to 1 under the kernel pass).
+    assert_matches_eager(lambda x: x.sum(dtype=torch.float32), (x,))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool], ids=str)
+def test_xlogy_and_angle_of_integers_are_float(dtype):
+    x = torch.tensor([0, 1, 2, -3]).to(dtype)
+    assert_matches_eager(lambda x: (torch.xlogy(x, x.abs() + 1 if dtype != torch.bool else x), torch.angle(x)), (x,))

@@ -293,9 +293,52 @@ def compare(expected: Any, actual: Sequence[torch.Tensor]) -> None:
             raise AssertionError(where + "; ".join(lines)) from None
 
 
+# Order statistics whose index output is not determined when values tie (ATen's selection
+# algorithm picks one of the tied positions; torch documents no rule): opinfo name -> whether the
+# values keep the reduced dim. Their indices are checked by what they select.
+_TIED_INDICES = {"topk": True, "kthvalue": False, "sort": True, "argsort": True}
+
+
+def comparison(opinfo: Any, sample: Any) -> Callable[[Any, Sequence[torch.Tensor]], None]:
+    """How this sample's outputs are compared: ``compare``, except for the order statistics of
+    ``_TIED_INDICES``, whose values are compared and whose indices must select those values."""
+    keeps_dim = _TIED_INDICES.get(opinfo.name)
+    source = sample.input
+    if keeps_dim is None or not isinstance(source, torch.Tensor) or source.dim() == 0 or sample.kwargs.get("stable"):
+        return compare
+    args = list(sample.args)
+    if opinfo.name in ("sort", "argsort"):
+        dim = sample.kwargs.get("dim", args[0] if args and isinstance(args[0], int) else -1)
+    else:
+        dim = sample.kwargs.get("dim", args[1] if len(args) > 1 else -1)
+    keepdim = keeps_dim or bool(sample.kwargs.get("keepdim", args[2] if len(args) > 2 else False))
+
+    if opinfo.name == "argsort":
+        def same_order(expected: Any, actual: Sequence[torch.Tensor]) -> None:
+            if len(actual) != 1 or actual[0].shape != expected.shape or actual[0].dtype != expected.dtype:
+                raise AssertionError(f"argsort: {[f'{a.dtype}{list(a.shape)}' for a in actual]}, eager {expected.dtype}{list(expected.shape)}")
+            compare(torch.take_along_dim(source, expected, dim), [torch.take_along_dim(source, actual[0].long(), dim)])
+
+        return same_order
+
+    def tie_tolerant(expected: Any, actual: Sequence[torch.Tensor]) -> None:
+        if len(actual) != 2:
+            raise AssertionError(f"{len(actual)} ONNX outputs for 2 eager outputs")
+        values, indices = actual
+        compare(expected[0], [values])
+        index = indices if keepdim else indices.unsqueeze(dim)
+        picked = torch.take_along_dim(source, index.long(), dim)
+        compare(values if keepdim else values.unsqueeze(dim), [picked])
+        if indices.dtype != expected[1].dtype or indices.shape != expected[1].shape:
+            raise AssertionError(f"indices {indices.dtype}{list(indices.shape)}, eager {expected[1].dtype}{list(expected[1].shape)}")
+
+    return tie_tolerant
+
+
 def _run_exporter(
     record: Record, exporter: str, module: OpCall, program: torch.export.ExportedProgram, expected: Any,
     on_stage: Callable[[str], None], opset: int | None = None,
+    compare_outputs: Callable[[Any, Sequence[torch.Tensor]], None] = compare,
 ) -> None:
     """Export, run and compare; fills ``record.status`` and the error fields."""
     status_of = {"export": "export_failed", "onnxruntime": "ort_failed", "compare": "mismatch"}
@@ -313,7 +356,7 @@ def _run_exporter(
         actual = onnx_program(*module.fresh_inputs())
         stage = "compare"
         on_stage(stage)
-        compare(expected, actual)
+        compare_outputs(expected, actual)
         record.status = "pass"
     except Exception as exc:  # noqa: BLE001 - every failure is a result to record
         record.status = status_of[stage]
@@ -395,7 +438,10 @@ def sweep_op(
             record = Record(key, index, exporter, sample_status or "", inputs=inputs, error=error, cause=cause)
             if program is not None:
                 start = time.perf_counter()
-                _run_exporter(record, exporter, module, program, expected, lambda name: stage(index, exporter, name), opset)
+                _run_exporter(
+                    record, exporter, module, program, expected, lambda name: stage(index, exporter, name), opset,
+                    comparison(opinfo, sample),
+                )
                 record.seconds = round(time.perf_counter() - start, 3)
             emit(record)
     return records

@@ -16,7 +16,7 @@ import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import from_torch_dtype
 
-__all__ = ["onnx_dtype", "onnx_dims", "is_carried", "ir_version_for", "SUB_BYTE", "DEFAULT_IR_VERSION"]
+__all__ = ["onnx_dtype", "onnx_dims", "is_carried", "ir_version_for", "as_complex", "SUB_BYTE", "DEFAULT_IR_VERSION"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,3 +68,13 @@ def ir_version_for(model: ir.Model) -> int:
     for value in values:
         needed = max(needed, _IR_VERSION_OF.get(value.dtype, DEFAULT_IR_VERSION))
     return needed
+
+
+def as_complex(real_view: "torch.Tensor") -> "torch.Tensor":
+    """The complex tensor whose real view (trailing dim 2) is ``real_view``. An empty tensor
+    from ONNX Runtime can have strides ``view_as_complex`` refuses, so it is rebuilt instead."""
+    import torch
+
+    if real_view.numel() == 0:
+        return torch.empty(real_view.shape[:-1], dtype=torch.complex128 if real_view.dtype == torch.float64 else torch.complex64)
+    return torch.view_as_complex(real_view.contiguous())

@@ -125,19 +125,25 @@ class TypePromotionPass(_ConvertingPass):
 
 
 class IntegralAccumulationPass(_ConvertingPass):
-    """Sums and products of bool and integer tensors accumulate in int64, as ATen's do.
+    """Sums and products accumulate in the dtype ATen accumulates in.
 
-    Contract: ``sum``/``prod``/``cumsum``/``cumprod`` without a ``dtype`` whose input is bool or
-    an integer type narrower than int64 get their input converted to int64 (the node's result
-    is already int64 in ATen; ONNX would reduce in the input type, and rejects bool).
+    Contract: ``sum``/``prod``/``cumsum``/``cumprod`` given a ``dtype`` get their input
+    converted to it (ATen's ``sum(x, dtype=d)`` is ``sum(x.to(d))``: ``norm(z, 0)`` sums a bool
+    mask in float); without one, a bool or integer input narrower than int64 is converted to
+    int64 (ATen's result is int64; ONNX would reduce in the input type, and rejects bool).
     """
 
     def conversions(self, node: torch.fx.Node) -> list[tuple[int | tuple[int, int], torch.dtype]]:
-        if _name(node) not in promotion.INTEGRAL_TO_LONG or node.kwargs.get("dtype") is not None or not node.args:
+        if _name(node) not in promotion.INTEGRAL_TO_LONG or not node.args:
             return []
         example = _tensor_example(node.args[0])
-        narrow = example is not None and not example.dtype.is_floating_point and not example.is_complex()
-        return [(0, torch.int64)] if narrow and example.dtype != torch.int64 else []
+        if example is None:
+            return []
+        wanted = node.kwargs.get("dtype")
+        if wanted is None:
+            narrow = not example.dtype.is_floating_point and not example.is_complex()
+            wanted = torch.int64 if narrow else None
+        return [(0, wanted)] if wanted is not None and wanted != example.dtype else []
 
 
 class IndexDtypePass(_ConvertingPass):

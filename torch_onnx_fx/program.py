@@ -18,6 +18,7 @@ import torch
 from onnx_ir.tensor_adapters import TorchTensor
 
 from torch_onnx_fx import optimize as optimize_module
+from torch_onnx_fx.dtypes import as_complex
 from torch_onnx_fx.capture import STRATEGY_NAMES
 from torch_onnx_fx.errors import OnnxRuntimeError, UnsupportedArgumentError
 from torch_onnx_fx.progress import SaveProgress
@@ -364,7 +365,7 @@ class ONNXProgram:
         results = self._run(None, args, kwargs)
         flags = self._complex_outputs()
         if len(flags) == len(results) and any(flags):
-            results = [torch.view_as_complex(r.contiguous()) if flag else r for r, flag in zip(results, flags)]
+            results = [as_complex(r) if flag else r for r, flag in zip(results, flags)]
         return results
 
     def compute_values(

@@ -35,7 +35,7 @@ _add(
     "add.Tensor add.Scalar sub.Tensor sub.Scalar mul.Tensor mul.Scalar rsub.Tensor rsub.Scalar "
     "maximum minimum fmax fmin remainder.Tensor remainder.Scalar fmod.Tensor fmod.Scalar "
     "floor_divide floor_divide.Scalar bitwise_and.Tensor bitwise_or.Tensor bitwise_xor.Tensor "
-    "div.Tensor_mode div.Scalar_mode copysign.Tensor hypot xlogy.Tensor nextafter "
+    "div.Tensor_mode div.Scalar_mode copysign.Tensor hypot nextafter "
     "logaddexp logaddexp2 heaviside min.other max.other __and__.Tensor __or__.Tensor __xor__.Tensor",
     Kind.DEFAULT,
 )
@@ -45,7 +45,11 @@ _add(
     "subtract.Tensor subtract.Scalar multiply.Tensor multiply.Scalar divide.Tensor_mode divide.Scalar_mode",
     Kind.DEFAULT,
 )
-_add("div.Tensor div.Scalar true_divide.Tensor true_divide.Scalar divide.Tensor divide.Scalar atan2 arctan2", Kind.INT_TO_FLOAT)
+_add(
+    "div.Tensor div.Scalar true_divide.Tensor true_divide.Scalar divide.Tensor divide.Scalar atan2 arctan2 "
+    "xlogy.Tensor xlogy.Scalar_Self xlogy.Scalar_Other special_xlog1py",
+    Kind.INT_TO_FLOAT,
+)
 _add("pow.Tensor_Tensor pow.Tensor_Scalar", Kind.BOOL_TO_LONG)
 _add(
     "eq.Tensor eq.Scalar ne.Tensor ne.Scalar lt.Tensor lt.Scalar le.Tensor le.Scalar "
@@ -66,7 +70,7 @@ _add(
     "atanh arcsin arccos arctan arcsinh arccosh arctanh sqrt rsqrt sigmoid erf erfc erfinv lgamma "
     "digamma reciprocal rad2deg deg2rad sinc logit i0 special_i0e special_i1 special_i1e "
     "special_ndtr special_ndtri special_log_ndtr special_erfcx special_expit special_entr "
-    "special_bessel_j0 special_bessel_j1 special_spherical_bessel_j0 logsumexp",
+    "special_bessel_j0 special_bessel_j1 special_spherical_bessel_j0 logsumexp angle",
     Kind.INT_TO_FLOAT,
     (0,),
 )

@@ -126,12 +126,18 @@ def has_cpu_kernel(op_type: str, version: int, bound: dict[str, ir.DataType]) ->
     return False
 
 
-def _widening(node: ir.Node, version: int, bound: dict[str, ir.DataType]) -> tuple[str, ir.DataType] | None:
-    """The type parameter to widen and the type to widen it to, if one such change finds a kernel."""
+def _widening(node: ir.Node, version: int, bound: dict[str, ir.DataType]) -> dict[str, ir.DataType] | None:
+    """Type parameters to widen and the types to widen them to: one parameter if that finds a
+    kernel, else all widenable ones together (``Pow(int16, int16)`` needs both)."""
     for param, dtype in bound.items():
         for wider in _WIDER.get(dtype, ()):
             if has_cpu_kernel(node.op_type, version, {**bound, param: wider}):
-                return param, wider
+                return {param: wider}
+    widenable = [p for p, d in bound.items() if d in _WIDER]
+    for step in range(max((len(_WIDER[bound[p]]) for p in widenable), default=0)):
+        choice = {p: _WIDER[bound[p]][min(step, len(_WIDER[bound[p]]) - 1)] for p in widenable}
+        if has_cpu_kernel(node.op_type, version, {**bound, **choice}):
+            return choice
     return None
 
 
@@ -198,26 +204,51 @@ def _replace(node: ir.Node, tape: ir.tape.Tape, results: list[ir.Value]) -> None
     ir.convenience.replace_nodes_and_values(node.graph, node, [node], list(tape.nodes), list(node.outputs), results)
 
 
-def _widen(node: ir.Node, schema: onnx.defs.OpSchema, param: str, wider: ir.DataType, original: ir.DataType) -> None:
-    """Compute ``node`` with type parameter ``param`` bound to ``wider`` instead of ``original``:
-    Cast its ``param`` inputs up and its ``param`` outputs back down."""
+def _widen(node: ir.Node, schema: onnx.defs.OpSchema, widened: dict[str, ir.DataType], bound: dict[str, ir.DataType]) -> None:
+    """Compute ``node`` with the type parameters in ``widened`` bound to wider types: Cast their
+    inputs up and their outputs back down to the types they had (``bound``)."""
     tape = ir.tape.Tape()
     inputs = []
     for value, formal in zip(node.inputs, _formal_types(schema, len(node.inputs), list(schema.inputs))):
-        if value is not None and formal == param:
+        if value is not None and formal in widened:
+            wider = widened[formal]
             value = tape.op("Cast", [value], {"to": wider}, output=ir.Value(type=ir.TensorType(wider), shape=value.shape))
         inputs.append(value)
     outputs = tape.op_multi_out(node.op_type, inputs, dict(node.attributes), num_outputs=len(node.outputs))
     results = []
     for out, new, formal in zip(node.outputs, outputs, _formal_types(schema, len(node.outputs), list(schema.outputs))):
         new.shape = out.shape
-        if formal == param:
-            new.type = ir.TensorType(wider)
-            results.append(tape.op("Cast", [new], {"to": out.dtype or original}))
+        if formal in widened:
+            new.type = ir.TensorType(widened[formal])
+            results.append(tape.op("Cast", [new], {"to": out.dtype or bound[formal]}))
         else:
             new.type = out.type
             results.append(new)
     _replace(node, tape, results)
+
+
+# Operators whose result in a wider type, cast back, is the result ATen's fixed-width arithmetic
+# gives, even for a type the ONNX schema leaves out (``Pow`` on int16): integer results wrap modulo
+# the narrow type's range either way. Others are widened only for types their schema allows:
+# widening gives no meaning to a graph that has none (a ``ReduceSum`` of bools is a translation
+# bug, which ONNX Runtime should report rather than this pass hide).
+_WRAPPING_ARITHMETIC = frozenset({
+    "Add", "Sub", "Mul", "Div", "Neg", "Abs", "Pow", "Max", "Min", "Mod", "Sum", "Sign",
+    "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "ReduceMax", "ReduceMin",
+    "ReduceSum", "ReduceProd", "CumSum", "MatMul", "Gemm", "Clip", "TopK",
+})
+
+
+def _schema_allows(schema: onnx.defs.OpSchema, param: str, dtype: ir.DataType) -> bool:
+    allowed = next((c.allowed_type_strs for c in schema.type_constraints if c.type_param_str == param), None)
+    return allowed is None or (dtype in _ONNX_NAMES and _type_name(dtype) in allowed)
+
+
+def _may_widen(node: ir.Node, schema: onnx.defs.OpSchema, bound: dict[str, ir.DataType]) -> bool:
+    for param, dtype in bound.items():
+        if not _schema_allows(schema, param, dtype) and (dtype == ir.DataType.BOOL or node.op_type not in _WRAPPING_ARITHMETIC):
+            return False
+    return True
 
 
 class KernelGapPass(ir.passes.InPlacePass):
@@ -244,10 +275,9 @@ class KernelGapPass(ir.passes.InPlacePass):
                 _replace(node, tape, [rewrite(tape, node.inputs[0])])
                 changed += 1
                 continue
-            widening = _widening(node, version, bound)
-            if widening is not None:
-                param, wider = widening
-                _widen(node, schema, param, wider, bound[param])
+            widened = _widening(node, version, bound) if _may_widen(node, schema, bound) else None
+            if widened is not None:
+                _widen(node, schema, widened, bound)
                 changed += 1
         if changed:
             logger.debug("adapted %d node(s) to ONNX Runtime's CPU kernels", changed)

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 import torch
 
+from torch_onnx_fx.dtypes import as_complex
 from torch_onnx_fx.errors import UnsupportedArgumentError, VerificationError
 from torch_onnx_fx.signature import ProgramSignature
 
@@ -223,7 +224,7 @@ def _intermediates(
     for node, value in zip(candidates, actual):
         expected = fx_values[node.name]
         if expected.is_complex() and not value.is_complex():
-            value = torch.view_as_complex(value.contiguous())
+            value = as_complex(value)
         infos.append(
             VerificationInfo.from_tensors(
                 node.name, expected, value, rtol=rtol, atol=atol,

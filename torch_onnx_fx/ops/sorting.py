@@ -26,6 +26,7 @@ __all__ = [
     "aten_bucketize",
     "aten_cummax",
     "aten_cummin",
+    "aten_sort",
     "aten_sort_stable",
 ]
 
@@ -212,9 +213,15 @@ def _cumulative_extreme(self: ir.Value, dim: int, pick_max: bool) -> tuple[ir.Va
     x = op.Transpose(self, perm=[*[d for d in range(rank) if d != dim], dim]) if dim != rank - 1 else self
     lower = op.Constant(value=ir.tensor(np.tril(np.ones((n, n), dtype=bool))))
     rows = op.Unsqueeze(x, op.Constant(value_ints=[-2]))  # [..., 1, n]: row i sees x[:i+1]
-    fill = op.CastLike(float("-inf") if pick_max else float("inf"), x) if self.dtype.is_floating_point() else op.CastLike(
-        np.iinfo(np.int64).min if pick_max else np.iinfo(np.int64).max, x
-    )
+    # The identity of the reduction in x's own type (int64's extremes would wrap in int8; for
+    # bool they are False and True).
+    if self.dtype.is_floating_point():
+        fill = op.CastLike(float("-inf") if pick_max else float("inf"), x)
+    elif self.dtype == ir.DataType.BOOL:
+        fill = op.Constant(value=ir.tensor(not pick_max))
+    else:
+        limits = np.iinfo(self.dtype.numpy())
+        fill = op.Constant(value=ir.tensor(np.array(limits.min if pick_max else limits.max, dtype=self.dtype.numpy())))
     candidates = op.Where(lower, rows, fill)
     last = op.Constant(value_ints=[-1])
     values = op.ReduceMax(candidates, last, keepdims=0) if pick_max else op.ReduceMin(candidates, last, keepdims=0)
@@ -253,6 +260,15 @@ def aten_cummin(self: ir.Value, dim: int) -> tuple[ir.Value, ir.Value]:
     return _cumulative_extreme(self, dim, pick_max=False)
 
 
+@register("aten::sort")
+def aten_sort(self: ir.Value, dim: int = -1, descending: bool = False) -> tuple[ir.Value, ir.Value]:
+    """sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+
+    The stable sort below: ATen leaves the order of ties open here, and NaN still sorts last
+    (torchlib's single TopK leaves NaN anywhere and takes no bools)."""
+    return aten_sort_stable(self, dim=dim, descending=descending)
+
+
 @register("aten::sort.stable")
 def aten_sort_stable(
     self: ir.Value, *, stable: bool | None = None, dim: int = -1, descending: bool = False
@@ -273,7 +289,8 @@ def aten_sort_stable(
     length = op.Shape(self, start=axis, end=axis + 1)
     largest = int(descending)
     if self.dtype is None or not self.dtype.is_floating_point():
-        _, order = op.TopK(self, length, axis=axis, largest=largest, sorted=1)
+        key = op.Cast(self, to=ir.DataType.INT32) if self.dtype == ir.DataType.BOOL else self
+        _, order = op.TopK(key, length, axis=axis, largest=largest, sorted=1)
         return op.GatherElements(self, order, axis=axis), order
     missing = op.IsNaN(self)
     key = op.Where(missing, op.CastLike(0.0, self), self)
