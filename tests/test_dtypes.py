@@ -93,3 +93,17 @@ def test_bool_sort_and_sum_with_dtype():
 def test_xlogy_and_angle_of_integers_are_float(dtype):
     x = torch.tensor([0, 1, 2, -3]).to(dtype)
     assert_matches_eager(lambda x: (torch.xlogy(x, x.abs() + 1 if dtype != torch.bool else x), torch.angle(x)), (x,))
+
+
+def test_float16_norm_accumulates_in_float32_like_aten():
+    # The squares of 400 values of ~3 sum past float16's 65504: computed in float16 that is inf.
+    torch.manual_seed(0)
+    x = (torch.randn(400) * 20).half()
+    assert_matches_eager(lambda x, y: (torch.dist(x, y), torch.linalg.vector_norm(x), x.sum()), (x, x.flip(0)), rtol=1e-2, atol=1e-2)
+
+
+def test_bfloat16_matmul_and_conv_accumulate_in_float32():
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 4, 3).to(torch.bfloat16).eval()
+    x = torch.randn(1, 3, 8, 8, dtype=torch.bfloat16)
+    assert_matches_eager(lambda x: (conv(x), x.flatten(1) @ x.flatten(1).T), (x,), rtol=2e-2, atol=5e-2)

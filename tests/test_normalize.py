@@ -47,3 +47,14 @@ def test_bool_sum_accumulates_in_int64():
 def test_int32_indices_become_int64():
     module = _export(lambda x, i: x[i], torch.randn(4), torch.tensor([0, 2], dtype=torch.int32))
     assert IndexDtypePass()(module).modified and _conversions(module) == [torch.int64]
+
+
+def test_half_precision_reductions_compute_in_float32_and_round_back():
+    from torch_onnx_fx.normalize import HalfPrecisionAccumulationPass
+
+    module = _export(lambda x: x.sum(0) * 2, torch.randn(4, 3).half())
+    assert HalfPrecisionAccumulationPass()(module).modified
+    assert _conversions(module) == [torch.float32, torch.float16]
+    mul = next(n for n in module.graph.nodes if n.target is torch.ops.aten.mul.Tensor)
+    assert mul.args[0].target is _CONVERT and mul.args[0].meta["val"].dtype == torch.float16
+    module.graph.lint()

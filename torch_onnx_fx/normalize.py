@@ -23,7 +23,7 @@ from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from torch_onnx_fx import promotion
 
-__all__ = ["TypePromotionPass", "IntegralAccumulationPass", "IndexDtypePass", "normalize"]
+__all__ = ["TypePromotionPass", "IntegralAccumulationPass", "IndexDtypePass", "HalfPrecisionAccumulationPass", "normalize"]
 
 logger = logging.getLogger(__name__)
 
@@ -125,25 +125,32 @@ class TypePromotionPass(_ConvertingPass):
 
 
 class IntegralAccumulationPass(_ConvertingPass):
-    """Sums and products accumulate in the dtype ATen accumulates in.
+    """Reductions and softmaxes compute in the dtype ATen computes them in.
 
-    Contract: ``sum``/``prod``/``cumsum``/``cumprod`` given a ``dtype`` get their input
-    converted to it (ATen's ``sum(x, dtype=d)`` is ``sum(x.to(d))``: ``norm(z, 0)`` sums a bool
-    mask in float); without one, a bool or integer input narrower than int64 is converted to
-    int64 (ATen's result is int64; ONNX would reduce in the input type, and rejects bool).
+    Contract: an operator with a ``dtype`` argument that means "convert the input first"
+    (``sum``, ``cumsum``, ``softmax.int``, ``mean``… — ``promotion.DTYPE_ARGUMENT``) and is given
+    one gets its input converted to it (``norm(z, 0)`` sums a bool mask in float); without one,
+    a sum or product of a bool or integer input narrower than int64 converts it to int64 (ATen's
+    result is int64; ONNX would reduce in the input type, and rejects bool).
     """
 
     def conversions(self, node: torch.fx.Node) -> list[tuple[int | tuple[int, int], torch.dtype]]:
-        if _name(node) not in promotion.INTEGRAL_TO_LONG or not node.args:
+        name = _name(node)
+        if name not in promotion.DTYPE_ARGUMENT or not node.args:
             return []
         example = _tensor_example(node.args[0])
         if example is None:
             return []
         wanted = node.kwargs.get("dtype")
         if wanted is None:
+            names = [a.name for a in node.target._schema.arguments]
+            position = names.index("dtype") if "dtype" in names else None
+            if position is not None and position < len(node.args):
+                wanted = node.args[position]
+        if wanted is None and name in promotion.INTEGRAL_TO_LONG:
             narrow = not example.dtype.is_floating_point and not example.is_complex()
             wanted = torch.int64 if narrow else None
-        return [(0, wanted)] if wanted is not None and wanted != example.dtype else []
+        return [(0, wanted)] if isinstance(wanted, torch.dtype) and wanted != example.dtype else []
 
 
 class IndexDtypePass(_ConvertingPass):
@@ -165,7 +172,68 @@ class IndexDtypePass(_ConvertingPass):
         return result
 
 
-_PASSES: tuple[PassBase, ...] = (TypePromotionPass(), IntegralAccumulationPass(), IndexDtypePass())
+# Operators ATen's CPU kernels compute on float16/bfloat16 tensors with float32 accumulation
+# (``opmath``): sums of many terms, norms, products of matrices, convolutions, attention.
+# Computed in half precision they overflow (a norm of a few hundred values exceeds 65504) or
+# lose digits eager keeps; computed in float32 and rounded once they round as eager does.
+_HALF_ACCUMULATING = frozenset({
+    "aten::sum", "aten::sum.dim_IntList", "aten::mean", "aten::mean.dim", "aten::linalg_vector_norm",
+    "aten::dist", "aten::norm.Scalar", "aten::norm.ScalarOpt_dim", "aten::var.correction", "aten::std.correction",
+    "aten::cumsum", "aten::prod", "aten::prod.dim_int", "aten::mm", "aten::bmm", "aten::addmm", "aten::addbmm",
+    "aten::baddbmm", "aten::matmul", "aten::linear", "aten::dot", "aten::mv", "aten::addmv", "aten::convolution",
+    "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d", "aten::conv_transpose2d",
+    "aten::conv_transpose3d.input", "aten::scaled_dot_product_attention", "aten::linalg_matrix_exp",
+    "aten::logsumexp", "aten::_softmax", "aten::_log_softmax", "aten::grid_sampler_2d", "aten::upsample_bilinear2d.vec",
+})
+_HALF = (torch.float16, torch.bfloat16)
+
+
+class HalfPrecisionAccumulationPass(PassBase):
+    """float16/bfloat16 operators that ATen accumulates in float32 compute in float32 here too.
+
+    Contract: a node of ``_HALF_ACCUMULATING`` with one tensor result of a half dtype gets every
+    half-dtype tensor argument converted to float32, computes in float32 (its example value
+    says so), and a conversion back to the half dtype takes its place for every user.
+    """
+
+    def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
+        count = 0
+        for node in list(graph_module.graph.nodes):
+            if node.op != "call_function" or _name(node) not in _HALF_ACCUMULATING:
+                continue
+            result = node.meta.get("val")
+            if not isinstance(result, torch.Tensor) or result.dtype not in _HALF:
+                continue
+            node.args = tuple(_to_float(node, a) for a in node.args)
+            node.kwargs = {k: _to_float(node, v) for k, v in node.kwargs.items()}
+            node.meta["val"] = result.to(torch.float32)
+            graph = graph_module.graph
+            with graph.inserting_after(node):
+                back = graph.call_function(_CONVERT, (node, result.dtype))
+            back.meta["val"] = result
+            for key in ("stack_trace", "nn_module_stack", "source_fn_stack"):
+                if key in node.meta:
+                    back.meta[key] = node.meta[key]
+            node.replace_all_uses_with(back, delete_user_cb=lambda user: user is not back)
+            count += 1
+        if count:
+            graph_module.recompile()
+            logger.debug("computing %d half-precision node(s) in float32", count)
+        return PassResult(graph_module, bool(count))
+
+
+def _to_float(node: torch.fx.Node, arg: Any) -> Any:
+    example = _tensor_example(arg)
+    if example is not None and example.dtype in _HALF:
+        return _converted(node, arg, torch.float32)
+    if isinstance(arg, (list, tuple)):
+        return type(arg)(_to_float(node, a) for a in arg)
+    return arg
+
+
+_PASSES: tuple[PassBase, ...] = (
+    TypePromotionPass(), IntegralAccumulationPass(), IndexDtypePass(), HalfPrecisionAccumulationPass(),
+)
 
 
 def normalize(program: torch.export.ExportedProgram) -> bool:

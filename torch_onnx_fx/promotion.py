@@ -17,7 +17,7 @@ from onnx_ir.tensor_adapters import from_torch_dtype
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND as Kind
 from torch._prims_common import elementwise_dtypes
 
-__all__ = ["promotion_rule", "computation_dtype", "promote_scalars", "INTEGRAL_TO_LONG", "INDEX_LISTS"]
+__all__ = ["promotion_rule", "computation_dtype", "promote_scalars", "INTEGRAL_TO_LONG", "DTYPE_ARGUMENT", "INDEX_LISTS"]
 
 logger = logging.getLogger(__name__)
 
@@ -152,8 +152,15 @@ def promote_scalars(
 # (``bool_tensor.sum()`` counts); ONNX reduces in the input type and rejects bool.
 INTEGRAL_TO_LONG = frozenset({
     "aten::sum", "aten::sum.dim_IntList", "aten::prod", "aten::prod.dim_int",
-    "aten::cumsum", "aten::cumprod",
+    "aten::cumsum", "aten::cumprod", "aten::nansum",
 })
+
+# Operators with a ``dtype`` argument meaning "convert the input first" (``softmax(x, 0,
+# dtype=torch.float)`` is ``softmax(x.float(), 0)``).
+DTYPE_ARGUMENT = INTEGRAL_TO_LONG | frozenset({
+    "aten::softmax.int", "aten::log_softmax.int", "aten::mean", "aten::mean.dim", "aten::linalg_vector_norm",
+})
+
 
 # Advanced indexing translations feed their index tensors to ScatterND/GatherND, which take only
 # int64 indices; ATen accepts any integer type (istft's decomposition indexes with int32).

@@ -69,7 +69,7 @@ _ONNX_NAMES = {
 _WIDER: dict[ir.DataType, tuple[ir.DataType, ...]] = {
     ir.DataType.FLOAT16: (ir.DataType.FLOAT,),
     ir.DataType.BFLOAT16: (ir.DataType.FLOAT,),
-    ir.DataType.BOOL: (ir.DataType.INT32, ir.DataType.INT64),
+    ir.DataType.BOOL: (ir.DataType.UINT8, ir.DataType.INT32, ir.DataType.INT64),
     ir.DataType.INT8: (ir.DataType.INT32, ir.DataType.INT64),
     ir.DataType.UINT8: (ir.DataType.INT32, ir.DataType.INT64),
     ir.DataType.INT16: (ir.DataType.INT32, ir.DataType.INT64),
@@ -220,11 +220,26 @@ def _widen(node: ir.Node, schema: onnx.defs.OpSchema, widened: dict[str, ir.Data
         new.shape = out.shape
         if formal in widened:
             new.type = ir.TensorType(widened[formal])
-            results.append(tape.op("Cast", [new], {"to": out.dtype or bound[formal]}))
+            back = out.dtype or bound[formal]
+            results.append(tape.op("Cast", [new], {"to": back}, output=ir.Value(type=ir.TensorType(back), shape=out.shape)))
         else:
-            new.type = out.type
+            new.type = out.type or _known_type(schema, formal, bound)
             results.append(new)
     _replace(node, tape, results)
+
+
+_DTYPE_OF_NAME = {f"tensor({name})": dtype for dtype, name in _ONNX_NAMES.items()}
+
+
+def _known_type(schema: onnx.defs.OpSchema, param: str | None, bound: dict[str, ir.DataType]) -> ir.TensorType | None:
+    """An output's type when the node left it unset: its parameter's bound type, or the one type
+    the schema allows (``Less`` gives bool), so nodes reading it can be checked in turn."""
+    if param is None:
+        return None
+    if param in bound:
+        return ir.TensorType(bound[param])
+    allowed = next((c.allowed_type_strs for c in schema.type_constraints if c.type_param_str == param), ())
+    return ir.TensorType(_DTYPE_OF_NAME[allowed[0]]) if len(allowed) == 1 and allowed[0] in _DTYPE_OF_NAME else None
 
 
 # Operators whose result in a wider type, cast back, is the result ATen's fixed-width arithmetic
@@ -239,6 +254,15 @@ _WRAPPING_ARITHMETIC = frozenset({
 })
 
 
+# Operators that order, select or move values: on bools (False < True) a wider integer type gives
+# the same answer, whether or not the schema admits bool.
+_BOOL_EXACT = frozenset({
+    "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Max", "Min", "ReduceMax", "ReduceMin",
+    "TopK", "Where", "DepthToSpace", "SpaceToDepth", "Transpose", "Gather", "GatherElements", "GatherND",
+    "ScatterElements", "ScatterND", "Pad", "Tile", "Expand", "Concat", "Slice", "Reshape", "ArgMax", "ArgMin",
+})
+
+
 def _schema_allows(schema: onnx.defs.OpSchema, param: str, dtype: ir.DataType) -> bool:
     allowed = next((c.allowed_type_strs for c in schema.type_constraints if c.type_param_str == param), None)
     return allowed is None or (dtype in _ONNX_NAMES and _type_name(dtype) in allowed)
@@ -246,7 +270,10 @@ def _schema_allows(schema: onnx.defs.OpSchema, param: str, dtype: ir.DataType) -
 
 def _may_widen(node: ir.Node, schema: onnx.defs.OpSchema, bound: dict[str, ir.DataType]) -> bool:
     for param, dtype in bound.items():
-        if not _schema_allows(schema, param, dtype) and (dtype == ir.DataType.BOOL or node.op_type not in _WRAPPING_ARITHMETIC):
+        if _schema_allows(schema, param, dtype):
+            continue
+        exact = _BOOL_EXACT if dtype == ir.DataType.BOOL else _WRAPPING_ARITHMETIC
+        if node.op_type not in exact:
             return False
     return True
 

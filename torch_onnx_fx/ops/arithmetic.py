@@ -16,7 +16,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.registry import register
 
-__all__ = ["aten_div_mode_integer"]
+__all__ = ["aten_div_mode_integer", "aten_isnan_exact", "aten_isfinite_exact"]
 
 
 def _integer_rounding_division(node: torch.fx.Node) -> bool:
@@ -50,3 +50,20 @@ def aten_div_mode_integer(self: ir.Value, other: Any, *, rounding_mode: str) -> 
 
 def _signed(dtype: ir.DataType) -> bool:
     return dtype not in (ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64)
+
+
+def _exact_input(node: torch.fx.Node) -> bool:
+    example = node.args[0].meta.get("val") if node.args and isinstance(node.args[0], torch.fx.Node) else None
+    return isinstance(example, torch.Tensor) and not example.dtype.is_floating_point and not example.is_complex()
+
+
+@register("aten::isnan", "aten::isinf", "aten::isposinf", "aten::isneginf", supports=_exact_input)
+def aten_isnan_exact(self: ir.Value) -> ir.Value:
+    """isnan(Tensor self) -> Tensor on integers and bools: never (IsNaN/IsInf take floats only)"""
+    return op.Expand(op.Constant(value=ir.tensor(False)), op.Shape(self))
+
+
+@register("aten::isfinite", supports=_exact_input)
+def aten_isfinite_exact(self: ir.Value) -> ir.Value:
+    """isfinite(Tensor self) -> Tensor on integers and bools: always"""
+    return op.Expand(op.Constant(value=ir.tensor(True)), op.Shape(self))
