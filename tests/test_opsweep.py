@@ -80,3 +80,26 @@ def test_page_lists_what_torch_onnx_passes_and_groups_causes() -> None:
     assert "| `aten::baz` | 1 | baz |" in page and "| `prims::qux` | 1 | baz |" in page
     assert "| **foo** | export_failed 2 | pass 1, export_failed 1 |  |" in page
     assert "1 samples torch.export cannot capture" in page
+
+
+def test_dtype_summary_merges_runs_and_counts_silent_mismatches(tmp_path) -> None:
+    import dataclasses
+    import json
+
+    from tools import dtypesweep
+
+    def run(path, exporter, statuses):
+        header = {"kind": "header", "dtype": "int8", "samples": 2, "exporters": [exporter], "commit": exporter,
+                  "date": "today", "minutes": 1.0, "ops": ["a", "b", "c"], "jobs": 1, "opset": None, "command": "x"}
+        records = [opsweep.Record(op, 0, exporter, status) for op, status in statuses.items()]
+        path.write_text("\n".join([json.dumps(header)] + [json.dumps({"kind": "record", **dataclasses.asdict(r)}) for r in records]))
+        return path
+
+    ours = run(tmp_path / "ours.jsonl", opsweep.OURS, {"a": "pass", "b": "mismatch", "c": "export_failed"})
+    theirs = run(tmp_path / "theirs.jsonl", opsweep.THEIRS, {"a": "pass", "b": "pass", "c": "ort_failed"})
+    fixed = run(tmp_path / "rerun.jsonl", opsweep.OURS, {"c": "pass"})
+    header, records = dtypesweep.merge(ours, theirs, [fixed])
+    assert header["exporters"] == [opsweep.OURS, opsweep.THEIRS]
+    section = dtypesweep.dtype_section({"int8": (header, records)})
+    # ours: a, c pass, b mismatches (torch.onnx passes it); torch.onnx: a, b pass.
+    assert "| int8 | 3 | 2 (66.7%) | 2 (66.7%) | 1 | 0 | 1 |" in section

@@ -874,12 +874,18 @@ def read_results(path: Path) -> tuple[dict[str, Any], list[Record]]:
     return header, [record for _, records in by_op.values() for record in records]
 
 
+# Where tools/dtypesweep.py's section of docs/coverage.md starts.
+DTYPES_MARKER = "<!-- dtypesweep:start -->"
+
+
 def _write_page(path: Path, page: str) -> None:
-    """Write the page, keeping the model-corpus section that ``tools/modelsweep.py`` appended to it."""
+    """Write the page, keeping the sections ``tools/dtypesweep.py`` and ``tools/modelsweep.py`` add to it."""
     from tools.modelsweep import START_MARKER
 
     previous = path.read_text() if path.exists() else ""
-    start = previous.find(START_MARKER)
+    # Everything from the first generated section on: every-dtype summary, model corpus.
+    found = [i for i in (previous.find(DTYPES_MARKER), previous.find(START_MARKER)) if i >= 0]
+    start = min(found) if found else -1
     path.write_text(page + ("\n" + previous[start:] if start >= 0 else ""))
 
 
