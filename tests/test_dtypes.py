@@ -107,3 +107,11 @@ def test_bfloat16_matmul_and_conv_accumulate_in_float32():
     conv = torch.nn.Conv2d(3, 4, 3).to(torch.bfloat16).eval()
     x = torch.randn(1, 3, 8, 8, dtype=torch.bfloat16)
     assert_matches_eager(lambda x: (conv(x), x.flatten(1) @ x.flatten(1).T), (x,), rtol=2e-2, atol=5e-2)
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (), (2, 3)], ids=str)
+def test_any_all_of_empty_and_nonempty_tensors(shape):
+    torch.manual_seed(0)
+    x = torch.randint(-1, 2, shape).float()
+    fn = lambda x: (x.any(), x.all(), x.bool().any(-1) if x.dim() else x.any(), x.all(0, keepdim=True) if x.dim() else x.all())  # noqa: E731
+    assert_matches_eager(fn, (x,), rtol=0, atol=0)

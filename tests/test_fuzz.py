@@ -33,6 +33,12 @@ REGRESSIONS: dict[str, Chain] = {
     "empty_complex_output": Chain(torch.float32, (0,), ["times_1j"], 0),
     # Pow on int16 (outside Pow's ONNX schema) was left for ONNX Runtime to reject.
     "int16_square": Chain(torch.int16, (), ["square"], 0),
+    # torchlib's any() is a ReduceMax, True on an empty tensor; any() of nothing is False.
+    "any_of_empty": Chain(torch.float32, (0,), ["any_all"], 0),
+    # Sin's schema has no bfloat16: ATen computes it in float32, and so does the graph now.
+    "bfloat16_sin": Chain(torch.bfloat16, (), ["sin"], 0),
+    # torchlib's complex sum of a 0-d tensor reduced "all axes" of [re, im]: re + im.
+    "complex_scalar_sum": Chain(torch.complex64, (), ["sum_all"], 0),
     # A data-dependent mask of a 0-d tensor: capture refuses it with a CaptureError, honestly.
     "masked_scalar": Chain(torch.float32, (), ["masked"], 0),
 }

@@ -270,7 +270,9 @@ def _schema_allows(schema: onnx.defs.OpSchema, param: str, dtype: ir.DataType) -
 
 def _may_widen(node: ir.Node, schema: onnx.defs.OpSchema, bound: dict[str, ir.DataType]) -> bool:
     for param, dtype in bound.items():
-        if _schema_allows(schema, param, dtype):
+        if _schema_allows(schema, param, dtype) or dtype in (ir.DataType.FLOAT16, ir.DataType.BFLOAT16):
+            # Half-precision floats mean the same computed in float32 and rounded once (what ATen's
+            # CPU kernels do), whether or not the schema lists them (Sin has no bfloat16).
             continue
         exact = _BOOL_EXACT if dtype == ir.DataType.BOOL else _WRAPPING_ARITHMETIC
         if node.op_type not in exact:

@@ -16,7 +16,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.registry import register
 
-__all__ = ["aten_div_mode_integer", "aten_isnan_exact", "aten_isfinite_exact"]
+__all__ = ["aten_div_mode_integer", "aten_isnan_exact", "aten_isfinite_exact", "aten_any", "aten_all", "aten_any_complex", "aten_all_complex"]
 
 
 def _integer_rounding_division(node: torch.fx.Node) -> bool:
@@ -67,3 +67,49 @@ def aten_isnan_exact(self: ir.Value) -> ir.Value:
 def aten_isfinite_exact(self: ir.Value) -> ir.Value:
     """isfinite(Tensor self) -> Tensor on integers and bools: always"""
     return op.Expand(op.Constant(value=ir.tensor(True)), op.Shape(self))
+
+
+def _count_reduced(flags: ir.Value, dim: Any, keepdim: bool) -> ir.Value:
+    """How many ``flags`` are set along ``dim`` (all dims when None): a ReduceSum, whose value on
+    an empty input is 0 — ReduceMax, which torchlib uses, has no neutral value for it."""
+    counts = op.Cast(flags, to=ir.DataType.INT64)
+    if dim is None:
+        return op.ReduceSum(counts, keepdims=int(keepdim))
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    if not dims:
+        return op.ReduceSum(counts, keepdims=int(keepdim))
+    return op.ReduceSum(counts, op.Constant(value_ints=dims), keepdims=int(keepdim))
+
+
+def _nonzero(self: ir.Value) -> ir.Value:
+    return op.Not(op.Equal(self, op.CastLike(op.Constant(value_int=0), self)))
+
+
+@register("aten::any", "aten::any.dim", "aten::any.dims")
+def aten_any(self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
+    """any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor: False when empty"""
+    return op.Greater(_count_reduced(_nonzero(self), dim, keepdim), op.Constant(value_int=0))
+
+
+@register("aten::all", "aten::all.dim", "aten::all.dims")
+def aten_all(self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
+    """all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor: True when empty"""
+    return op.Equal(_count_reduced(op.Not(_nonzero(self)), dim, keepdim), op.Constant(value_int=0))
+
+
+def _complex_nonzero(self: ir.Value) -> ir.Value:
+    """Per complex element of a real view: either part nonzero."""
+    flags = op.Cast(_nonzero(self), to=ir.DataType.INT64)
+    return op.Greater(op.ReduceSum(flags, op.Constant(value_ints=[-1]), keepdims=0), op.Constant(value_int=0))
+
+
+@register("aten::any", "aten::any.dim", "aten::any.dims", complex=True)
+def aten_any_complex(self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
+    """any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor of a complex tensor"""
+    return aten_any(_complex_nonzero(self), dim, keepdim)
+
+
+@register("aten::all", "aten::all.dim", "aten::all.dims", complex=True)
+def aten_all_complex(self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
+    """all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor of a complex tensor"""
+    return aten_all(_complex_nonzero(self), dim, keepdim)

@@ -39,7 +39,7 @@ __all__ = [
     "aten_index_select_complex", "aten_expand_complex", "aten_squeeze_complex", "aten_split_complex",
     "aten_unbind_complex", "aten_copy_complex", "aten_repeat_complex", "aten_assert_noop_complex",
     "aten_sym_size_complex", "aten_sym_numel_complex", "aten_abs_complex", "aten_cumsum_complex",
-    "aten_nonzero_complex", "aten_index_complex", "aten_index_put_complex",
+    "aten_nonzero_complex", "aten_index_complex", "aten_index_put_complex", "aten_sum_complex",
 ]
 
 _REAL_PART = {ir.DataType.COMPLEX64: ir.DataType.FLOAT, ir.DataType.COMPLEX128: ir.DataType.DOUBLE}
@@ -699,3 +699,19 @@ def aten_index_put_complex(self: ir.Value, indices: Sequence[Any], values: ir.Va
     As index.Tensor: the pair is one more trailing dim, for the values too (the normalize stage
     has made them complex)."""
     return _torchlib("aten::index_put")(self, indices, values, accumulate)
+
+
+@register("aten::sum", "aten::sum.dim_IntList", complex=True)
+def aten_sum_complex(self: ir.Value, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> ir.Value:
+    """sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+
+    Axes are always explicit: a reduction over "all axes" of the real view would add the real and
+    imaginary parts together (torchlib's does, for 0-d complex tensors)."""
+    rank = _complex_rank(self)
+    if dtype is not None:
+        self = op.Cast(self, to=_REAL_PART[ir.DataType(dtype)])
+    dims = list(range(rank)) if dim is None or (isinstance(dim, (list, tuple)) and not dim) else ([dim] if isinstance(dim, int) else list(dim))
+    axes = sorted({_dim(d, rank) for d in dims}) if rank else []
+    if not axes:
+        return op.Identity(self)
+    return op.ReduceSum(self, ints(*axes), keepdims=int(keepdim))
