@@ -115,3 +115,13 @@ def test_any_all_of_empty_and_nonempty_tensors(shape):
     x = torch.randint(-1, 2, shape).float()
     fn = lambda x: (x.any(), x.all(), x.bool().any(-1) if x.dim() else x.any(), x.all(0, keepdim=True) if x.dim() else x.all())  # noqa: E731
     assert_matches_eager(fn, (x,), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8], ids=str)
+def test_integer_linear_relu_and_rounding_run_exactly(dtype):
+    # ONNX Runtime has float-only Gemm/Relu/Floor kernels; integer forms are rewritten exactly.
+    torch.manual_seed(0)
+    a, w, b = torch.randint(-5, 5, (3, 4)), torch.randint(-5, 5, (2, 4)), torch.randint(-5, 5, (2,))
+    args = (a.to(dtype), w.to(dtype), b.to(dtype))
+    fn = lambda a, w, b: (torch.nn.functional.linear(a, w, b), torch.addmm(b, a, w.T), torch.relu(a), torch.floor(a), torch.round(a))  # noqa: E731
+    assert_matches_eager(fn, args, rtol=0, atol=0)

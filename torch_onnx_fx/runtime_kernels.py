@@ -10,7 +10,7 @@ kernel in the installed ONNX Runtime (its own kernel registry is the table) and
 - computes it in a wider type of the same kind and casts the results back — float16/bfloat16 in
   float32 (what ATen's CPU kernels do internally), 8/16-bit integers and bool in int32 or int64
   (integer results cast back wrap exactly as ATen's fixed-width arithmetic does);
-- rewrites float64 trigonometry (``Tan``, ``Sinh``, ``Cosh``, ``Atan``, ``Asin``, ``Acos``) in
+- rewrites integer ``Gemm`` (MatMul + Add) and ``Relu`` (Max with 0) exactly, and float64 trigonometry (``Tan``, ``Sinh``, ``Cosh``, ``Atan``, ``Asin``, ``Acos``) in
   operators that have float64 kernels. Computing those in float32 would be an approximation,
   which this pass never makes: ``Atan`` takes a float32 first guess and one Newton step in
   float64, which restores full float64 precision.
@@ -99,15 +99,17 @@ def _formal_types(schema: onnx.defs.OpSchema, count: int, formals: list[onnx.def
 
 
 def _bindings(node: ir.Node, schema: onnx.defs.OpSchema) -> dict[str, ir.DataType] | None:
-    """Type parameter -> the dtype bound to it by the node's inputs (None if one is unknown)."""
+    """Type parameter -> the dtype bound to it by the node's inputs whose types are known (inputs
+    sharing a parameter share its type in a valid graph); None if a parameter has no known input."""
     bound: dict[str, ir.DataType] = {}
     params = _formal_types(schema, len(node.inputs), list(schema.inputs))
     for value, param in zip(node.inputs, params):
         if value is None or param is None:
             continue
-        if value.dtype is None:
-            return None
-        bound.setdefault(param, value.dtype)
+        if value.dtype is not None:
+            bound.setdefault(param, value.dtype)
+    if any(p is not None and p not in bound for v, p in zip(node.inputs, params) if v is not None):
+        return None
     return bound
 
 
@@ -190,6 +192,36 @@ def _sinh(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
 def _cosh(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
     up, down = _exp_pair(tape, x)
     return tape.op("Mul", [tape.op("Add", [up, down]), _const(tape, 0.5)])
+
+
+# Integer forms of operators ONNX Runtime implements for floats only, written in operators it
+# implements for integers: exact, since nothing is rounded.
+
+
+def _integer_relu(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
+    zero = tape.op("CastLike", [tape.op("Constant", [], {"value": ir.tensor(0, dtype=ir.DataType.INT64)}), node.inputs[0]])
+    return tape.op("Max", [node.inputs[0], zero])
+
+
+def _integer_gemm(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
+    attributes = {name: attr.value for name, attr in node.attributes.items()}
+    if attributes.get("alpha", 1.0) != 1.0 or attributes.get("beta", 1.0) != 1.0:
+        return None
+    a, b = node.inputs[0], node.inputs[1]
+    if attributes.get("transA", 0):
+        a = tape.op("Transpose", [a], {"perm": [1, 0]})
+    if attributes.get("transB", 0):
+        b = tape.op("Transpose", [b], {"perm": [1, 0]})
+    product = tape.op("MatMul", [a, b])
+    bias = node.inputs[2] if len(node.inputs) > 2 else None
+    return tape.op("Add", [product, bias]) if bias is not None else product
+
+
+_INTEGER_REWRITES: dict[str, Callable[[ir.tape.Tape, ir.Node], ir.Value | None]] = {
+    "Relu": _integer_relu, "Gemm": _integer_gemm,
+}
+_INTEGERS = frozenset({ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
+                       ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64})
 
 
 _DOUBLE_REWRITES: dict[str, Callable[[ir.tape.Tape, ir.Value], ir.Value]] = {
@@ -287,6 +319,18 @@ class KernelGapPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         if not _cpu_kernels():
             return ir.passes.PassResult(model, modified=False)
+        total = 0
+        # A rewrite can leave nodes that need widening in turn (an int8 Gemm becomes an int8 MatMul).
+        for _ in range(3):
+            changed = self._adapt(model)
+            total += changed
+            if not changed:
+                break
+        if total:
+            logger.debug("adapted %d node(s) to ONNX Runtime's CPU kernels", total)
+        return ir.passes.PassResult(model, modified=bool(total))
+
+    def _adapt(self, model: ir.Model) -> int:
         version = model.opset_imports.get("", 18)
         changed = 0
         for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
@@ -304,10 +348,16 @@ class KernelGapPass(ir.passes.InPlacePass):
                 _replace(node, tape, [rewrite(tape, node.inputs[0])])
                 changed += 1
                 continue
+            integer_rewrite = _INTEGER_REWRITES.get(node.op_type)
+            if integer_rewrite is not None and set(bound.values()) <= _INTEGERS:
+                tape = ir.tape.Tape()
+                result = integer_rewrite(tape, node)
+                if result is not None:
+                    _replace(node, tape, [result])
+                    changed += 1
+                    continue
             widened = _widening(node, version, bound) if _may_widen(node, schema, bound) else None
             if widened is not None:
                 _widen(node, schema, widened, bound)
                 changed += 1
-        if changed:
-            logger.debug("adapted %d node(s) to ONNX Runtime's CPU kernels", changed)
-        return ir.passes.PassResult(model, modified=bool(changed))
+        return changed

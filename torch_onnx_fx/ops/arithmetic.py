@@ -16,7 +16,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.registry import register
 
-__all__ = ["aten_div_mode_integer", "aten_isnan_exact", "aten_isfinite_exact", "aten_any", "aten_all", "aten_any_complex", "aten_all_complex"]
+__all__ = ["aten_div_mode_integer", "aten_isnan_exact", "aten_isfinite_exact", "aten_any", "aten_all", "aten_any_complex", "aten_all_complex", "aten_round_integer"]
 
 
 def _integer_rounding_division(node: torch.fx.Node) -> bool:
@@ -113,3 +113,10 @@ def aten_any_complex(self: ir.Value, dim: Any = None, keepdim: bool = False) -> 
 def aten_all_complex(self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
     """all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor of a complex tensor"""
     return aten_all(_complex_nonzero(self), dim, keepdim)
+
+
+@register("aten::floor", "aten::ceil", "aten::round", "aten::trunc", "aten::fix", supports=_exact_input)
+def aten_round_integer(self: ir.Value) -> ir.Value:
+    """floor(Tensor self) -> Tensor (and ceil, round, trunc) of integers: the integers themselves,
+    as ATen returns them (ONNX's Floor/Ceil/Round take floats only)"""
+    return op.Identity(self)
