@@ -290,7 +290,7 @@ _WRAPPING_ARITHMETIC = frozenset({
 # the same answer, whether or not the schema admits bool.
 _BOOL_EXACT = frozenset({
     "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Max", "Min", "ReduceMax", "ReduceMin",
-    "TopK", "Where", "DepthToSpace", "SpaceToDepth", "Transpose", "Gather", "GatherElements", "GatherND",
+    "TopK", "Where", "Clip", "DepthToSpace", "SpaceToDepth", "Transpose", "Gather", "GatherElements", "GatherND",
     "ScatterElements", "ScatterND", "Pad", "Tile", "Expand", "Concat", "Slice", "Reshape", "ArgMax", "ArgMin",
 })
 

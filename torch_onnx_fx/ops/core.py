@@ -21,7 +21,7 @@ from onnxscript import opset18 as op
 from torch_onnx_fx.inplace import is_inert_in_place
 from torch_onnx_fx.registry import arg_example, register, wants_context
 
-__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten", "aten_inert_dropout_", "aten_mean_of_empty", "aten_resize_same_numel", "aten_resize_as_same_numel", "aten_one_hot", "aten_copy"]
+__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten", "aten_inert_dropout_", "aten_mean_of_empty", "aten_resize_same_numel", "aten_resize_as_same_numel", "aten_one_hot", "aten_copy", "aten_mT"]
 
 
 @register(
@@ -431,3 +431,14 @@ def aten_copy(self: ir.Value, src: ir.Value, non_blocking: bool = False) -> ir.V
     keeps src's shape, so ``zeros(3, 4).copy_(row)`` came out as one row.
     """
     return op.Expand(op.CastLike(src, self), op.Shape(self))
+
+
+@register("aten::mT", "aten::mH", "aten::adjoint")
+def aten_mT(self: ir.Value) -> ir.Value:
+    """mT(Tensor(a) self) -> Tensor(a): the last two dims swapped (mH and adjoint are the same
+    on real tensors; torchlib registers only their complex forms)"""
+    if self.shape is None:
+        raise ValueError("mT needs an input of known rank")
+    rank = self.shape.rank()
+    perm = [*range(rank - 2), rank - 1, rank - 2]
+    return op.Transpose(self, perm=perm)
