@@ -133,3 +133,9 @@ def test_matrix_transposes_and_clamps_of_every_dtype(dtype):
     x = (torch.arange(24).reshape(2, 3, 4) % 3).to(dtype)
     fn = lambda x: (x.mT, x.mH, x.adjoint(), torch.clamp_min(x, x[0, 0, 1]), torch.clamp_max(x, x[0, 0, 1]))  # noqa: E731
     assert_matches_eager(fn, (x,), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.int64], ids=str)
+def test_static_linspace_in_every_dtype(dtype):
+    # The constant went through numpy, which has no bfloat16.
+    assert_matches_eager(lambda x: torch.linspace(-2.0, 3, 7, dtype=dtype) + x, (torch.zeros(7, dtype=dtype),), rtol=0, atol=0)

@@ -123,9 +123,11 @@ def dtype_section(results: dict[str, tuple[dict[str, Any], list[Record]]]) -> st
         def rate(counts: dict[str, int], n: int) -> str:
             return f"{counts['pass']} ({100 * counts['pass'] / n:.1f}%)" if n else "–"
 
+        ran = "not run" if not total else None
         out.append(
-            f"| {dtype} | {total} | {rate(ours, total)} | {rate(theirs, total_theirs)} | {ours['mismatch']} | "
-            f"{theirs['mismatch'] if total_theirs else '–'} | {_lost(records) if total_theirs else '–'} | {link} |"
+            f"| {dtype} | {total or total_theirs} | {ran or rate(ours, total)} | {rate(theirs, total_theirs)} | "
+            f"{ran or ours['mismatch']} | {theirs['mismatch'] if total_theirs else '–'} | "
+            f"{_lost(records) if total_theirs and total else '–'} | {link} |"
         )
         apart = sum(1 for r in records if r.exporter == OURS and r.status in APART)
         sections += [
@@ -137,7 +139,7 @@ def dtype_section(results: dict[str, tuple[dict[str, Any], list[Record]]]) -> st
             "",
             "| status | torch_onnx_fx | torch.onnx |",
             "|---|---:|---:|",
-            *[f"| {s} | {ours[s]} | {theirs[s] if total_theirs else '–'} |" for s in STATUSES],
+            *[f"| {s} | {ours[s] if total else '–'} | {theirs[s] if total_theirs else '–'} |" for s in STATUSES],
         ]
     return "\n".join(out + sections + ["", END_MARKER]) + "\n"
 

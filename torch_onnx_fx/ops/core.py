@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 import torch
-from onnx_ir.tensor_adapters import from_torch_dtype
+from onnx_ir.tensor_adapters import TorchTensor, from_torch_dtype
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.inplace import is_inert_in_place
@@ -160,7 +160,8 @@ def aten_linspace_static(start: float, end: float, steps: int, *args: Any, ctx: 
     so it matches eager bit for bit.
     """
     dtype = node.meta["val"].dtype
-    return ctx.tracer.constant(ir.tensor(torch.linspace(start, end, steps, dtype=dtype).numpy()))
+    # TorchTensor keeps dtypes numpy lacks (bfloat16); .numpy() would refuse them.
+    return ctx.tracer.constant(TorchTensor(torch.linspace(start, end, steps, dtype=dtype)))
 
 
 def _variance(self: ir.Value, dim: Any, correction: float | None, keepdim: bool) -> tuple[ir.Value, ir.Value]:
