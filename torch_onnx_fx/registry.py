@@ -239,13 +239,7 @@ class TranslationTable:
 
     def candidates(self, target: Any, node: torch.fx.Node | None = None) -> list[Translation]:
         """Every usable translation for ``target`` (and ``node``, when given), in preference order."""
-        try:
-            key = target_key(target)
-        except UnsupportedArgumentError:
-            return []
-        # A user entry replaces the built-in ones: they asked for their translation.
-        found = self._custom.get(key) or self._builtin.get(key, ())
-        usable = [t for t in found if t.min_opset <= self.opset_version]
+        usable = [t for t in self._registered(target) if t.min_opset <= self.opset_version]
         if node is None:
             return usable
         # The structural rule of complex support (as torch.onnx's dispatcher has it): a node with a
@@ -258,12 +252,17 @@ class TranslationTable:
         """Whether ``node`` has translations, but only real ones, and needs a complex one."""
         if not needs_complex(node):
             return False
+        found = self._registered(target)
+        return bool(found) and not any(t.complex for t in found)
+
+    def _registered(self, target: Any) -> Sequence[Translation]:
+        """Every translation registered for ``target``; a user entry replaces the built-in ones
+        (they asked for their translation)."""
         try:
             key = target_key(target)
         except UnsupportedArgumentError:
-            return False
-        found = self._custom.get(key) or self._builtin.get(key, ())
-        return bool(found) and not any(t.complex for t in found)
+            return ()
+        return self._custom.get(key) or self._builtin.get(key, ())
 
     def has(self, target: Any, node: torch.fx.Node | None = None) -> bool:
         return bool(self.candidates(target, node))

@@ -28,7 +28,7 @@ from torch_onnx_fx.registry import TranslationTable, choose
 from torch_onnx_fx.signature import OutputEntry, ProgramSignature, lifted_tensor
 from torch_onnx_fx.tracer import GraphTracer
 
-__all__ = ["TranslationContext", "translate", "untranslatable_nodes", "untranslatable_targets", "missing_translation_error", "target_name"]
+__all__ = ["TranslationContext", "translate", "untranslatable_nodes", "missing_translation_error", "target_name"]
 
 logger = logging.getLogger(__name__)
 
@@ -199,10 +199,6 @@ def untranslatable_nodes(module: torch.fx.GraphModule, table: TranslationTable) 
             if not table.has(target, node) and inplace.rebinding(node, table) is None:
                 missing.setdefault(target, node)
     return missing
-
-
-def untranslatable_targets(module: torch.fx.GraphModule, table: TranslationTable) -> list[Any]:
-    return list(untranslatable_nodes(module, table))
 
 
 def _complex_decline(target: Any, node: torch.fx.Node, table: TranslationTable) -> str | None:
@@ -438,7 +434,8 @@ def _translation_error(node: torch.fx.Node, exc: Exception, ctx: TranslationCont
     inputs = ", ".join(annotate.describe_value(_meta(a)) for a in node.args)
     where = annotate.source_line(node)
     translation = ""
-    candidates = ctx.table.candidates(node.target)
+    # The translation this node was given (complex or real), not the first one registered.
+    candidates = ctx.table.candidates(node.target, node)
     if candidates:
         chosen = candidates[0]
         translation = f" (translation {chosen.name} from {chosen.source})"
