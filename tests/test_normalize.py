@@ -58,3 +58,20 @@ def test_half_precision_reductions_compute_in_float32_and_round_back():
     mul = next(n for n in module.graph.nodes if n.target is torch.ops.aten.mul.Tensor)
     assert mul.args[0].target is _CONVERT and mul.args[0].meta["val"].dtype == torch.float16
     module.graph.lint()
+
+
+def test_fused_attention_keeps_half_precision_inputs():
+    """At opset 23 attention is one ONNX Attention node whose kernel owns its intermediates'
+    precision: the pass leaves it alone (no Casts around it, as torch.onnx emits it)."""
+    from helpers import assert_matches_eager
+
+    class Attention(torch.nn.Module):
+        def forward(self, q, k, v):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+    inputs = tuple(torch.rand(2, 3, 16, 8, dtype=torch.float16) for _ in range(3))
+    program = assert_matches_eager(Attention(), inputs, opset_version=23, rtol=1e-2, atol=1e-2)
+    assert [n.op_type for n in program.model.graph] == ["Attention"]
+    # Below opset 23 the written-out attention still accumulates in float32.
+    program = assert_matches_eager(Attention(), inputs, rtol=1e-2, atol=1e-2)
+    assert "Cast" in [n.op_type for n in program.model.graph]

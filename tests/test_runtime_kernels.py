@@ -44,3 +44,18 @@ def test_float64_atan_is_rewritten_not_narrowed_alone():
 def test_supported_nodes_are_left_alone():
     model = _model("Add", ir.DataType.FLOAT, inputs=2)
     assert not KernelGapPass()(model).modified
+
+
+def test_float16_nodes_are_left_to_onnx_runtime():
+    """ONNX Runtime computes a float16 node without a kernel in float32 itself, so the graph keeps
+    the float16 operator (as torch.onnx's does; PyTorch's own test asserts no Cast around Pow)."""
+    import torch
+
+    from helpers import assert_matches_eager
+
+    class Power(torch.nn.Module):
+        def forward(self, x):
+            return x**2.5
+
+    program = assert_matches_eager(Power(), (torch.rand(5, dtype=torch.float16),), rtol=1e-3, atol=1e-3)
+    assert [n.op_type for n in program.model.graph] == ["Pow"]

@@ -130,7 +130,7 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
         phase.detail = f"{len(decomposed.decomposed)} operator(s) decomposed" if decomposed.retraced else "not needed"
     program = decomposed.exported_program
     session.decomposed(decomposed, table)
-    normalize.normalize(program)
+    normalize.normalize(program, table)
     signature = ProgramSignature.of(program)
 
     missing = translate.untranslatable_nodes(program.graph_module, table)

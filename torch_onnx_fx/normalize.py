@@ -16,12 +16,15 @@ retypes them (``promotion.promote_scalars``).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from torch_onnx_fx import promotion
+
+if TYPE_CHECKING:
+    from torch_onnx_fx.registry import TranslationTable
 
 __all__ = ["TypePromotionPass", "IntegralAccumulationPass", "IndexDtypePass", "HalfPrecisionAccumulationPass", "normalize"]
 
@@ -193,13 +196,19 @@ class HalfPrecisionAccumulationPass(PassBase):
 
     Contract: a node of ``_HALF_ACCUMULATING`` with one tensor result of a half dtype gets every
     half-dtype tensor argument converted to float32, computes in float32 (its example value
-    says so), and a conversion back to the half dtype takes its place for every user.
+    says so), and a conversion back to the half dtype takes its place for every user. Nodes
+    ``fused`` says become one ONNX operator (``Attention``) are left to that operator's kernel,
+    which keeps its intermediates at the precision it chooses.
     """
+
+    def __init__(self, fused: Callable[[torch.fx.Node], bool] = lambda node: False) -> None:
+        super().__init__()
+        self.fused = fused
 
     def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
         count = 0
         for node in list(graph_module.graph.nodes):
-            if node.op != "call_function" or _name(node) not in _HALF_ACCUMULATING:
+            if node.op != "call_function" or _name(node) not in _HALF_ACCUMULATING or self.fused(node):
                 continue
             result = node.meta.get("val")
             if not isinstance(result, torch.Tensor) or result.dtype not in _HALF:
@@ -231,19 +240,19 @@ def _to_float(node: torch.fx.Node, arg: Any) -> Any:
     return arg
 
 
-_PASSES: tuple[PassBase, ...] = (
-    TypePromotionPass(), IntegralAccumulationPass(), IndexDtypePass(), HalfPrecisionAccumulationPass(),
-)
-
-
-def normalize(program: torch.export.ExportedProgram) -> bool:
+def normalize(program: torch.export.ExportedProgram, table: TranslationTable | None = None) -> bool:
     """Run the normalize passes over ``program``'s graph and its subgraphs, in place; whether any
-    of them changed something."""
+    of them changed something. ``table`` (the export's translations) tells which nodes become
+    one fused ONNX operator."""
+    fused = table.fused if table is not None else (lambda node: False)
+    passes: tuple[PassBase, ...] = (
+        TypePromotionPass(), IntegralAccumulationPass(), IndexDtypePass(), HalfPrecisionAccumulationPass(fused),
+    )
     modified = False
     for module in list(program.graph_module.modules()):
         if not isinstance(module, torch.fx.GraphModule):
             continue
-        for normalize_pass in _PASSES:
+        for normalize_pass in passes:
             result = normalize_pass(module)
             modified = modified or bool(result and result.modified)
     return modified

@@ -52,6 +52,10 @@ class Translation:
     # it declines are decomposed by torch instead, so a translation can cover the common case
     # without failing on the rest.
     supports: Callable[[torch.fx.Node], bool] | None = None
+    # Whether the translation is one ONNX operator computing the whole op (Attention): its
+    # kernel then owns the precision of the intermediates, which normalize would otherwise
+    # widen for half-precision inputs.
+    fused: bool = False
 
     def accepts(self, node: torch.fx.Node | None) -> bool:
         return self.supports is None or node is None or bool(self.supports(node))
@@ -153,6 +157,7 @@ def register(
     complex: bool = False,
     min_opset: int = 1,
     supports: Callable[[torch.fx.Node], bool] | None = None,
+    fused: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering a torch_onnx_fx translation for one or more targets.
 
@@ -163,7 +168,7 @@ def register(
     def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
         for target in targets:
             _OUR_OPS.setdefault(target_key(target), []).append(
-                Translation(fn, OURS, complex=complex, min_opset=min_opset, supports=supports)
+                Translation(fn, OURS, complex=complex, min_opset=min_opset, supports=supports, fused=fused)
             )
         return fn
 
@@ -247,6 +252,13 @@ class TranslationTable:
         # node left without a candidate is decomposed, or reported as untranslatable.
         is_complex = needs_complex(node)
         return [t for t in usable if t.complex == is_complex and t.accepts(node)]
+
+    def fused(self, node: torch.fx.Node) -> bool:
+        """Whether ``node`` will be translated to one ONNX operator computing the whole op."""
+        if node.op != "call_function":
+            return False
+        chosen = self.candidates(node.target, node)
+        return bool(chosen) and chosen[0].fused
 
     def declined_for_complex(self, target: Any, node: torch.fx.Node) -> bool:
         """Whether ``node`` has translations, but only real ones, and needs a complex one."""

@@ -7,7 +7,7 @@ float), and a session refuses the whole model (NOT_IMPLEMENTED). ATen computes t
 the exported graph must run too. :class:`KernelGapPass` finds every node whose types have no
 kernel in the installed ONNX Runtime (its own kernel registry is the table) and
 
-- computes it in a wider type of the same kind and casts the results back — float16/bfloat16 in
+- computes it in a wider type of the same kind and casts the results back — bfloat16 in
   float32 (what ATen's CPU kernels do internally), 8/16-bit integers and bool in int32 or int64
   (integer results cast back wrap exactly as ATen's fixed-width arithmetic does);
 - rewrites integer ``Gemm`` (MatMul + Add) and ``Relu`` (Max with 0) exactly, and float64 trigonometry (``Tan``, ``Sinh``, ``Cosh``, ``Atan``, ``Asin``, ``Acos``) in
@@ -65,9 +65,10 @@ _ONNX_NAMES = {
     ir.DataType.BOOL: "bool", ir.DataType.STRING: "string",
 }
 
-# Wider types that compute the same results, nearest first.
+# Wider types that compute the same results, nearest first. float16 is not here: ONNX Runtime
+# computes a float16 node that has no kernel in float32 itself (its InsertCastTransformer), so
+# the graph keeps the float16 operator torch.onnx emits and other back ends run natively.
 _WIDER: dict[ir.DataType, tuple[ir.DataType, ...]] = {
-    ir.DataType.FLOAT16: (ir.DataType.FLOAT,),
     ir.DataType.BFLOAT16: (ir.DataType.FLOAT,),
     ir.DataType.BOOL: (ir.DataType.UINT8, ir.DataType.INT32, ir.DataType.INT64),
     ir.DataType.INT8: (ir.DataType.INT32, ir.DataType.INT64),
@@ -302,9 +303,9 @@ def _schema_allows(schema: onnx.defs.OpSchema, param: str, dtype: ir.DataType) -
 
 def _may_widen(node: ir.Node, schema: onnx.defs.OpSchema, bound: dict[str, ir.DataType]) -> bool:
     for param, dtype in bound.items():
-        if _schema_allows(schema, param, dtype) or dtype in (ir.DataType.FLOAT16, ir.DataType.BFLOAT16):
-            # Half-precision floats mean the same computed in float32 and rounded once (what ATen's
-            # CPU kernels do), whether or not the schema lists them (Sin has no bfloat16).
+        if _schema_allows(schema, param, dtype) or dtype == ir.DataType.BFLOAT16:
+            # bfloat16 means the same computed in float32 and rounded once (what ATen's CPU
+            # kernels do), whether or not the schema lists it (Sin has no bfloat16).
             continue
         exact = _BOOL_EXACT if dtype == ir.DataType.BOOL else _WRAPPING_ARITHMETIC
         if node.op_type not in exact:

@@ -217,7 +217,7 @@ def _attention_op_fits(node: Any) -> bool:
     return dropout == 0.0 and mask_ok
 
 
-@register("aten::scaled_dot_product_attention", min_opset=23, supports=_attention_op_fits)
+@register("aten::scaled_dot_product_attention", min_opset=23, supports=_attention_op_fits, fused=True)
 def aten_sdpa_opset23(
     query: ir.Value,
     key: ir.Value,
