@@ -139,3 +139,25 @@ def test_matrix_transposes_and_clamps_of_every_dtype(dtype):
 def test_static_linspace_in_every_dtype(dtype):
     # The constant went through numpy, which has no bfloat16.
     assert_matches_eager(lambda x: torch.linspace(-2.0, 3, 7, dtype=dtype) + x, (torch.zeros(7, dtype=dtype),), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("antialias", [False, True])
+def test_integer_image_interpolation_is_refused_not_approximated(mode, antialias):
+    """ATen interpolates uint8 images in fixed point; Resize differs by one in many pixels, so the
+    export refuses (naming the operator, the dtype and the line) instead of shipping them."""
+    import torch_onnx_fx
+    from torch_onnx_fx.errors import TranslationError
+
+    image = torch.randint(0, 256, (1, 3, 5, 6), dtype=torch.uint8)
+
+    class Resize(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.interpolate(x, size=(7, 9), mode=mode, antialias=antialias)
+
+    resize = Resize()
+    with pytest.raises(TranslationError, match=r"uint8\[1, 3, 5, 6\].*fixed point(.|\n)*test_dtypes.py"):
+        torch_onnx_fx.export(resize, (image,), verbose=False)
+    # The same image in float, and nearest on integers, export exactly.
+    assert_matches_eager(resize, (image.float(),), rtol=1e-4, atol=1e-4)
+    assert_matches_eager(lambda x: torch.nn.functional.interpolate(x, size=(7, 9), mode="nearest"), (image,), rtol=0, atol=0)

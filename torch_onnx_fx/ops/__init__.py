@@ -5,6 +5,7 @@ function (or ONNX Script function) taking the FX node's arguments with tensors a
 """
 
 from torch_onnx_fx.ops import (  # noqa: F401
+    exactness,  # first: its refusals come before any translation of the same operators
     activation,
     arithmetic,
     complex_math,

@@ -1,0 +1,49 @@
+"""Nodes no translation computes exactly, refused at export with the reason.
+
+A translation that would ship approximate numbers for some inputs is worse than none: the model
+exports, runs, and is wrong. These entries are registered ahead of every other translation for
+the inputs they cover, so such nodes are neither translated nor decomposed (torch's
+decompositions are no more exact for them) but raise a ``TranslationError`` naming the operator,
+its input types and the model's source line. A ``custom_translation_table`` entry for the
+operator still takes precedence, which is how a user who accepts the difference opts in.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from torch_onnx_fx.errors import TranslationError
+from torch_onnx_fx.registry import arg_example, register
+
+__all__: list[str] = []
+
+
+def _integer_input(node: Any) -> bool:
+    example = arg_example(node)
+    return isinstance(example, torch.Tensor) and not example.dtype.is_floating_point and not example.dtype.is_complex
+
+
+# ATen interpolates integer (uint8) images with fixed-point weights and rounds each separable
+# pass; the ONNX Resize operator, and every composition of float operators measured against it
+# (truncating, rounding, rounding half up), differ from it by one in 10-40 % of the pixels.
+_WEIGHTED_INTERPOLATION = (
+    "aten::upsample_linear1d", "aten::upsample_linear1d.vec",
+    "aten::upsample_bilinear2d", "aten::upsample_bilinear2d.vec",
+    "aten::upsample_trilinear3d", "aten::upsample_trilinear3d.vec",
+    "aten::upsample_bicubic2d", "aten::upsample_bicubic2d.vec",
+    "aten::_upsample_bilinear2d_aa", "aten::_upsample_bilinear2d_aa.vec",
+    "aten::_upsample_bicubic2d_aa", "aten::_upsample_bicubic2d_aa.vec",
+)
+
+
+@register(*_WEIGHTED_INTERPOLATION, supports=_integer_input)
+def refuse_integer_interpolation(input: Any, *args: Any, **kwargs: Any) -> Any:
+    """Linear/cubic interpolation of an integer image: not reproducible exactly (see above)."""
+    raise TranslationError(
+        "linear and cubic interpolation of an integer image is computed by ATen in fixed point "
+        "with a rounding per pass, which ONNX's Resize does not reproduce (results would differ by "
+        "one in many pixels). Interpolate a float copy in the model (x.float(), then round and "
+        "convert back as your application needs), or use mode='nearest', which is exact."
+    )
