@@ -161,3 +161,29 @@ def test_integer_image_interpolation_is_refused_not_approximated(mode, antialias
     # The same image in float, and nearest on integers, export exactly.
     assert_matches_eager(resize, (image.float(),), rtol=1e-4, atol=1e-4)
     assert_matches_eager(lambda x: torch.nn.functional.interpolate(x, size=(7, 9), mode="nearest"), (image,), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8], ids=str)
+def test_python_ints_outside_the_range_wrap_as_aten_converts_them(dtype):
+    # uint8 == -1 compares with 255 in ATen; torchlib refused "-1 as uint8" (index_add with
+    # alpha=-1 and cosine_embedding_loss on uint8 targets failed to export).
+    info = torch.iinfo(dtype)
+    x = torch.tensor([0, 1, info.max, info.min], dtype=dtype)
+
+    def model(x, index, source):
+        return torch.eq(x, -1), x * -1, x + 300, torch.lt(x, -1), x.index_add(0, index, source, alpha=-1)
+
+    assert_matches_eager(model, (x, torch.tensor([0, 2]), torch.tensor([3, 5], dtype=dtype)), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_reducing_scatters_of_half_floats_run(dtype):
+    """ONNX Runtime registers ScatterElements/ScatterND for float16/bfloat16 but fails at run time
+    when they reduce; they are computed in float32 and rounded once."""
+
+    def model(x, index, source):
+        return x.scatter_reduce(0, index, source, "mean"), x.scatter_add(0, index, source), x.index_add(0, index, source)
+
+    args = (torch.randn(5, dtype=dtype), torch.tensor([0, 0, 3]), torch.randn(3, dtype=dtype))
+    # bfloat16 index_add in eager rounds after each addition, float32 once at the end: 1 ulp.
+    assert_matches_eager(model, args, rtol=1e-2, atol=1e-2)

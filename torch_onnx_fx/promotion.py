@@ -145,7 +145,19 @@ def promote_scalars(
             promoted[i] = float(value) if target_dtype.is_floating_point else int(value)
         elif isinstance(value, int) and target_dtype.is_floating_point:
             promoted[i] = float(value)
+        elif isinstance(value, int) and not isinstance(value, bool) and target_dtype != torch.bool:
+            promoted[i] = _wrapped(value, target_dtype)
     return promoted
+
+
+def _wrapped(value: int, dtype: torch.dtype) -> int:
+    """``value`` as ATen converts a Python int for an integer tensor: modulo the dtype's width
+    (``uint8_tensor == -1`` compares with 255, ``uint8_tensor * -1`` multiplies by 255)."""
+    info = torch.iinfo(dtype)
+    if info.min <= value <= info.max:
+        return value
+    span = info.max - info.min + 1
+    return (value - info.min) % span + info.min
 
 
 # Reductions that ATen accumulates in int64 for bool and integer inputs when no dtype is given

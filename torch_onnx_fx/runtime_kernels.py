@@ -230,6 +230,21 @@ _DOUBLE_REWRITES: dict[str, Callable[[ir.tape.Tape, ir.Value], ir.Value]] = {
 }
 
 
+# Kernels ONNX Runtime registers for half-precision types that then fail at run time ("MLFloat16
+# data type is not supported with ScatterElements when reduction is 'add'"): a reducing scatter
+# on float16/bfloat16 data. Computed in float32 and rounded once, as ATen's CPU kernel sums.
+_REDUCING_SCATTERS = frozenset({"ScatterElements", "ScatterND"})
+_HALF_FLOATS = frozenset({ir.DataType.FLOAT16, ir.DataType.BFLOAT16})
+
+
+def _half_reducing_scatter(node: ir.Node, bound: dict[str, ir.DataType]) -> dict[str, ir.DataType] | None:
+    reduction = node.attributes.get("reduction")
+    if node.op_type not in _REDUCING_SCATTERS or reduction is None or reduction.value == "none":
+        return None
+    half = {param: ir.DataType.FLOAT for param, dtype in bound.items() if dtype in _HALF_FLOATS}
+    return half or None
+
+
 # -- the pass -----------------------------------------------------------------------------------
 
 
@@ -341,7 +356,14 @@ class KernelGapPass(ir.passes.InPlacePass):
             if schema is None:
                 continue
             bound = _bindings(node, schema)
-            if not bound or has_cpu_kernel(node.op_type, version, bound) is not False:
+            if not bound:
+                continue
+            refused_at_run_time = _half_reducing_scatter(node, bound)
+            if refused_at_run_time is not None:
+                _widen(node, schema, refused_at_run_time, bound)
+                changed += 1
+                continue
+            if has_cpu_kernel(node.op_type, version, bound) is not False:
                 continue
             rewrite = _DOUBLE_REWRITES.get(node.op_type)
             if rewrite is not None and set(bound.values()) == {ir.DataType.DOUBLE}:
