@@ -164,3 +164,14 @@ def test_zero_norm_counts_nonzero_complex_entries():
     z = _z(5, 5)
     z[0, 1] = 0
     assert_matches_eager(lambda z: torch.norm(z, 0), (z,))
+
+
+def test_complex_scalar_tensor_is_a_0d_complex_tensor():
+    # torchlib built a bare 0-d real value; ONNX Runtime's output then had no [real, imag] pair.
+    class Scalars(torch.nn.Module):
+        def forward(self, x):
+            return torch.scalar_tensor(2.5, dtype=torch.complex64), torch.scalar_tensor(x.shape[0], dtype=torch.complex128)
+
+    assert_matches_eager(
+        Scalars(), (torch.ones(3),), dynamic_shapes=({0: torch.export.Dim("n")},), more_inputs=[((torch.ones(5),), {})]
+    )

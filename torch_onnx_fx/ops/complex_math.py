@@ -516,6 +516,14 @@ def aten_full_complex(*args: Any, ctx: Any, node: torch.fx.Node, **kwargs: Any) 
     return _filled(fill, _size_tensor(size), onnx_dtype(result.real.dtype))
 
 
+@register("aten::scalar_tensor", complex=True)
+@wants_context
+def aten_scalar_tensor_complex(s: Any, *args: Any, ctx: Any, node: torch.fx.Node, **kwargs: Any) -> ir.Value:
+    """scalar_tensor(Scalar s, *, ScalarType? dtype=None, ...) -> Tensor with a complex dtype: a
+    0-d complex tensor, whose real form is [real, imaginary] (torchlib's gave a bare 0-d real)."""
+    return _filled(s, op.Constant(value_ints=[]), onnx_dtype(node.meta["val"].real.dtype))
+
+
 @register("aten::full_like", "aten::zeros_like", "aten::ones_like", "aten::fill.Scalar", "aten::fill.Tensor", complex=True)
 @wants_context
 def aten_full_like_complex(self: ir.Value, *args: Any, ctx: Any, node: torch.fx.Node, **kwargs: Any) -> ir.Value:
