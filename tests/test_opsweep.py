@@ -103,3 +103,47 @@ def test_dtype_summary_merges_runs_and_counts_silent_mismatches(tmp_path) -> Non
     section = dtypesweep.dtype_section({"int8": (header, records)})
     # ours: a, c pass, b mismatches (torch.onnx passes it); torch.onnx: a, b pass.
     assert "| int8 | 3 | 2 (66.7%) | 2 (66.7%) | 1 | 0 | 1 |" in section
+
+
+def test_programs_that_draw_random_numbers_are_not_compared() -> None:
+    class Dropout(torch.nn.Module):
+        def __init__(self, p: float, train: bool):
+            super().__init__()
+            self.p, self.train_ = p, train
+
+        def forward(self, x):
+            return torch.nn.functional.dropout(x, self.p, self.train_) + 1
+
+    x = torch.ones(4)
+    assert opsweep._random(torch.export.export(Dropout(0.5, True), (x,)))
+    assert not opsweep._random(torch.export.export(Dropout(0.5, False), (x,)))
+    assert not opsweep._random(torch.export.export(Dropout(0.0, True), (x,)))
+
+
+def test_eigenvectors_are_compared_up_to_sign_and_phase() -> None:
+    for dtype in (torch.float64, torch.complex128):
+        a = torch.randn(4, 4, dtype=dtype)
+        values, vectors = torch.linalg.eigh(a @ a.mH)
+        flipped = vectors * torch.tensor([1, -1, 1j if dtype.is_complex else 1, -1], dtype=dtype)
+        opsweep._same_eigenvectors((values, vectors), [values, flipped])
+        with pytest.raises(AssertionError):
+            opsweep._same_eigenvectors((values, vectors), [values, vectors[:, [1, 0, 2, 3]]])
+
+
+def test_float32_output_closer_to_float64_than_eager_passes() -> None:
+    class Sample:
+        input = torch.tensor([1.0, 2.0])
+        args: tuple = ()
+        kwargs: dict = {}
+
+    class Info:
+        @staticmethod
+        def op(x):
+            return x * 3
+
+    exact = torch.tensor([3.0, 6.0])
+    eager_off = exact + torch.tensor([0.0, 1e-2])  # eager's own rounding, say
+    compare = opsweep.closer_than_eager(Info, Sample, opsweep.compare)
+    compare(eager_off, [exact])  # ours is the exact result: passes
+    with pytest.raises(AssertionError):
+        compare(exact, [eager_off])  # ours is farther than eager: fails

@@ -68,10 +68,11 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_SAMPLES = 3
 
-# Per (op, sample, exporter). The first four are results on a captured sample; capture_failed and
-# eager_failed are properties of the sample (counted apart); skipped covers a whole op.
+# Per (op, sample, exporter). The first four are results on a captured sample; capture_failed,
+# eager_failed and random (the program draws random numbers: dropout in training mode) are
+# properties of the sample (counted apart); skipped covers a whole op.
 STATUSES = ("pass", "mismatch", "export_failed", "ort_failed", "timeout", "crashed")
-APART = ("capture_failed", "eager_failed", "skipped")
+APART = ("capture_failed", "eager_failed", "random", "skipped")
 
 # Every dtype OpInfo samples on CPU.
 DTYPES = {
@@ -299,19 +300,21 @@ def compare(expected: Any, actual: Sequence[torch.Tensor]) -> None:
 _TIED_INDICES = {"topk": True, "kthvalue": False, "sort": True, "argsort": True}
 
 
-_HALF = (torch.float16, torch.bfloat16)
+# Float dtypes below float64, whose results can be checked against a float64 computation.
+_BELOW_DOUBLE = (torch.float16, torch.bfloat16, torch.float32)
 
 
 def _as_double(value: Any) -> Any:
-    return value.double() if isinstance(value, torch.Tensor) and value.dtype in _HALF else value
+    return value.double() if isinstance(value, torch.Tensor) and value.dtype in _BELOW_DOUBLE else value
 
 
 def closer_than_eager(opinfo: Any, sample: Any, compare_outputs: Callable[[Any, Sequence[torch.Tensor]], None]) -> Callable[[Any, Sequence[torch.Tensor]], None]:
-    """For float16/bfloat16 samples: outputs outside the tolerance of eager still pass where they
-    are at least as close to the float64 result as eager is (NaN in eager's output where the
-    float64 result is a number counts as farthest). ATen's CPU kernels compute some
-    half-precision ops (conv_transpose3d, addbmm, grid_sample) with half-precision accumulation;
-    an exporter that accumulates in float32 is then more exact than eager, not wrong."""
+    """For float16/bfloat16/float32 samples: outputs outside the tolerance of eager still pass
+    where they are at least as close to the float64 result as eager is (NaN in eager's output
+    where the float64 result is a number counts as farthest). ATen's CPU kernels compute some
+    half-precision ops (conv_transpose3d, addbmm, grid_sample) with half-precision accumulation,
+    and iterative float32 ones (matrix_exp) take another series than ONNX's composition; an
+    exporter closer to the exact result than eager is more exact, not wrong."""
 
     def compare_half(expected: Any, actual: Sequence[torch.Tensor]) -> None:
         try:
@@ -319,7 +322,7 @@ def closer_than_eager(opinfo: Any, sample: Any, compare_outputs: Callable[[Any, 
             return
         except AssertionError:
             flat_expected = flat_tensors(expected)
-            if len(flat_expected) != len(actual) or not any(e.dtype in _HALF for e in flat_expected):
+            if len(flat_expected) != len(actual) or not any(e.dtype in _BELOW_DOUBLE for e in flat_expected):
                 raise
         leaves, spec = pytree.tree_flatten((sample.input, sample.args, sample.kwargs))
         sample_input, args, kwargs = pytree.tree_unflatten([_as_double(leaf) for leaf in leaves], spec)
@@ -330,14 +333,15 @@ def closer_than_eager(opinfo: Any, sample: Any, compare_outputs: Callable[[Any, 
             compare_outputs(expected, actual)
             return
         for exp, act, ref in zip(flat_expected, actual, reference):
-            if exp.dtype not in _HALF:
+            if exp.dtype not in _BELOW_DOUBLE or act.shape != exp.shape or act.dtype != exp.dtype:
+                compare(exp, [act])  # other outputs (indices, counts) are compared as they are
                 continue
             rtol, atol = tolerance(exp.dtype)
             ours = (act.double() - ref).abs()
             # NaN where the float64 result is finite is eager's error too (float16 matrix_exp).
             theirs = (exp.double() - ref).abs().nan_to_num(nan=float("inf"))
             allowed = theirs + atol + rtol * ref.abs()
-            if act.shape != exp.shape or act.dtype != exp.dtype or not bool((ours <= allowed).all()):
+            if not bool((ours <= allowed).all()):
                 compare_outputs(expected, actual)  # raises with the plain comparison's message
 
     return compare_half
@@ -345,13 +349,33 @@ def closer_than_eager(opinfo: Any, sample: Any, compare_outputs: Callable[[Any, 
 
 def comparison(opinfo: Any, sample: Any) -> Callable[[Any, Sequence[torch.Tensor]], None]:
     """How this sample's outputs are compared: ``compare``, except for the order statistics of
-    ``_TIED_INDICES``, whose values are compared and whose indices must select those values, and
-    half-precision samples (see ``closer_than_eager``)."""
+    ``_TIED_INDICES``, whose values are compared and whose indices must select those values, the
+    eigenvectors of ``_EIGENVECTORS`` (up to sign/phase), and samples below float64 (see
+    ``closer_than_eager``)."""
     chosen = _comparison(opinfo, sample)
     return closer_than_eager(opinfo, sample, chosen)
 
 
+# Eigen decompositions whose eigenvectors (output 1) are determined only up to a sign (a unit
+# phase for complex ones): each column is compared after aligning it with eager's.
+_EIGENVECTORS = frozenset({"linalg.eigh"})
+
+
+def _same_eigenvectors(expected: Any, actual: Sequence[torch.Tensor]) -> None:
+    if len(actual) != 2:
+        raise AssertionError(f"{len(actual)} ONNX outputs for 2 eager outputs")
+    values, vectors = actual
+    compare(expected[0], [values])
+    if vectors.shape != expected[1].shape or vectors.dtype != expected[1].dtype:
+        raise AssertionError(f"eigenvectors {vectors.dtype}{list(vectors.shape)}, eager {expected[1].dtype}{list(expected[1].shape)}")
+    overlap = (expected[1].conj() * vectors).sum(dim=-2, keepdim=True)
+    phase = overlap / overlap.abs().clamp_min(torch.finfo(values.dtype).tiny)
+    compare(expected[1] * phase, [vectors])
+
+
 def _comparison(opinfo: Any, sample: Any) -> Callable[[Any, Sequence[torch.Tensor]], None]:
+    if opinfo.name in _EIGENVECTORS:
+        return _same_eigenvectors
     keeps_dim = _TIED_INDICES.get(opinfo.name)
     source = sample.input
     if keeps_dim is None or not isinstance(source, torch.Tensor) or source.dim() == 0 or sample.kwargs.get("stable"):
@@ -484,6 +508,8 @@ def sweep_op(
             except Exception as exc:  # noqa: BLE001
                 sample_status = "capture_failed"
                 error, cause = describe_exception(exc)
+        if program is not None and _random(program):
+            sample_status, error, program = "random", "the captured program draws random numbers", None
         for exporter in exporters:
             record = Record(key, index, exporter, sample_status or "", inputs=inputs, error=error, cause=cause)
             if program is not None:
@@ -495,6 +521,24 @@ def sweep_op(
                 record.seconds = round(time.perf_counter() - start, 3)
             emit(record)
     return records
+
+
+def _random(program: torch.export.ExportedProgram) -> bool:
+    """Whether the captured program draws random numbers (an op tagged ``nondeterministic_seeded``,
+    dropout only when training with p > 0). OpInfo seeds eager's random ops, so eager's numbers
+    look fixed, but an export draws its own: comparing them would measure chance."""
+    for node in program.graph.nodes:
+        target = node.target
+        if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+            continue
+        if torch.Tag.nondeterministic_seeded not in target.tags:
+            continue
+        if "dropout" in target.name():
+            p, train = (list(node.args) + [None, None, None])[1:3]
+            if not p or train is False:
+                continue
+        return True
+    return False
 
 
 # -- many ops, each in a worker process --------------------------------------------------------------
@@ -736,7 +780,8 @@ def render_markdown(header: dict[str, Any], records: Sequence[Record]) -> str:
     out += [
         "",
         f"Not counted: {apart['capture_failed']} samples torch.export cannot capture, "
-        f"{apart['eager_failed']} samples eager PyTorch rejects, {apart['skipped']} ops skipped ("
+        f"{apart['eager_failed']} samples eager PyTorch rejects, {apart['random']} samples whose eager "
+        f"results are random, {apart['skipped']} ops skipped ("
         + "; ".join(f"{reason}: {n}" for reason, n in skipped_reasons.most_common())
         + ").",
     ]
