@@ -75,3 +75,27 @@ def test_fused_attention_keeps_half_precision_inputs():
     # Below opset 23 the written-out attention still accumulates in float32.
     program = assert_matches_eager(Attention(), inputs, rtol=1e-2, atol=1e-2)
     assert "Cast" in [n.op_type for n in program.model.graph]
+
+
+def test_in_place_ops_on_unobserved_tensors_become_functional():
+    from torch_onnx_fx.normalize import InPlaceToFunctionalPass
+    from torch_onnx_fx.registry import TranslationTable
+
+    def model(x):
+        h = x + 1
+        before = h.sum()  # reads h before the mutation: must keep the old value
+        h.mul_(3)
+        return h, before
+
+    module = _export(model, torch.randn(2, 3))
+    assert InPlaceToFunctionalPass(TranslationTable())(module).modified
+    targets = [n.target for n in module.graph.nodes if n.op == "call_function"]
+    assert torch.ops.aten.mul.Tensor in targets and torch.ops.aten.mul_.Tensor not in targets
+    mul = next(n for n in module.graph.nodes if n.target is torch.ops.aten.mul.Tensor)
+    total = next(n for n in module.graph.nodes if n.target is torch.ops.aten.sum.default)
+    assert total.args[0] is mul.args[0]  # the earlier read still sees h + 1
+    output = next(n for n in module.graph.nodes if n.op == "output")
+    assert output.args[0][0] is mul
+    module.graph.lint()
+    x = torch.randn(2, 3)
+    torch.testing.assert_close(module(x), model(x.clone()))

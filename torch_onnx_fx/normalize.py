@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
-from torch_onnx_fx import promotion
+from torch_onnx_fx import inplace, promotion
 
 if TYPE_CHECKING:
     from torch_onnx_fx.registry import TranslationTable
@@ -240,12 +240,49 @@ def _to_float(node: torch.fx.Node, arg: Any) -> Any:
     return arg
 
 
+class InPlaceToFunctionalPass(PassBase):
+    """In-place ops on tensors nothing else observes become their functional ops.
+
+    Contract: an in-place node (``aten.add_.Tensor``) that ``table`` cannot translate as it is,
+    but whose functional overload it can, and whose tensor :func:`torch_onnx_fx.inplace.same_tensor`
+    finds unobserved through aliases, is retargeted to the functional overload; every node after
+    it that read the mutated tensor (through any node of its chain) reads the new node instead.
+    The graph is then free of that mutation, so translation never rebinds values.
+    """
+
+    def __init__(self, table: TranslationTable) -> None:
+        super().__init__()
+        self.table = table
+
+    def call(self, graph_module: torch.fx.GraphModule) -> PassResult:
+        count = 0
+        order = {node: i for i, node in enumerate(graph_module.graph.nodes)}
+        for node in list(graph_module.graph.nodes):
+            if node.op != "call_function" or self.table.has(node.target, node):
+                continue
+            found = inplace.rebinding(node, self.table)
+            if found is None:
+                continue
+            functional, chain = found
+            node.target = functional
+            for alias in chain:
+                for user in list(alias.users):
+                    if user is not node and (user.op == "output" or order[user] > order[node]):
+                        user.replace_input_with(alias, node)
+            count += 1
+        if count:
+            graph_module.recompile()
+            logger.debug("%d in-place op(s) made functional", count)
+        return PassResult(graph_module, bool(count))
+
+
 def normalize(program: torch.export.ExportedProgram, table: TranslationTable | None = None) -> bool:
     """Run the normalize passes over ``program``'s graph and its subgraphs, in place; whether any
     of them changed something. ``table`` (the export's translations) tells which nodes become
     one fused ONNX operator."""
     fused = table.fused if table is not None else (lambda node: False)
     passes: tuple[PassBase, ...] = (
+        *((InPlaceToFunctionalPass(table),) if table is not None else ()),
         TypePromotionPass(), IntegralAccumulationPass(), IndexDtypePass(), HalfPrecisionAccumulationPass(fused),
     )
     modified = False

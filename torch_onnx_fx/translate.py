@@ -21,7 +21,7 @@ import torch
 from onnx_ir.tensor_adapters import TorchTensor
 from torch.export import graph_signature as gs
 
-from torch_onnx_fx import annotate, inplace, promotion, zero_dim
+from torch_onnx_fx import annotate, promotion, zero_dim
 from torch_onnx_fx.dtypes import SUB_BYTE, is_carried, onnx_dims, onnx_dtype
 from torch_onnx_fx.errors import MissingTranslationError, TranslationError, UnsupportedArgumentError
 from torch_onnx_fx.registry import TranslationTable, choose
@@ -196,7 +196,7 @@ def untranslatable_nodes(module: torch.fx.GraphModule, table: TranslationTable) 
             if node.op != "call_function" or node.target in _WALK_HANDLED:
                 continue
             target = node.args[1] if node.target is _WITH_EFFECTS else node.target
-            if not table.has(target, node) and inplace.rebinding(node, table) is None:
+            if not table.has(target, node):
                 missing.setdefault(target, node)
     return missing
 
@@ -360,13 +360,6 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
         # token becomes nothing (token inputs and outputs are left out of the graph).
         target, node_args = node_args[1], node_args[2:]
     candidates = ctx.table.candidates(target, node)
-    rebinds: list[torch.fx.Node] = []
-    found = None if candidates or effect_token else inplace.rebinding(node, ctx.table)
-    if found is not None:
-        # An in-place op on a tensor nothing else aliases: translate the functional op, and later
-        # uses of the mutated tensor read its result (see torch_onnx_fx.inplace).
-        target, rebinds = found
-        candidates = ctx.table.candidates(target, node)
     if not candidates:
         raise missing_translation_error({target: node}, ctx.table)
     example_args = [_meta(a) for a in node_args]
@@ -394,8 +387,6 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
         inner = result if isinstance(result, (list, tuple)) else ([] if result is None else [result])
         result = (None, *inner)
     _bind_result(ctx, node, result)
-    for alias in rebinds:
-        ctx.values[alias] = ctx.values[node]
 
 
 def _complex_scalars(ctx: TranslationContext, translation: Any, args: list[Any], example_args: Sequence[Any]) -> list[Any]:
