@@ -88,5 +88,5 @@ def test_two_names_for_one_symbol_warn_as_torch_onnx_does():
 
 @pytest.mark.parametrize("opset", [12, 999, "18", True])
 def test_opsets_outside_the_supported_range_are_refused_before_any_work(opset):
-    with pytest.raises(torch_onnx_fx.UnsupportedArgumentError, match=r"builds opsets 13 to \d+"):
+    with pytest.raises(torch_onnx_fx.UnsupportedArgumentError, match=r"(builds opsets|an int from) 13 to \d+"):
         torch_onnx_fx.export(TwoInputs(), (torch.randn(2), torch.randn(2)), opset_version=opset, verbose=False)

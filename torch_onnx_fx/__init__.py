@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from torch_onnx_fx._state import is_in_onnx_export
 from torch_onnx_fx.errors import (
+    ArgumentTypeError,
     CaptureError,
     DecompositionError,
     MissingTranslationError,
     OnnxExporterError,
+    InputMismatchError,
     OnnxRuntimeError,
+    SaveError,
+    StateDictMismatchError,
     TranslationError,
     UnsupportedArgumentError,
     VerificationError,
@@ -35,6 +39,10 @@ __all__ = [
     "TranslationError",
     "MissingTranslationError",
     "UnsupportedArgumentError",
+    "ArgumentTypeError",
+    "InputMismatchError",
+    "StateDictMismatchError",
+    "SaveError",
     "OnnxRuntimeError",
     "VerificationError",
 ]

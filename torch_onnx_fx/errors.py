@@ -14,6 +14,10 @@ __all__ = [
     "TranslationError",
     "MissingTranslationError",
     "UnsupportedArgumentError",
+    "ArgumentTypeError",
+    "InputMismatchError",
+    "StateDictMismatchError",
+    "SaveError",
     "VerificationError",
     "OnnxRuntimeError",
 ]
@@ -24,7 +28,39 @@ class OnnxExporterError(RuntimeError):
 
 
 class UnsupportedArgumentError(OnnxExporterError, ValueError):
-    """An argument of ``export`` has a value this exporter cannot honour."""
+    """An argument of ``export`` (or of an ``ONNXProgram`` method) has a value this exporter
+    cannot honour."""
+
+
+class ArgumentTypeError(UnsupportedArgumentError, TypeError):
+    """An argument has the wrong type (``opset_version="18"``, ``input_names=5``). A
+    ``TypeError`` too, as Python's own errors for wrong types are."""
+
+
+class InputMismatchError(UnsupportedArgumentError):
+    """The inputs given to a call of an ``ONNXProgram`` do not match the graph's inputs (count,
+    tensor or not, dtype, rank, a static size). The message names the input by its graph name
+    and position and says what was expected."""
+
+
+class StateDictMismatchError(UnsupportedArgumentError):
+    """``ONNXProgram.apply_weights`` was given a state dict that does not fit the model.
+
+    ``missing``, ``unexpected`` and ``mismatched`` list the offending names.
+    """
+
+    def __init__(self, message: str, missing: list[str] | None = None, unexpected: list[str] | None = None,
+                 mismatched: list[str] | None = None):
+        super().__init__(message)
+        self.missing = list(missing or [])
+        self.unexpected = list(unexpected or [])
+        self.mismatched = list(mismatched or [])
+
+
+class SaveError(OnnxExporterError, OSError):
+    """Saving the model failed. Nothing was replaced: the files that were at the destination
+    before the save are unchanged, and no temporary file is left behind. The ``OSError`` that
+    caused it (disk full, permission denied…) is chained as ``__cause__``."""
 
 
 class CaptureError(OnnxExporterError):

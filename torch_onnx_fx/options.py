@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import inspect
+import io
 import logging
 import os
 import warnings
@@ -21,7 +23,7 @@ import onnx
 import torch
 
 from torch_onnx_fx.dynamic_shapes import from_dynamic_axes
-from torch_onnx_fx.errors import UnsupportedArgumentError
+from torch_onnx_fx.errors import ArgumentTypeError, UnsupportedArgumentError
 from torch_onnx_fx.exportable import export_recipe
 
 __all__ = ["ExportOptions", "resolve", "UNSET", "DEFAULT_OPSET", "TORCHLIB_OPSET", "MIN_OPSET", "max_opset"]
@@ -97,7 +99,12 @@ def _legacy_arguments(legacy: Mapping[str, Any]) -> dict[str, int]:
 
     training = legacy.get("training", UNSET)
     if training is not UNSET:
-        mode = getattr(training, "name", str(training))
+        mode = getattr(training, "name", None)
+        if mode not in ("EVAL", "PRESERVE", "TRAINING"):
+            raise ArgumentTypeError(
+                f"export(..., training=...): expected a torch.onnx.TrainingMode, got {_short(training)}; "
+                "better, leave it out and put the model in the mode to export (model.eval())."
+            )
         if mode == "TRAINING":
             raise UnsupportedArgumentError(
                 "training=TrainingMode.TRAINING is not supported: put the model in the mode you "
@@ -139,12 +146,86 @@ def _opset(opset_version: Any) -> int:
     if opset_version is None:
         return DEFAULT_OPSET
     newest = max_opset()
-    if isinstance(opset_version, bool) or not isinstance(opset_version, int) or not MIN_OPSET <= opset_version <= newest:
+    if isinstance(opset_version, bool) or not isinstance(opset_version, int):
+        raise ArgumentTypeError(
+            f"export(..., opset_version=...): expected an int from {MIN_OPSET} to {newest} or None, got "
+            f"{type(opset_version).__name__} ({_short(opset_version)})."
+        )
+    if not MIN_OPSET <= opset_version <= newest:
         raise UnsupportedArgumentError(
             f"opset_version={opset_version!r} is not supported: torch_onnx_fx builds opsets "
             f"{MIN_OPSET} to {newest} (the newest the installed onnx defines; default {DEFAULT_OPSET})."
         )
     return opset_version
+
+
+def _short(value: Any) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _expect(name: str, value: Any, accepted: tuple[type, ...], description: str) -> None:
+    if isinstance(value, accepted):
+        return
+    raise ArgumentTypeError(f"export(..., {name}=...): expected {description}, got {type(value).__name__} ({_short(value)}).")
+
+
+def _names(name: str, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
+        raise ArgumentTypeError(
+            f"export(..., {name}=...): expected a list of str (one name per graph {name.split('_')[0]}), got {_short(value)}."
+        )
+
+
+def _check_types(arguments: Mapping[str, Any]) -> None:
+    """Each argument's type, checked before any work so a typo fails in milliseconds, not after a
+    capture: a bool flag given a string is a mistake, not a truthy value."""
+    flags = ("dynamo", "external_data", "report", "optimize", "verify", "profile", "dump_exported_program",
+             "export_params", "keep_initializers_as_inputs", "state_outputs")
+    for flag in flags:
+        # ints too: torch.onnx's TorchScript-era callers pass 0/1.
+        _expect(flag, arguments[flag], (bool, int), "True or False")
+    _expect("verbose", arguments["verbose"], (bool, type(None)), "True, False or None")
+    _expect("kwargs", arguments["kwargs"], (Mapping, type(None)), "a dict of keyword arguments or None")
+    _expect("f", arguments["f"], (str, os.PathLike, io.IOBase, type(None)), "a file path (str or os.PathLike), a binary file object or None")
+    _expect("artifacts_dir", arguments["artifacts_dir"], (str, os.PathLike), "a folder path")
+    _expect("custom_translation_table", arguments["custom_translation_table"], (Mapping, type(None)),
+            "a dict mapping operators to translation functions, or None")
+    _expect("dynamic_axes", arguments["dynamic_axes"], (Mapping, type(None)),
+            "a dict mapping input/output names to their dynamic axes, or None")
+    _expect("dynamic_shapes", arguments["dynamic_shapes"], (Mapping, tuple, list, type(None)),
+            "a dict, tuple or list of dynamic shapes (as torch.export.export takes), or None")
+    _names("input_names", arguments["input_names"])
+    _names("output_names", arguments["output_names"])
+
+
+def _check_call(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], dynamic_shapes: Any) -> None:
+    """The model can be called with ``args``/``kwargs``, and a dict of ``dynamic_shapes`` names its
+    parameters: a wrong call is named here, not after a capture attempt by every strategy."""
+    forward = model.forward if isinstance(model, torch.nn.Module) else model
+    try:
+        parameters = inspect.signature(forward).parameters
+    except (TypeError, ValueError):  # builtins and C extensions have no signature to check
+        return
+    try:
+        inspect.Signature(list(parameters.values())).bind(*args, **kwargs)
+    except TypeError as exc:
+        names = ", ".join(parameters)
+        raise UnsupportedArgumentError(
+            f"export(model, args, kwargs=...): the model's forward({names}) cannot be called with "
+            f"{len(args)} positional argument(s) and keyword argument(s) {sorted(kwargs)}: {exc}. Pass args as a "
+            "tuple of the forward's positional arguments and kwargs as a dict of the rest."
+        ) from None
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+    if isinstance(dynamic_shapes, Mapping) and not takes_any:
+        unknown = [key for key in dynamic_shapes if key not in parameters]
+        if unknown:
+            raise UnsupportedArgumentError(
+                f"export(..., dynamic_shapes=...): keys {unknown} are not arguments of the model's "
+                f"forward({', '.join(parameters)}); a dict of dynamic shapes is keyed by argument name."
+            )
 
 
 def _split_trailing_kwargs(args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -182,6 +263,13 @@ def resolve(
     legacy: Mapping[str, Any],
 ) -> ExportOptions:
     """Normalise ``export``'s arguments; raise :class:`UnsupportedArgumentError` for bad ones."""
+    _check_types(dict(
+        kwargs=kwargs, f=f, verbose=verbose, input_names=input_names, output_names=output_names, dynamo=dynamo,
+        external_data=external_data, dynamic_shapes=dynamic_shapes, custom_translation_table=custom_translation_table,
+        report=report, optimize=optimize, verify=verify, profile=profile, dump_exported_program=dump_exported_program,
+        artifacts_dir=artifacts_dir, export_params=export_params, keep_initializers_as_inputs=keep_initializers_as_inputs,
+        dynamic_axes=dynamic_axes, state_outputs=state_outputs,
+    ))
     recipe = export_recipe(model)
     if recipe is not None:
         # An ExportableModule's own recipe fills whatever the call leaves out.
@@ -220,6 +308,8 @@ def resolve(
     if not is_program:
         args, kwargs = _split_trailing_kwargs(args, kwargs)
     kwargs = dict(kwargs or {})
+    if not is_program:
+        _check_call(model, args, kwargs, dynamic_shapes)
     if is_program and dynamic_axes is not None:
         raise UnsupportedArgumentError("dynamic_axes cannot be applied to an ExportedProgram; its shapes are fixed.")
     if is_program and dynamic_shapes is not None:
