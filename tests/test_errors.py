@@ -136,3 +136,175 @@ def test_type_promotion_matches_eager():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         assert_matches_eager(Model().eval(), (torch.tensor([1, 2, 3]), torch.tensor([0.5, 1.5, 2.5])))
+
+
+# -- every public argument, one bad value each (issue 11) ----------------------------------------
+
+
+class _Two(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 2)
+
+    def forward(self, x, y):
+        return self.linear(x) + y
+
+
+_X, _Y = torch.randn(4, 3), torch.randn(4, 2)
+
+
+def _export(**options):
+    options.setdefault("verbose", False)
+    return torch_onnx_fx.export(_Two().eval(), (_X, _Y), **options)
+
+
+# (argument, bad value, error type, words the message must contain)
+EXPORT_CASES = [
+    ("opset_version", 999, torch_onnx_fx.UnsupportedArgumentError, "13 to"),
+    ("opset_version", "18", torch_onnx_fx.ArgumentTypeError, "opset_version"),
+    ("kwargs", [1], torch_onnx_fx.ArgumentTypeError, "kwargs"),
+    ("f", 5, torch_onnx_fx.ArgumentTypeError, "f=..."),
+    ("verbose", "loud", torch_onnx_fx.ArgumentTypeError, "verbose"),
+    ("input_names", "x", torch_onnx_fx.ArgumentTypeError, "input_names"),
+    ("output_names", [1], torch_onnx_fx.ArgumentTypeError, "output_names"),
+    ("dynamo", "yes", torch_onnx_fx.ArgumentTypeError, "dynamo"),
+    ("dynamo", False, torch_onnx_fx.UnsupportedArgumentError, "dynamo=False"),
+    ("external_data", "x", torch_onnx_fx.ArgumentTypeError, "external_data"),
+    ("dynamic_shapes", 5, torch_onnx_fx.ArgumentTypeError, "dynamic_shapes"),
+    ("dynamic_shapes", {"q": {0: "b"}}, torch_onnx_fx.UnsupportedArgumentError, "['q']"),
+    ("custom_translation_table", 5, torch_onnx_fx.ArgumentTypeError, "custom_translation_table"),
+    ("report", "x", torch_onnx_fx.ArgumentTypeError, "report"),
+    ("optimize", "x", torch_onnx_fx.ArgumentTypeError, "optimize"),
+    ("verify", "x", torch_onnx_fx.ArgumentTypeError, "verify"),
+    ("profile", "x", torch_onnx_fx.ArgumentTypeError, "profile"),
+    ("dump_exported_program", "x", torch_onnx_fx.ArgumentTypeError, "dump_exported_program"),
+    ("artifacts_dir", 5, torch_onnx_fx.ArgumentTypeError, "artifacts_dir"),
+    ("export_params", "x", torch_onnx_fx.ArgumentTypeError, "export_params"),
+    ("keep_initializers_as_inputs", "x", torch_onnx_fx.ArgumentTypeError, "keep_initializers_as_inputs"),
+    ("dynamic_axes", 5, torch_onnx_fx.ArgumentTypeError, "dynamic_axes"),
+    ("dynamic_axes", {"x": ["a"]}, torch_onnx_fx.UnsupportedArgumentError, "dynamic_axes"),
+    ("state_outputs", "x", torch_onnx_fx.ArgumentTypeError, "state_outputs"),
+    ("training", 5, torch_onnx_fx.ArgumentTypeError, "training"),
+    ("operator_export_type", "ATEN", torch_onnx_fx.ArgumentTypeError, "operator_export_type"),
+    ("custom_opsets", {"d": "1"}, torch_onnx_fx.UnsupportedArgumentError, "custom_opsets"),
+    ("export_modules_as_functions", True, torch_onnx_fx.UnsupportedArgumentError, "export_modules_as_functions"),
+]
+
+
+@pytest.mark.parametrize("name, value, error, words", EXPORT_CASES, ids=[f"{c[0]}={c[1]!r}" for c in EXPORT_CASES])
+def test_every_export_argument_refuses_a_bad_value_naming_it(name, value, error, words):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with pytest.raises(error) as raised:
+            _export(**{name: value})
+    assert words in str(raised.value)
+    assert isinstance(raised.value, torch_onnx_fx.OnnxExporterError)
+
+
+def test_export_model_and_args_are_checked_before_capture():
+    with pytest.raises(torch_onnx_fx.UnsupportedArgumentError, match="model must be"):
+        torch_onnx_fx.export(5, (_X,))
+    with pytest.raises(torch_onnx_fx.UnsupportedArgumentError, match=r"forward\(x, y\) cannot be called .*missing a required argument: 'y'"):
+        torch_onnx_fx.export(_Two(), _X, verbose=False)
+
+
+@pytest.fixture(scope="module")
+def two_program():
+    return _export(dynamic_shapes=({0: "batch"}, {0: "batch"}))
+
+
+CALL_CASES = [
+    ("too many", (_X, _Y, _X), {}, "2 input(s) after flattening (x, y), but 3 were given"),
+    ("too few", (_X,), {}, "but 1 were given"),
+    ("dtype", (_X.double(), _Y), {}, "input 0 ('x'): got a tensor of dtype torch.float64, expected a torch.float32"),
+    ("rank", (_X[0], _Y), {}, "input 0 ('x'): got a tensor of shape [3] (rank 1)"),
+    ("static size", (torch.randn(4, 5), _Y), {}, "input 0 ('x'): dimension 1 is 5, but the model was exported with a static size 3"),
+    ("symbolic size", (torch.randn(4, 3), torch.randn(5, 2)), {}, "input 1 ('y'): dimension 0 ('batch') is 5, but input 0 ('x') dimension 0"),
+    ("numpy", (_X.numpy(), _Y), {}, "input 0 ('x'): got a numpy array"),
+    ("python number", (1.0, _Y), {}, "input 0 ('x'): got the Python float 1.0"),
+    ("other object", ("x", _Y), {}, "input 0 ('x'): got str"),
+    ("unknown keyword", (_X, _Y), {"z": 1}, "Unexpected keyword arguments ['z']"),
+]
+
+
+@pytest.mark.parametrize("case, args, kwargs, words", CALL_CASES, ids=[c[0] for c in CALL_CASES])
+def test_program_call_names_the_input_that_does_not_fit(two_program, case, args, kwargs, words):
+    with pytest.raises(torch_onnx_fx.InputMismatchError) as raised:
+        two_program(*args, **kwargs)
+    assert words in str(raised.value)
+
+
+def test_baked_in_constant_arguments_cannot_be_changed_at_call_time():
+    class Scaled(torch.nn.Module):
+        def forward(self, x, scale: float):
+            return x * scale
+
+    program = torch_onnx_fx.export(Scaled(), (_X, 2.0), verbose=False)
+    torch.testing.assert_close(program(_X, 2.0)[0], _X * 2.0)
+    with pytest.raises(torch_onnx_fx.InputMismatchError, match="exported as the constant 2.0"):
+        program(_X, 3.0)
+
+
+def test_method_arguments_of_the_program_are_checked(two_program):
+    with pytest.raises(torch_onnx_fx.ArgumentTypeError, match="compute_values"):
+        two_program.compute_values("x", (_X, _Y))
+    with pytest.raises(torch_onnx_fx.ArgumentTypeError, match="args"):
+        two_program.compute_values(["x"], _X)
+    with pytest.raises(torch_onnx_fx.UnsupportedArgumentError, match="no values named"):
+        two_program.compute_values(["nope"], (_X, _Y))
+    with pytest.raises(torch_onnx_fx.ArgumentTypeError, match="initializer"):
+        two_program.initialize_inference_session(5)
+    with pytest.raises(torch_onnx_fx.OnnxRuntimeError, match="Creating the inference session failed: RuntimeError: no runtime"):
+        two_program.initialize_inference_session(lambda model: (_ for _ in ()).throw(RuntimeError("no runtime")))
+    with pytest.raises(torch_onnx_fx.ArgumentTypeError, match="destination"):
+        two_program.save(5)
+    with pytest.raises(torch_onnx_fx.ArgumentTypeError, match="include_initializers"):
+        two_program.save("m.onnx", include_initializers="no")
+    with pytest.raises(torch_onnx_fx.ArgumentTypeError, match="strict"):
+        two_program.apply_weights({}, strict="no")
+
+
+def test_apply_weights_lists_every_offending_key_and_replaces_nothing(two_program):
+    state = _Two().state_dict()
+    before = two_program(_X, _Y)[0]
+    bad = {
+        "linear.weight": torch.zeros(3, 3),  # wrong shape
+        "linear.bias": torch.zeros(2, dtype=torch.float64),  # wrong dtype
+        "other.weight": torch.zeros(1),  # not a weight of this model
+    }
+    with pytest.raises(torch_onnx_fx.StateDictMismatchError) as raised:
+        two_program.apply_weights(bad)
+    error = raised.value
+    assert error.unexpected == ["other.weight"] and sorted(error.mismatched) == ["linear.bias", "linear.weight"]
+    assert "nothing was replaced" in str(error) and "strict=False" in str(error)
+    with pytest.raises(torch_onnx_fx.StateDictMismatchError, match=r"missing \(1\): linear.bias") as raised:
+        two_program.apply_weights({"linear.weight": state["linear.weight"]})
+    assert raised.value.missing == ["linear.bias"]
+    with pytest.raises(torch_onnx_fx.ArgumentTypeError, match="not tensors"):
+        two_program.apply_weights({**state, "linear.bias": [0.0, 0.0]})
+    with pytest.raises(torch_onnx_fx.ArgumentTypeError, match="expected a dict"):
+        two_program.apply_weights([state])
+    torch.testing.assert_close(two_program(_X, _Y)[0], before)  # nothing was replaced
+
+
+def test_weights_stay_replaceable_after_optimization():
+    """Equal weights are not merged and weights are not folded into derived constants: torch.onnx's
+    optimizer merges two LayerNorms' equal initial weights, and apply_weights then silently
+    updates only one of them (measured: max error 6.3 on random weights)."""
+
+    class Norms(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.LayerNorm(4), torch.nn.LayerNorm(4)
+            self.w = torch.nn.Parameter(torch.randn(4, 4))
+
+        def forward(self, x):
+            return self.b(self.a(x)) @ self.w.t() * 2
+
+    model = Norms().eval()
+    program = torch_onnx_fx.export(model, (torch.randn(2, 4),), verbose=False)
+    assert {"a.weight", "a.bias", "b.weight", "b.bias", "w"} <= set(program.model.graph.initializers)
+    trained = {name: torch.randn_like(value) for name, value in model.state_dict().items()}
+    program.apply_weights(trained)
+    model.load_state_dict(trained)
+    assert_matches_eager(model, (torch.randn(2, 4),), program=program)

@@ -101,10 +101,16 @@ def test_apply_weights_changes_results(program):
     with torch.no_grad():
         torch.testing.assert_close(after, new_model(x), rtol=1e-4, atol=1e-5)
     assert not torch.allclose(before, after)
-    with pytest.raises(torch_onnx_fx.UnsupportedArgumentError):
-        program.apply_weights({"0.weight": torch.zeros(2, 2)})
-    with pytest.warns(UserWarning, match="not initializers"):
-        program.apply_weights({"no.such.weight": torch.zeros(1)})
+    with pytest.raises(torch_onnx_fx.StateDictMismatchError, match=r"mismatched \(1\): 0.weight: shape \(2, 2\)"):
+        program.apply_weights({"0.weight": torch.zeros(2, 2)}, strict=False)
+    with pytest.raises(torch_onnx_fx.StateDictMismatchError, match=r"unexpected \(1\): no.such.weight") as raised:
+        program.apply_weights({**new_model.state_dict(), "no.such.weight": torch.zeros(1)})
+    assert raised.value.unexpected == ["no.such.weight"] and not raised.value.missing
+    # strict=False: a partial update changes what it names and keeps the rest.
+    program.apply_weights({"0.bias": torch.zeros_like(new_model[0].bias)}, strict=False)
+    with torch.no_grad():
+        new_model[0].bias.zero_()
+        torch.testing.assert_close(program(x)[0], new_model(x), rtol=1e-4, atol=1e-5)
 
 
 def test_export_params_false_writes_no_weights(tmp_path):

@@ -156,7 +156,7 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
     with progress.phase("optimize") as phase:
         optimize_stage.finalize(model_ir)
         if opts.optimize:
-            optimize_stage.optimize(model_ir)
+            optimize_stage.optimize(model_ir, weights=signature.state_names)
         if opts.opset_version < build_opset:
             downgrade.DowngradeOpsetPass(opts.opset_version)(model_ir)
             optimize_stage.finalize(model_ir)

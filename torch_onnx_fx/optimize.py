@@ -8,7 +8,9 @@ Graph inputs and outputs keep their names, and node metadata is preserved by the
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from typing import Collection, Iterator
 
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
@@ -33,12 +35,50 @@ def finalize(model: ir.Model) -> None:
     passes(model)
 
 
-def optimize(model: ir.Model) -> None:
-    """Full optimization, in place.
+# onnx-ir warns for every initializer it does not deduplicate because it is a graph input: for
+# the weights kept here that is the intent, not news for the user.
+dedup_logger = logging.getLogger("onnx_ir.passes.common.initializer_deduplication")
+
+
+def _expected_skips(record: logging.LogRecord) -> bool:
+    return not str(record.msg).startswith("Skipped deduplication of initializer")
+
+
+@contextlib.contextmanager
+def _weights_kept(model: ir.Model, weights: Collection[str]) -> Iterator[None]:
+    """Let the passes see the named initializers as graph inputs, which they neither fold into
+    derived constants nor merge with equal ones. A weight folded (``w.t()`` stored transposed) or
+    merged (two LayerNorms' equal initial biases) is no longer replaceable by name: replacing it
+    (``apply_weights``, an external tool) would silently leave the folded copy or its twin stale."""
+    graph = model.graph
+    kept = [graph.initializers[name] for name in weights if name in graph.initializers]
+    if not kept:
+        yield
+        return
+    original_inputs = list(graph.inputs)
+    graph.inputs.extend(kept)
+    dedup_logger.addFilter(_expected_skips)
+    try:
+        yield
+    finally:
+        dedup_logger.removeFilter(_expected_skips)
+        graph.inputs.clear()
+        graph.inputs.extend(original_inputs)
+        # A weight the graph no longer reads goes, as any unused initializer does.
+        common_passes.RemoveUnusedNodesPass()(model)
+
+
+def optimize(model: ir.Model, weights: Collection[str] = ()) -> None:
+    """Full optimization, in place; the initializers named in ``weights`` stay as they are.
 
     The passes and order of ``onnxscript.optimizer.optimize_ir`` (what torch.onnx runs), with the
     rewrite step restricted to rules that can match this model (see ``RelevantRulesRewritePass``).
     """
+    with _weights_kept(model, weights):
+        _optimize(model)
+
+
+def _optimize(model: ir.Model) -> None:
     fold_and_rewrite = ir.passes.PassManager(
         [
             constant_folding.FoldConstantsPass(

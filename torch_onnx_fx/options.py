@@ -113,7 +113,12 @@ def _legacy_arguments(legacy: Mapping[str, Any]) -> dict[str, int]:
         deprecated("training", "the model is exported in the mode it is in; call model.eval() first.")
     operator_export_type = legacy.get("operator_export_type", UNSET)
     if operator_export_type is not UNSET:
-        if getattr(operator_export_type, "name", "ONNX") != "ONNX":
+        if not isinstance(getattr(operator_export_type, "name", None), str):
+            raise ArgumentTypeError(
+                f"export(..., operator_export_type=...): expected a torch.onnx.OperatorExportTypes, got "
+                f"{_short(operator_export_type)}; better, leave it out (only ONNX operators are produced)."
+            )
+        if operator_export_type.name != "ONNX":
             raise UnsupportedArgumentError(
                 f"operator_export_type={operator_export_type} is not supported: only standard ONNX "
                 "operators (OperatorExportTypes.ONNX) are produced."

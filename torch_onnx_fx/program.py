@@ -20,7 +20,9 @@ from onnx_ir.tensor_adapters import TorchTensor
 from torch_onnx_fx import optimize as optimize_module
 from torch_onnx_fx.dtypes import as_complex
 from torch_onnx_fx.capture import STRATEGY_NAMES
-from torch_onnx_fx.errors import OnnxRuntimeError, UnsupportedArgumentError
+from torch_onnx_fx.errors import ArgumentTypeError, InputMismatchError, OnnxRuntimeError, UnsupportedArgumentError
+from torch_onnx_fx.feeds import check_feeds
+from torch_onnx_fx import saving, weights
 from torch_onnx_fx.progress import SaveProgress
 from torch_onnx_fx.signature import OutputEntry, ProgramSignature
 
@@ -109,6 +111,11 @@ _UNSIGNED = {
     np.dtype(np.uint32): (np.int32, torch.uint32),
     np.dtype(np.uint64): (np.int64, torch.uint64),
 }
+
+
+def _check_flag(method: str, name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(f"{method}(..., {name}=...): expected True or False, got {type(value).__name__} ({value!r}).")
 
 
 def _byte_size(model: ir.Model) -> int:
@@ -231,55 +238,47 @@ class ONNXProgram:
         include_initializers: bool = True,
         keep_initializers_as_inputs: bool = False,
         external_data: bool | None = None,
+        external_data_name: str | None = None,
     ) -> None:
-        """Save the model.
+        """Save the model, atomically (see :mod:`torch_onnx_fx.saving`).
 
-        Weights go to an external data file ``<destination name>.data`` beside the model when
-        ``external_data`` is True, or when it is None and the weights exceed protobuf's 2 GB.
+        Weights go to an external data file beside the model when ``external_data`` is True, or
+        when it is None and the weights exceed protobuf's 2 GB; it is named
+        ``<destination name>.data`` unless ``external_data_name`` (a relative path inside the
+        model's folder) says otherwise. A missing folder is created. On failure the files at the
+        destination are unchanged and :class:`SaveError` says why.
         """
+        for name, flag in (("include_initializers", include_initializers), ("keep_initializers_as_inputs", keep_initializers_as_inputs)):
+            _check_flag("save", name, flag)
+        if external_data is not None:
+            _check_flag("save", "external_data", external_data)
         is_path = isinstance(destination, (str, os.PathLike))
         if external_data is None:
             external_data = is_path and _byte_size(self.model) > _PROTOBUF_LIMIT
         if external_data and not is_path:
-            raise TypeError("external_data=True needs a file path as destination, not a file object.")
+            raise ArgumentTypeError("external_data=True needs a file path as destination, not a file object.")
+        if external_data_name is not None and not external_data:
+            raise UnsupportedArgumentError("save(..., external_data_name=...) needs external_data=True.")
+        data_name = None
+        if external_data:
+            data_name = external_data_name if external_data_name is not None else os.path.basename(os.fspath(destination)) + ".data"
         with self._initializer_layout(include_initializers, keep_initializers_as_inputs):
-            if is_path:
-                path = os.fspath(destination)
-                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-                data_name = os.path.basename(path) + ".data" if external_data else None
-                if data_name:
-                    # A stale data file from an earlier save would be appended to otherwise.
-                    with contextlib.suppress(FileNotFoundError):
-                        os.remove(os.path.join(os.path.dirname(os.path.abspath(path)), data_name))
-                ir.save(self.model, path, external_data=data_name, callback=SaveProgress(enabled=self.verbose))
-            else:
-                destination.write(ir.serde.serialize_model(self.model).SerializeToString())  # type: ignore[union-attr]
-
-    def apply_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
-        """Replace initializer values by the tensors in ``state_dict`` (matched by name)."""
-        initializers = dict(self.model.graph.initializers)
-        # Initializers renamed through legacy input_names still answer to their state-dict name.
-        for value in list(initializers.values()):
-            original = value.metadata_props.get("pkg.torch.onnx.original_node_name")
-            if original:
-                initializers.setdefault(original, value)
-        unknown = [name for name in state_dict if name not in initializers]
-        if unknown:
-            warnings.warn(
-                f"apply_weights: {len(unknown)} names are not initializers of the model and were "
-                f"ignored: {unknown[:10]}",
-                stacklevel=2,
+            saving.save_model(
+                self.model, destination, data_name=data_name,
+                callback=SaveProgress(enabled=self.verbose) if is_path else None,
             )
-        for name, tensor in state_dict.items():
-            value = initializers.get(name)
-            if value is None:
-                continue
-            if value.shape is not None and tuple(value.shape) != tuple(tensor.shape):
-                raise UnsupportedArgumentError(
-                    f"apply_weights: {name} has shape {tuple(tensor.shape)}, the model expects "
-                    f"{tuple(value.shape)}."
-                )
-            value.const_value = TorchTensor(tensor.detach(), name=name)
+
+    def apply_weights(self, state_dict: Mapping[str, torch.Tensor], *, strict: bool = True) -> None:
+        """Replace the model's weights by the tensors in ``state_dict`` (matched by state-dict name).
+
+        Every key is checked before anything is replaced (see :mod:`torch_onnx_fx.weights`): with
+        ``strict`` (the default) the dict must hold every weight the graph uses and nothing else;
+        ``strict=False`` updates the weights it names and ignores other keys. Shapes and dtypes
+        must match either way; a mismatch raises :class:`StateDictMismatchError` listing the keys.
+        """
+        _check_flag("apply_weights", "strict", strict)
+        weight_names = self.signature.state_names if self.signature is not None else None
+        weights.apply_weights(self.model, state_dict, weight_names, strict=strict)
         self.release()
 
     # -- running ------------------------------------------------------------------------------
@@ -287,14 +286,30 @@ class ONNXProgram:
     def initialize_inference_session(
         self, initializer: Callable[[str | bytes], Any] = _ort_session_initializer
     ) -> None:
-        """Create the ONNX Runtime session (done lazily by ``__call__`` otherwise)."""
+        """Create the ONNX Runtime session (done lazily by ``__call__`` otherwise).
+
+        ``initializer`` takes the model (a path, or serialized bytes) and returns the session.
+        """
+        if not callable(initializer):
+            raise ArgumentTypeError(
+                f"initialize_inference_session(initializer=...): expected a function taking the model "
+                f"(path or bytes) and returning an onnxruntime.InferenceSession, got {type(initializer).__name__}."
+            )
         if _byte_size(self.model) > _PROTOBUF_LIMIT:
             self._tempdir = tempfile.TemporaryDirectory()
             path = os.path.join(self._tempdir.name, "model.onnx")
             self.save(path, external_data=True)
-            self._inference_session = initializer(path)
+            model: str | bytes = path
         else:
-            self._inference_session = initializer(self.model_proto.SerializeToString())
+            model = self.model_proto.SerializeToString()
+        try:
+            self._inference_session = initializer(model)
+        except Exception as exc:  # noqa: BLE001 - ONNX Runtime raises its own exception types
+            raise OnnxRuntimeError(
+                f"Creating the inference session failed: {type(exc).__name__}: {exc}\n"
+                "If ONNX Runtime names an operator it has no implementation for, see "
+                "docs/troubleshooting.md (run-time errors)."
+            ) from exc
 
     def release(self) -> None:
         """Drop the inference session and any temporary files it needed."""
@@ -310,13 +325,15 @@ class ONNXProgram:
         if kwargs and not args and self._feeds_by_input_name(kwargs):
             # program(**{onnx_input_name: value}): what tools built on torch.onnx's ONNXProgram
             # (InputObserver.check_discrepancies) do.
-            return [kwargs[v.name] for v in graph_inputs]
-        flat = [*args, *(kwargs or {}).values()] if signature is None else signature.graph_feeds(args, kwargs)
+            flat = [kwargs[v.name] for v in graph_inputs]
+        else:
+            flat = [*args, *(kwargs or {}).values()] if signature is None else signature.graph_feeds(args, kwargs)
         if len(flat) != len(graph_inputs):
-            raise UnsupportedArgumentError(
+            raise InputMismatchError(
                 f"The model has {len(graph_inputs)} inputs ({[v.name for v in graph_inputs]}) "
                 f"but {len(flat)} were given."
             )
+        check_feeds(graph_inputs, flat)
         return flat
 
     def _feeds_by_input_name(self, kwargs: Mapping[str, Any]) -> bool:
@@ -372,6 +389,16 @@ class ONNXProgram:
         self, value_names: Sequence[str], args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None
     ) -> Sequence[torch.Tensor]:
         """Compute intermediate values by name, by exposing them as extra outputs."""
+        if isinstance(value_names, (str, bytes)) or not isinstance(value_names, Sequence) or not all(
+            isinstance(n, str) for n in value_names
+        ):
+            raise ArgumentTypeError(
+                f"compute_values(value_names=...): expected a list of value names (str), got {value_names!r:.80}."
+            )
+        if not isinstance(args, (tuple, list)):
+            raise ArgumentTypeError(f"compute_values(..., args=...): expected a tuple of the model's arguments, got {type(args).__name__}.")
+        if kwargs is not None and not isinstance(kwargs, Mapping):
+            raise ArgumentTypeError(f"compute_values(..., kwargs=...): expected a dict or None, got {type(kwargs).__name__}.")
         values = {v.name: v for node in self.model.graph for v in node.outputs}
         values.update({v.name: v for v in self.model.graph.inputs})
         missing = [name for name in value_names if name not in values]
@@ -404,6 +431,6 @@ class ONNXProgram:
 
     def optimize(self) -> None:
         """Optimize the model in place (constant folding, dead code and redundancy removal)."""
-        optimize_module.optimize(self.model)
+        optimize_module.optimize(self.model, weights=self.signature.state_names if self.signature is not None else ())
         self.release()
 

@@ -23,7 +23,7 @@ import torch
 import torch.utils._pytree as pytree
 from torch.export import graph_signature as gs
 
-from torch_onnx_fx.errors import UnsupportedArgumentError
+from torch_onnx_fx.errors import InputMismatchError, UnsupportedArgumentError
 
 __all__ = ["ProgramSignature", "OutputEntry", "flatten_user_inputs", "lifted_tensor"]
 
@@ -102,6 +102,17 @@ class ProgramSignature:
             program.call_spec.in_spec,
         )
 
+    @property
+    def state_names(self) -> list[str]:
+        """State-dict names of the lifted parameters and persistent buffers: the weights a user
+        can replace (``apply_weights``), which must stay initializers of their own."""
+        return [
+            spec.target for _, spec in self.lifted
+            if spec.target is not None and (
+                spec.kind == gs.InputKind.PARAMETER or (spec.kind == gs.InputKind.BUFFER and spec.persistent is not False)
+            )
+        ]
+
     # -- inputs -------------------------------------------------------------------------------
 
     @property
@@ -125,10 +136,18 @@ class ProgramSignature:
         """The values for the ONNX graph inputs: ``flatten`` less the constant arguments."""
         flat = self.flatten(args, kwargs)
         if len(flat) != len(self.user_inputs):
-            raise UnsupportedArgumentError(
-                f"The model was exported with {len(self.user_inputs)} input(s) after flattening, "
-                f"but {len(flat)} were given."
+            names = ", ".join(node.name for node, _ in self.user_inputs)
+            raise InputMismatchError(
+                f"The model was exported with {len(self.user_inputs)} input(s) after flattening ({names}), "
+                f"but {len(flat)} were given: call the program with the arguments the model was exported with."
             )
+        for position, (value, (node, spec)) in enumerate(zip(flat, self.user_inputs)):
+            # A non-tensor argument was baked into the graph: another value cannot take effect.
+            if isinstance(spec.arg, gs.ConstantArgument) and not _same_constant(value, spec.arg.value):
+                raise InputMismatchError(
+                    f"input {position} ('{node.name}') was exported as the constant {spec.arg.value!r} and is "
+                    f"part of the graph; got {value!r}. Export again with that value to change it."
+                )
         return [v for v, (_, s) in zip(flat, self.user_inputs) if not isinstance(s.arg, gs.ConstantArgument)]
 
     def placeholder_values(self, program: torch.export.ExportedProgram, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> dict[torch.fx.Node, Any]:
@@ -149,6 +168,13 @@ class ProgramSignature:
         return entries
 
 
+def _same_constant(given: Any, baked: Any) -> bool:
+    try:
+        return bool(given == baked) and isinstance(given, bool) == isinstance(baked, bool)
+    except Exception:  # noqa: BLE001 - values that cannot be compared are not the same
+        return given is baked
+
+
 def flatten_user_inputs(in_spec: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[Any]:
     """Flatten ``(args, kwargs)`` as the program's input spec orders them.
 
@@ -160,7 +186,7 @@ def flatten_user_inputs(in_spec: Any, args: Sequence[Any], kwargs: Mapping[str, 
         order = list(in_spec.children_specs[1].context or [])
         extra = [k for k in kwargs if k not in order]
         if extra:
-            raise UnsupportedArgumentError(
+            raise InputMismatchError(
                 f"Unexpected keyword arguments {extra}; the model was exported with {order}."
             )
         kwargs = {k: kwargs[k] for k in order if k in kwargs}

@@ -1,0 +1,98 @@
+"""Replacing a program's weights: a state dict checked against the model before anything changes.
+
+``ONNXProgram.apply_weights`` is how a model exported with fake, meta or placeholder weights gets
+its real ones. A state dict that does not fit (a key missing, a key from another model, a tensor
+of another shape or dtype) would otherwise make a model that runs later with some stale weights,
+or fails in ONNX Runtime far from the cause. :func:`apply_weights` checks every entry first, names
+every offending key in one :class:`StateDictMismatchError`, and replaces nothing unless all fit.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Collection, Mapping
+
+import onnx_ir as ir
+import torch
+from onnx_ir.tensor_adapters import TorchTensor
+
+from torch_onnx_fx.dtypes import onnx_dtype
+from torch_onnx_fx.errors import ArgumentTypeError, StateDictMismatchError
+
+__all__ = ["apply_weights"]
+
+logger = logging.getLogger(__name__)
+
+
+def _initializers_by_name(model: ir.Model) -> dict[str, ir.Value]:
+    initializers = dict(model.graph.initializers)
+    # Initializers renamed through legacy input_names still answer to their state-dict name.
+    for value in list(initializers.values()):
+        original = value.metadata_props.get("pkg.torch.onnx.original_node_name")
+        if original:
+            initializers.setdefault(original, value)
+    return initializers
+
+
+def _stored(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor as the graph stores it: complex values as real pairs (trailing dim 2)."""
+    tensor = tensor.detach()
+    return torch.view_as_real(tensor) if tensor.is_complex() else tensor
+
+
+def apply_weights(
+    model: ir.Model, state_dict: Mapping[str, torch.Tensor], weight_names: Collection[str] | None, *, strict: bool = True
+) -> int:
+    """Replace the initializers named in ``state_dict``; return how many were replaced.
+
+    ``weight_names`` are the model's replaceable weights (parameters and persistent buffers, by
+    state-dict name), None when unknown (a program without its ExportedProgram). With ``strict``,
+    every weight the graph uses must be given and every key must be a weight of the model; shapes
+    and dtypes must always match. Nothing is replaced when any check fails.
+    """
+    if not isinstance(state_dict, Mapping):
+        raise ArgumentTypeError(
+            f"apply_weights(state_dict): expected a dict of name -> tensor (model.state_dict()), got "
+            f"{type(state_dict).__name__}."
+        )
+    not_tensors = [name for name, tensor in state_dict.items() if not isinstance(tensor, torch.Tensor)]
+    if not_tensors:
+        raise ArgumentTypeError(
+            f"apply_weights(state_dict): the values of {not_tensors[:10]} are not tensors; every value "
+            "must be a torch.Tensor."
+        )
+    initializers = _initializers_by_name(model)
+    known = set(weight_names) if weight_names is not None else set(initializers)
+    missing = sorted(name for name in known if name in initializers and name not in state_dict) if strict else []
+    unexpected = sorted(name for name in state_dict if name not in initializers and name not in known) if strict else []
+    mismatched: list[str] = []
+    for name, tensor in state_dict.items():
+        value = initializers.get(name)
+        if value is None:
+            continue
+        stored = _stored(tensor)
+        if value.shape is not None and tuple(value.shape) != tuple(stored.shape):
+            mismatched.append(f"{name}: shape {tuple(tensor.shape)}, the model has {tuple(value.shape)}")
+        elif value.dtype is not None and onnx_dtype(stored.dtype) != value.dtype:
+            mismatched.append(f"{name}: dtype {tensor.dtype}, the model has {value.dtype.name}")
+    if missing or unexpected or mismatched:
+        lines = ["apply_weights: the state dict does not fit the model; nothing was replaced."]
+        for label, names in (("missing", missing), ("unexpected", unexpected), ("mismatched", mismatched)):
+            if names:
+                shown = "; ".join(names[:20]) + (f"; … ({len(names) - 20} more)" if len(names) > 20 else "")
+                lines.append(f"  {label} ({len(names)}): {shown}")
+        lines.append(
+            "Pass the full state dict of the model that was exported (model.state_dict()), converted to its "
+            "dtypes; strict=False allows updating some weights only (missing and unexpected keys are then ignored)."
+        )
+        raise StateDictMismatchError("\n".join(lines), missing, unexpected, [m.split(":")[0] for m in mismatched])
+    replaced = 0
+    for name, tensor in state_dict.items():
+        value = initializers.get(name)
+        if value is not None:
+            value.const_value = TorchTensor(_stored(tensor), name=value.name)
+            replaced += 1
+    ignored = [name for name in state_dict if name not in initializers]
+    if ignored:
+        logger.debug("apply_weights: %d key(s) are not initializers of the graph: %s", len(ignored), ignored[:10])
+    return replaced
