@@ -113,6 +113,8 @@ def dtype_section(results: dict[str, tuple[dict[str, Any], list[Record]]]) -> st
         "ops in float16); the order statistics `topk`, `kthvalue`, `sort`, `argsort` pass with any tied index "
         "that selects the same values, and `linalg.eigh`'s eigenvectors are compared up to sign (phase). "
         "Samples whose captured program draws random numbers (dropout in training mode) are not counted. "
+        "Every exported model is checked with `onnx.checker.check_model(full_check=True)` before it runs; one "
+        "it rejects counts as `invalid_model`. "
         "*Silent mismatches* are exports that ran and gave wrong numbers: the failure this project must never have.",
         "",
         "| dtype | capturable samples | torch_onnx_fx pass | torch.onnx pass | torch_onnx_fx mismatches | torch.onnx mismatches | torch.onnx passes, we fail | details |",

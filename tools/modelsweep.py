@@ -58,7 +58,7 @@ __all__ = [
 OURS = "torch_onnx_fx"
 THEIRS = "torch.onnx"
 EXPORTERS = (OURS, THEIRS)
-STATUSES = ("pass", "mismatch", "export_failed", "ort_failed", "timeout", "crashed", "build_failed")
+STATUSES = ("pass", "mismatch", "export_failed", "invalid_model", "ort_failed", "timeout", "crashed", "build_failed")
 START_MARKER = "<!-- modelsweep:start -->"
 END_MARKER = "<!-- modelsweep:end -->"
 DEFAULT_JSON = REPO / "tools" / "results" / "modelsweep.jsonl"
@@ -147,6 +147,7 @@ def max_abs_diff(expected: Any, actual: Sequence[Any]) -> float | None:
 def run_case(case: Any, exporter: str, on_stage: Any = lambda record: None) -> Record:
     """Export ``case`` with ``exporter``, run it in ONNX Runtime on both input sets and compare with
     eager; ``on_stage(record)`` is called as each stage starts, so a timeout can say where it was."""
+    import onnx
     import torch
     from helpers import assert_close_outputs
 
@@ -179,6 +180,13 @@ def run_case(case: Any, exporter: str, on_stage: Any = lambda record: None) -> R
         return fail("export_failed", exc)
     finally:
         record.export_s = round(time.perf_counter() - start, 2)
+
+    stage("check")
+    try:
+        # Valid ONNX, not just a graph one runtime accepts: types, shapes and opset of every node.
+        onnx.checker.check_model(program.model_proto, full_check=True)
+    except Exception as exc:  # noqa: BLE001
+        return fail("invalid_model", exc)
 
     diffs: list[float | None] = []
     for (call_args, call_kwargs), eager in zip(input_sets, expected):

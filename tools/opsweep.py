@@ -48,6 +48,7 @@ for _path in (REPO, REPO / "tests"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
+import onnx  # noqa: E402
 import torch  # noqa: E402
 import torch.utils._pytree as pytree  # noqa: E402
 from helpers import assert_close_outputs, flat_tensors  # noqa: E402
@@ -71,7 +72,7 @@ DEFAULT_SAMPLES = 3
 # Per (op, sample, exporter). The first four are results on a captured sample; capture_failed,
 # eager_failed and random (the program draws random numbers: dropout in training mode) are
 # properties of the sample (counted apart); skipped covers a whole op.
-STATUSES = ("pass", "mismatch", "export_failed", "ort_failed", "timeout", "crashed")
+STATUSES = ("pass", "mismatch", "export_failed", "invalid_model", "ort_failed", "timeout", "crashed")
 APART = ("capture_failed", "eager_failed", "random", "skipped")
 
 # Every dtype OpInfo samples on CPU.
@@ -415,7 +416,7 @@ def _run_exporter(
     compare_outputs: Callable[[Any, Sequence[torch.Tensor]], None] = compare,
 ) -> None:
     """Export, run and compare; fills ``record.status`` and the error fields."""
-    status_of = {"export": "export_failed", "onnxruntime": "ort_failed", "compare": "mismatch"}
+    status_of = {"export": "export_failed", "check": "invalid_model", "onnxruntime": "ort_failed", "compare": "mismatch"}
     stage = "export"
     try:
         on_stage(stage)
@@ -424,6 +425,10 @@ def _run_exporter(
         if opset is not None and produced != opset:
             # torch.onnx keeps opset 18 when its version converter fails: not what was asked for.
             raise ValueError(f"asked for opset {opset}, the model has opset {produced}")
+        stage = "check"
+        on_stage(stage)
+        # Valid ONNX, not just a graph one runtime accepts: types, shapes and opset of every node.
+        onnx.checker.check_model(onnx_program.model_proto, full_check=True)
         stage = "onnxruntime"
         on_stage(stage)
         onnx_program.initialize_inference_session(_ort_session)

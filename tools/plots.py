@@ -66,6 +66,7 @@ STATUS_COLORS = {
     "pass": "#4d9a3a",
     "mismatch": "#e8a33d",
     "export_failed": "#cf4a43",
+    "invalid_model": "#d46fa8",
     "ort_failed": "#8a63b8",
     "timeout": "#8c8c8c",
     "crashed": "#3a3a3a",
