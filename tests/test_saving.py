@@ -192,3 +192,37 @@ def test_export_with_f_saves_through_the_same_path(tmp_path):
     assert sorted(p.name for p in path.parent.iterdir()) == ["model.onnx", "model.onnx.data"]
     _runs_as(path, 2)
     assert_matches_eager(_Weights(2).eval(), (_X,), program=program)
+
+
+_REEXPORT = """
+import sys, warnings
+import torch, torch_onnx_fx
+warnings.simplefilter("ignore")
+torch.manual_seed(0)
+
+class Model(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
+        self.conv = torch.nn.Conv1d(16, 16, 3)
+
+    def forward(self, x):
+        return self.conv(self.layer(x).transpose(1, 2)).sum(-1)
+
+torch_onnx_fx.export(Model().eval(), (torch.randn(2, 5, 16),), f=sys.argv[1],
+                     dynamic_shapes=({0: "batch", 1: "sequence"},), verbose=False)
+"""
+
+
+def test_reexport_in_a_new_process_gives_byte_identical_files(tmp_path):
+    """Names, node order, metadata and weights do not depend on the process (hash seeds, ids)."""
+    import subprocess
+    import sys
+
+    outputs = []
+    for run, seed in ((1, "1"), (2, "2")):
+        path = tmp_path / f"run{run}" / "model.onnx"
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        subprocess.run([sys.executable, "-c", _REEXPORT, str(path)], check=True, env=env, timeout=300)
+        outputs.append((path.read_bytes(), path.with_name("model.onnx.data").read_bytes()))
+    assert outputs[0] == outputs[1]
