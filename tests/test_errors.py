@@ -188,6 +188,10 @@ EXPORT_CASES = [
     ("operator_export_type", "ATEN", torch_onnx_fx.ArgumentTypeError, "operator_export_type"),
     ("custom_opsets", {"d": "1"}, torch_onnx_fx.UnsupportedArgumentError, "custom_opsets"),
     ("export_modules_as_functions", True, torch_onnx_fx.UnsupportedArgumentError, "export_modules_as_functions"),
+    ("custom_opsets", 5, torch_onnx_fx.ArgumentTypeError, "custom_opsets"),
+    ("do_constant_folding", "x", torch_onnx_fx.ArgumentTypeError, "do_constant_folding"),
+    ("autograd_inlining", "x", torch_onnx_fx.ArgumentTypeError, "autograd_inlining"),
+    ("custom_translation_table", {"relu": abs}, torch_onnx_fx.UnsupportedArgumentError, "qualified operator name"),
 ]
 
 
@@ -199,6 +203,13 @@ def test_every_export_argument_refuses_a_bad_value_naming_it(name, value, error,
             _export(**{name: value})
     assert words in str(raised.value)
     assert isinstance(raised.value, torch_onnx_fx.OnnxExporterError)
+
+
+def test_an_artifacts_dir_that_cannot_be_created_is_named(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(torch_onnx_fx.UnsupportedArgumentError, match="artifacts_dir=.*cannot create the folder"):
+        _export(report=True, artifacts_dir=blocker / "reports")
 
 
 def test_export_model_and_args_are_checked_before_capture():
@@ -257,8 +268,18 @@ def test_method_arguments_of_the_program_are_checked(two_program):
         two_program.initialize_inference_session(lambda model: (_ for _ in ()).throw(RuntimeError("no runtime")))
     with pytest.raises(torch_onnx_fx.ArgumentTypeError, match="destination"):
         two_program.save(5)
+    with pytest.raises(torch_onnx_fx.ArgumentTypeError, match="kwargs"):
+        two_program.compute_values(["x"], (_X, _Y), kwargs=5)
     with pytest.raises(torch_onnx_fx.ArgumentTypeError, match="include_initializers"):
         two_program.save("m.onnx", include_initializers="no")
+    with pytest.raises(torch_onnx_fx.ArgumentTypeError, match="keep_initializers_as_inputs"):
+        two_program.save("m.onnx", keep_initializers_as_inputs="no")
+    with pytest.raises(torch_onnx_fx.ArgumentTypeError, match="external_data=..."):
+        two_program.save("m.onnx", external_data="no")
+    with pytest.raises(torch_onnx_fx.ArgumentTypeError, match="external_data_name"):
+        two_program.save("m.onnx", external_data=True, external_data_name=5)
+    with pytest.raises(torch_onnx_fx.UnsupportedArgumentError, match="needs external_data=True"):
+        two_program.save("m.onnx", external_data=False, external_data_name="m.data")
     with pytest.raises(torch_onnx_fx.ArgumentTypeError, match="strict"):
         two_program.apply_weights({}, strict="no")
 

@@ -124,6 +124,9 @@ def _legacy_arguments(legacy: Mapping[str, Any]) -> dict[str, int]:
                 "operators (OperatorExportTypes.ONNX) are produced."
             )
         deprecated("operator_export_type", "only ONNX operators are produced.")
+    for flag in ("do_constant_folding", "autograd_inlining"):
+        if legacy.get(flag, UNSET) is not UNSET and not isinstance(legacy[flag], (bool, int)):
+            raise ArgumentTypeError(f"export(..., {flag}=...): expected True or False, got {_short(legacy[flag])}.")
     if legacy.get("do_constant_folding", UNSET) is not UNSET:
         deprecated("do_constant_folding", "constant folding is part of optimize=True; pass optimize=False to skip it.")
     as_functions = legacy.get("export_modules_as_functions", UNSET)
@@ -139,6 +142,8 @@ def _legacy_arguments(legacy: Mapping[str, Any]) -> dict[str, int]:
     custom_opsets = legacy.get("custom_opsets", UNSET)
     opsets: dict[str, int] = {}
     if custom_opsets is not UNSET and custom_opsets is not None:
+        if not isinstance(custom_opsets, Mapping):
+            raise ArgumentTypeError(f"export(..., custom_opsets=...): expected a dict of domain -> version, got {_short(custom_opsets)}.")
         deprecated("custom_opsets", "custom domains are imported at the versions their translations declare; the given versions are applied on top.")
         for domain, version in dict(custom_opsets).items():
             if not isinstance(domain, str) or not isinstance(version, int):
@@ -275,6 +280,14 @@ def resolve(
         artifacts_dir=artifacts_dir, export_params=export_params, keep_initializers_as_inputs=keep_initializers_as_inputs,
         dynamic_axes=dynamic_axes, state_outputs=state_outputs,
     ))
+    if report or profile or dump_exported_program:
+        try:
+            os.makedirs(artifacts_dir, exist_ok=True)
+        except OSError as exc:
+            raise UnsupportedArgumentError(
+                f"export(..., artifacts_dir={os.fspath(artifacts_dir)!r}): cannot create the folder for the "
+                f"report/profile/program files ({exc.strerror}); pass a writable folder."
+            ) from exc
     recipe = export_recipe(model)
     if recipe is not None:
         # An ExportableModule's own recipe fills whatever the call leaves out.

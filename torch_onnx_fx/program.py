@@ -257,6 +257,10 @@ class ONNXProgram:
             external_data = is_path and _byte_size(self.model) > _PROTOBUF_LIMIT
         if external_data and not is_path:
             raise ArgumentTypeError("external_data=True needs a file path as destination, not a file object.")
+        if external_data_name is not None and not isinstance(external_data_name, (str, os.PathLike)):
+            raise ArgumentTypeError(
+                f"save(..., external_data_name=...): expected a relative file path, got {type(external_data_name).__name__}."
+            )
         if external_data_name is not None and not external_data:
             raise UnsupportedArgumentError("save(..., external_data_name=...) needs external_data=True.")
         data_name = None

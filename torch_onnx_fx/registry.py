@@ -236,6 +236,11 @@ class TranslationTable:
                 raise UnsupportedArgumentError(
                     f"custom_translation_table key {target!r} is not a torch operator or callable."
                 )
+            if isinstance(target, str) and "::" not in target:
+                raise UnsupportedArgumentError(
+                    f"custom_translation_table key {target!r} is not a qualified operator name; use the "
+                    "operator (torch.ops.aten.relu.default) or its name with namespace ('aten::relu')."
+                )
             self._custom[target_key(target)] = _custom_entries(value)
 
     @property
