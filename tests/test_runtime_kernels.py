@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import onnx_ir as ir
 import pytest
+import torch
 
 from torch_onnx_fx.runtime_kernels import KernelGapPass, has_cpu_kernel
 
@@ -49,8 +50,6 @@ def test_supported_nodes_are_left_alone():
 def test_float16_nodes_are_left_to_onnx_runtime():
     """ONNX Runtime computes a float16 node without a kernel in float32 itself, so the graph keeps
     the float16 operator (as torch.onnx's does; PyTorch's own test asserts no Cast around Pow)."""
-    import torch
-
     from helpers import assert_matches_eager
 
     class Power(torch.nn.Module):
@@ -59,3 +58,43 @@ def test_float16_nodes_are_left_to_onnx_runtime():
 
     program = assert_matches_eager(Power(), (torch.rand(5, dtype=torch.float16),), rtol=1e-3, atol=1e-3)
     assert [n.op_type for n in program.model.graph] == ["Pow"]
+
+
+_FLOAT64_FUNCTIONS = {
+    "elu": lambda x: torch.nn.functional.elu(x, alpha=1.5),
+    "selu": torch.nn.functional.selu,
+    "leaky_relu": lambda x: torch.nn.functional.leaky_relu(x, 0.25),
+    "prelu": lambda x: torch.nn.functional.prelu(x, torch.tensor([0.25], dtype=torch.float64)),
+    "hardsigmoid": torch.nn.functional.hardsigmoid,
+    "hardswish": torch.nn.functional.hardswish,
+    "softplus": torch.nn.functional.softplus,
+    "softsign": torch.nn.functional.softsign,
+    "mish": torch.nn.functional.mish,
+    "asinh": torch.asinh,
+    "acosh": lambda x: torch.acosh(x.abs() + 1),
+    "atanh": lambda x: torch.atanh(x / (x.abs().max() * 1.01)),
+    "nonzero": lambda x: torch.nonzero(torch.where(x.abs() < 0.5, 0.0, x)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FLOAT64_FUNCTIONS))
+def test_float64_operators_without_runtime_kernels_keep_float64_precision(name):
+    """Written in float64 operators, not computed in float32: relative error near float64's own,
+    including tiny arguments (log1p/expm1 corrections) and large ones (no overflow)."""
+    from helpers import assert_matches_eager
+
+    x = torch.cat([
+        torch.linspace(-30, 30, 61, dtype=torch.float64),
+        torch.tensor([1e-12, -1e-12, 3e-9, -3e-9, 1e-5, -1e-5, 0.0], dtype=torch.float64),
+    ])
+    function = _FLOAT64_FUNCTIONS[name]
+    assert_matches_eager(lambda x: function(x), (x,), rtol=1e-13, atol=1e-300)
+
+
+def test_float64_instance_and_group_norm_keep_float64_precision():
+    from helpers import assert_matches_eager
+
+    x = torch.randn(2, 4, 5, 3, dtype=torch.float64) * 1e3 + 1e4
+    norm = torch.nn.InstanceNorm2d(4, affine=True).double().eval()
+    groups = torch.nn.GroupNorm(2, 4).double().eval()
+    assert_matches_eager(lambda x: (norm(x), groups(x)), (x,), rtol=1e-10, atol=1e-10)

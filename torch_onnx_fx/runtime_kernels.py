@@ -10,10 +10,11 @@ kernel in the installed ONNX Runtime (its own kernel registry is the table) and
 - computes it in a wider type of the same kind and casts the results back — bfloat16 in
   float32 (what ATen's CPU kernels do internally), 8/16-bit integers and bool in int32 or int64
   (integer results cast back wrap exactly as ATen's fixed-width arithmetic does);
-- rewrites integer ``Gemm`` (MatMul + Add) and ``Relu`` (Max with 0) exactly, and float64 trigonometry (``Tan``, ``Sinh``, ``Cosh``, ``Atan``, ``Asin``, ``Acos``) in
-  operators that have float64 kernels. Computing those in float32 would be an approximation,
-  which this pass never makes: ``Atan`` takes a float32 first guess and one Newton step in
-  float64, which restores full float64 precision.
+- rewrites integer ``Gemm`` (MatMul + Add) and ``Relu`` (Max with 0) exactly, and float64
+  operators the runtime has only for float32 (trigonometry, ``Elu``, ``Softplus``,
+  ``InstanceNormalization``…, see :mod:`torch_onnx_fx.float64_kernels`) in operators that have
+  float64 kernels. Computing those in float32 would be an approximation, which this pass never
+  makes.
 
 Nodes that no widening fixes are left as they are: ONNX Runtime then names them at session
 creation, which is loud, not wrong.
@@ -23,11 +24,12 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 from typing import Callable
 
 import onnx
 import onnx_ir as ir
+
+from torch_onnx_fx import float64_kernels
 
 __all__ = ["KernelGapPass", "has_cpu_kernel"]
 
@@ -144,57 +146,6 @@ def _widening(node: ir.Node, version: int, bound: dict[str, ir.DataType]) -> dic
     return None
 
 
-# -- float64 rewrites ---------------------------------------------------------------------------
-
-
-def _const(tape: ir.tape.Tape, value: float) -> ir.Value:
-    return tape.op("Constant", [], {"value": ir.tensor(value, dtype=ir.DataType.DOUBLE)})
-
-
-def _atan(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
-    """float32 Atan as a first guess, then Newton on sin θ - x cos θ = 0 in float64 (the guess is
-    good to 1e-7, one step squares the error); ±inf give ±pi/2 directly."""
-    guess = tape.op("Cast", [tape.op("Atan", [tape.op("Cast", [x], {"to": ir.DataType.FLOAT})])], {"to": ir.DataType.DOUBLE})
-    sin, cos = tape.op("Sin", [guess]), tape.op("Cos", [guess])
-    residual = tape.op("Sub", [sin, tape.op("Mul", [x, cos])])
-    slope = tape.op("Add", [cos, tape.op("Mul", [x, sin])])
-    refined = tape.op("Sub", [guess, tape.op("Div", [residual, slope])])
-    half_pi = tape.op("Mul", [tape.op("Sign", [x]), _const(tape, math.pi / 2)])
-    return tape.op("Where", [tape.op("IsInf", [x]), half_pi, refined])
-
-
-def _sqrt_one_minus_square(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
-    one = _const(tape, 1.0)
-    return tape.op("Sqrt", [tape.op("Mul", [tape.op("Sub", [one, x]), tape.op("Add", [one, x])])])
-
-
-def _asin(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
-    # x / sqrt(1 - x²) is ±inf at ±1 (atan gives ±pi/2) and NaN outside [-1, 1], as asin is.
-    return _atan(tape, tape.op("Div", [x, _sqrt_one_minus_square(tape, x)]))
-
-
-def _acos(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
-    return tape.op("Sub", [_const(tape, math.pi / 2), _asin(tape, x)])
-
-
-def _tan(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
-    return tape.op("Div", [tape.op("Sin", [x]), tape.op("Cos", [x])])
-
-
-def _exp_pair(tape: ir.tape.Tape, x: ir.Value) -> tuple[ir.Value, ir.Value]:
-    return tape.op("Exp", [x]), tape.op("Exp", [tape.op("Neg", [x])])
-
-
-def _sinh(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
-    up, down = _exp_pair(tape, x)
-    return tape.op("Mul", [tape.op("Sub", [up, down]), _const(tape, 0.5)])
-
-
-def _cosh(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
-    up, down = _exp_pair(tape, x)
-    return tape.op("Mul", [tape.op("Add", [up, down]), _const(tape, 0.5)])
-
-
 # Integer forms of operators ONNX Runtime implements for floats only, written in operators it
 # implements for integers: exact, since nothing is rounded.
 
@@ -225,9 +176,6 @@ _INTEGERS = frozenset({ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, i
                        ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64})
 
 
-_DOUBLE_REWRITES: dict[str, Callable[[ir.tape.Tape, ir.Value], ir.Value]] = {
-    "Atan": _atan, "Asin": _asin, "Acos": _acos, "Tan": _tan, "Sinh": _sinh, "Cosh": _cosh,
-}
 
 
 # Kernels ONNX Runtime registers for half-precision types that then fail at run time ("MLFloat16
@@ -363,13 +311,20 @@ class KernelGapPass(ir.passes.InPlacePass):
                 _widen(node, schema, refused_at_run_time, bound)
                 changed += 1
                 continue
-            if has_cpu_kernel(node.op_type, version, bound) is not False:
+            kernel = has_cpu_kernel(node.op_type, version, bound)
+            if kernel is True:
                 continue
-            rewrite = _DOUBLE_REWRITES.get(node.op_type)
+            rewrite = float64_kernels.REWRITES.get(node.op_type)
+            # An operator the runtime has no kernel of at all (None) is a function it expands
+            # into others (Mish into Softplus...), which may lack float64 kernels in turn.
             if rewrite is not None and set(bound.values()) == {ir.DataType.DOUBLE}:
                 tape = ir.tape.Tape()
-                _replace(node, tape, [rewrite(tape, node.inputs[0])])
-                changed += 1
+                result = rewrite(tape, node)
+                if result is not None:
+                    _replace(node, tape, [result])
+                    changed += 1
+                    continue
+            if kernel is None:
                 continue
             integer_rewrite = _INTEGER_REWRITES.get(node.op_type)
             if integer_rewrite is not None and set(bound.values()) <= _INTEGERS:

@@ -1,0 +1,232 @@
+"""float64 operators ONNX Runtime's CPU provider lacks, written in float64 operators it has.
+
+ONNX Runtime implements ``Atan``, ``Elu``, ``Softplus``, ``InstanceNormalization``… for float32
+only. Computing them in float32 would narrow a float64 model, which :mod:`runtime_kernels` never
+does; each entry here is instead the operator's definition in float64 ``Exp``/``Log``/``Sqrt``/
+``Where``/reductions, accurate to float64 rounding (``log1p``/``expm1`` are built with Goldberg's
+and Kahan's corrections, so small arguments keep their relative precision too). ``Atan`` (and ``Asin``/``Acos`` through it) takes a
+float32 first guess and one Newton step in float64, which restores full float64 precision.
+
+``REWRITES`` maps an op type to a function of the tape and the node returning the result value.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Callable
+
+import onnx_ir as ir
+
+__all__ = ["REWRITES"]
+
+logger = logging.getLogger(__name__)
+
+Rewrite = Callable[[ir.tape.Tape, ir.Node], ir.Value]
+
+
+def _const(tape: ir.tape.Tape, value: float) -> ir.Value:
+    return tape.op("Constant", [], {"value": ir.tensor(value, dtype=ir.DataType.DOUBLE)})
+
+
+def _attribute(node: ir.Node, name: str, default: float) -> float:
+    attribute = node.attributes.get(name)
+    return float(attribute.value) if attribute is not None else default
+
+
+def _atan_of(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
+    """Newton on sin θ - x cos θ = 0 from a float32 guess (good to 1e-7; one step squares the
+    error); ±inf give ±pi/2 directly."""
+    guess = tape.op("Cast", [tape.op("Atan", [tape.op("Cast", [x], {"to": ir.DataType.FLOAT})])], {"to": ir.DataType.DOUBLE})
+    sin, cos = tape.op("Sin", [guess]), tape.op("Cos", [guess])
+    residual = tape.op("Sub", [sin, tape.op("Mul", [x, cos])])
+    slope = tape.op("Add", [cos, tape.op("Mul", [x, sin])])
+    refined = tape.op("Sub", [guess, tape.op("Div", [residual, slope])])
+    half_pi = tape.op("Mul", [tape.op("Sign", [x]), _const(tape, math.pi / 2)])
+    return tape.op("Where", [tape.op("IsInf", [x]), half_pi, refined])
+
+
+def _asin_of(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
+    # x / sqrt(1 - x²) is ±inf at ±1 (atan gives ±pi/2) and NaN outside [-1, 1], as asin is.
+    one = _const(tape, 1.0)
+    root = tape.op("Sqrt", [tape.op("Mul", [tape.op("Sub", [one, x]), tape.op("Add", [one, x])])])
+    return _atan_of(tape, tape.op("Div", [x, root]))
+
+
+def _exp_pair(tape: ir.tape.Tape, x: ir.Value) -> tuple[ir.Value, ir.Value]:
+    return tape.op("Exp", [x]), tape.op("Exp", [tape.op("Neg", [x])])
+
+
+def _atan(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    return _atan_of(tape, node.inputs[0])
+
+
+def _asin(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    return _asin_of(tape, node.inputs[0])
+
+
+def _acos(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    return tape.op("Sub", [_const(tape, math.pi / 2), _asin_of(tape, node.inputs[0])])
+
+
+def _tan(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    x = node.inputs[0]
+    return tape.op("Div", [tape.op("Sin", [x]), tape.op("Cos", [x])])
+
+
+def _sinh(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    up, down = _exp_pair(tape, node.inputs[0])
+    return tape.op("Mul", [tape.op("Sub", [up, down]), _const(tape, 0.5)])
+
+
+def _cosh(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    up, down = _exp_pair(tape, node.inputs[0])
+    return tape.op("Mul", [tape.op("Add", [up, down]), _const(tape, 0.5)])
+
+
+def _log1p(tape: ir.tape.Tape, u: ir.Value) -> ir.Value:
+    """log(1 + u) to full relative precision for small u (Goldberg: the rounding of 1 + u is
+    divided back out); u itself where 1 + u rounds to 1."""
+    one = _const(tape, 1.0)
+    w = tape.op("Add", [one, u])
+    spread = tape.op("Sub", [w, one])
+    corrected = tape.op("Div", [tape.op("Mul", [tape.op("Log", [w]), u]), spread])
+    return tape.op("Where", [tape.op("Equal", [spread, _const(tape, 0.0)]), u, corrected])
+
+
+def _expm1(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
+    """exp(x) - 1 to full relative precision for small x (Kahan: (u - 1) x / log u); x where
+    exp(x) rounds to 1, -1 where it rounds to 0, inf where it overflows."""
+    one = _const(tape, 1.0)
+    u = tape.op("Exp", [x])
+    spread = tape.op("Sub", [u, one])
+    corrected = tape.op("Div", [tape.op("Mul", [spread, x]), tape.op("Log", [u])])
+    result = tape.op("Where", [tape.op("Equal", [spread, _const(tape, 0.0)]), x, corrected])
+    result = tape.op("Where", [tape.op("Equal", [spread, _const(tape, -1.0)]), spread, result])
+    return tape.op("Where", [tape.op("IsInf", [u]), u, result])
+
+
+def _asinh(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    # sign(x) log1p(|x| + x² / (1 + sqrt(1 + x²))): odd, no cancellation on either side of 0.
+    x = node.inputs[0]
+    magnitude = tape.op("Abs", [x])
+    square = tape.op("Mul", [magnitude, magnitude])
+    one = _const(tape, 1.0)
+    step = tape.op("Add", [magnitude, tape.op("Div", [square, tape.op("Add", [one, tape.op("Sqrt", [tape.op("Add", [one, square])])])])])
+    # For |x| beyond 1e150 the square overflows; there asinh(x) = log(2|x|).
+    large = tape.op("Log", [tape.op("Mul", [magnitude, _const(tape, 2.0)])])
+    value = tape.op("Where", [tape.op("Greater", [magnitude, _const(tape, 1e150)]), large, _log1p(tape, step)])
+    return tape.op("Mul", [tape.op("Sign", [x]), value])
+
+
+def _acosh(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    # log1p((x - 1) + sqrt((x - 1)(x + 1))): precise near 1; log(2x) where the product overflows.
+    x = node.inputs[0]
+    one = _const(tape, 1.0)
+    below = tape.op("Sub", [x, one])
+    step = tape.op("Add", [below, tape.op("Sqrt", [tape.op("Mul", [below, tape.op("Add", [x, one])])])])
+    large = tape.op("Log", [tape.op("Mul", [x, _const(tape, 2.0)])])
+    return tape.op("Where", [tape.op("Greater", [x, _const(tape, 1e150)]), large, _log1p(tape, step)])
+
+
+def _atanh(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    # 0.5 log1p(2x / (1 - x)): precise near 0, ±inf at ±1, NaN beyond.
+    x = node.inputs[0]
+    ratio = tape.op("Div", [tape.op("Mul", [x, _const(tape, 2.0)]), tape.op("Sub", [_const(tape, 1.0), x])])
+    return tape.op("Mul", [_log1p(tape, ratio), _const(tape, 0.5)])
+
+
+def _negative_part(tape: ir.tape.Tape, x: ir.Value, negative: ir.Value) -> ir.Value:
+    """``x`` where x > 0, ``negative`` elsewhere (NaN stays NaN through ``negative``)."""
+    return tape.op("Where", [tape.op("Greater", [x, _const(tape, 0.0)]), x, negative])
+
+
+def _elu(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    x = node.inputs[0]
+    alpha = _const(tape, _attribute(node, "alpha", 1.0))
+    return _negative_part(tape, x, tape.op("Mul", [alpha, _expm1(tape, x)]))
+
+
+def _selu(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    x = node.inputs[0]
+    # Without attributes, SELU's constants to double precision (ATen's), not ONNX's float32 defaults.
+    alpha = _const(tape, _attribute(node, "alpha", 1.6732632423543772848170429916717))
+    gamma = _const(tape, _attribute(node, "gamma", 1.0507009873554804934193349852946))
+    negative = tape.op("Mul", [alpha, _expm1(tape, x)])
+    return tape.op("Mul", [gamma, _negative_part(tape, x, negative)])
+
+
+def _leaky_relu(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    x = node.inputs[0]
+    return _negative_part(tape, x, tape.op("Mul", [x, _const(tape, _attribute(node, "alpha", 0.01))]))
+
+
+def _prelu(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    x, slope = node.inputs[0], node.inputs[1]
+    return _negative_part(tape, x, tape.op("Mul", [x, slope]))
+
+
+def _hard_sigmoid(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    x = node.inputs[0]
+    line = tape.op("Add", [tape.op("Mul", [x, _const(tape, _attribute(node, "alpha", 0.2))]), _const(tape, _attribute(node, "beta", 0.5))])
+    return tape.op("Clip", [line, _const(tape, 0.0), _const(tape, 1.0)])
+
+
+def _softplus(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    # max(x, 0) + log(1 + exp(-|x|)): no overflow for large x, and log(exp(x) + 1) otherwise.
+    x = node.inputs[0]
+    tail = _log1p(tape, tape.op("Exp", [tape.op("Neg", [tape.op("Abs", [x])])]))
+    return tape.op("Add", [tape.op("Max", [x, _const(tape, 0.0)]), tail])
+
+
+def _mish(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    x = node.inputs[0]
+    return tape.op("Mul", [x, tape.op("Tanh", [_softplus(tape, node)])])
+
+
+def _hard_swish(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    x = node.inputs[0]
+    line = tape.op("Add", [tape.op("Div", [x, _const(tape, 6.0)]), _const(tape, 0.5)])
+    return tape.op("Mul", [x, tape.op("Clip", [line, _const(tape, 0.0), _const(tape, 1.0)])])
+
+
+def _softsign(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    x = node.inputs[0]
+    return tape.op("Div", [x, tape.op("Add", [_const(tape, 1.0), tape.op("Abs", [x])])])
+
+
+def _nonzero(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    # Positions of the non-zero values, NaN included (NaN != 0), as a bool mask has them.
+    x = node.inputs[0]
+    return tape.op("NonZero", [tape.op("Not", [tape.op("Equal", [x, _const(tape, 0.0)])])])
+
+
+def _instance_normalization(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    """(x - mean) / sqrt(var + epsilon) * scale + bias over the spatial axes of [N, C, ...]."""
+    x, scale, bias = node.inputs[0], node.inputs[1], node.inputs[2]
+    rank = x.shape.rank() if x.shape is not None else None
+    axes = tape.op("Constant", [], {"value": ir.tensor(list(range(2, rank)), dtype=ir.DataType.INT64)})
+    mean = tape.op("ReduceMean", [x, axes], {"keepdims": 1})
+    centered = tape.op("Sub", [x, mean])
+    variance = tape.op("ReduceMean", [tape.op("Mul", [centered, centered]), axes], {"keepdims": 1})
+    scaled = tape.op("Div", [centered, tape.op("Sqrt", [tape.op("Add", [variance, _const(tape, _attribute(node, "epsilon", 1e-5))])])])
+    per_channel = tape.op("Constant", [], {"value": ir.tensor([-1] + [1] * (rank - 2), dtype=ir.DataType.INT64)})
+    return tape.op("Add", [tape.op("Mul", [scaled, tape.op("Reshape", [scale, per_channel])]), tape.op("Reshape", [bias, per_channel])])
+
+
+def _has_rank(rewrite: Rewrite) -> Rewrite:
+    def guarded(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:  # type: ignore[return]
+        if node.inputs[0].shape is None:
+            return None
+        return rewrite(tape, node)
+
+    return guarded  # type: ignore[return-value]
+
+
+REWRITES: dict[str, Rewrite] = {
+    "Atan": _atan, "Asin": _asin, "Acos": _acos, "Tan": _tan, "Sinh": _sinh, "Cosh": _cosh,
+    "Asinh": _asinh, "Acosh": _acosh, "Atanh": _atanh, "Elu": _elu, "Selu": _selu, "LeakyRelu": _leaky_relu,
+    "PRelu": _prelu, "HardSigmoid": _hard_sigmoid, "Softplus": _softplus, "Softsign": _softsign,
+    "Mish": _mish, "HardSwish": _hard_swish,
+    "NonZero": _nonzero, "InstanceNormalization": _has_rank(_instance_normalization),
+}
