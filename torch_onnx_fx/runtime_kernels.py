@@ -131,17 +131,25 @@ def has_cpu_kernel(op_type: str, version: int, bound: dict[str, ir.DataType]) ->
     return False
 
 
-def _widening(node: ir.Node, version: int, bound: dict[str, ir.DataType]) -> dict[str, ir.DataType] | None:
+def _widening(node: ir.Node, schema: onnx.defs.OpSchema, version: int, bound: dict[str, ir.DataType]) -> dict[str, ir.DataType] | None:
     """Type parameters to widen and the types to widen them to: one parameter if that finds a
-    kernel, else all widenable ones together (``Pow(int16, int16)`` needs both)."""
+    kernel the schema admits, else all widenable ones together (``Pow(int16, int16)`` needs both)."""
+
+    def works(types: dict[str, ir.DataType]) -> bool:
+        # None: an operator the runtime expands as a function (NegativeLogLikelihoodLoss); the
+        # schema's types are then what it accepts.
+        return has_cpu_kernel(node.op_type, version, types) is not False and all(
+            _schema_allows(schema, param, dtype) for param, dtype in types.items()
+        )
+
     for param, dtype in bound.items():
         for wider in _WIDER.get(dtype, ()):
-            if has_cpu_kernel(node.op_type, version, {**bound, param: wider}):
+            if works({**bound, param: wider}):
                 return {param: wider}
     widenable = [p for p, d in bound.items() if d in _WIDER]
     for step in range(max((len(_WIDER[bound[p]]) for p in widenable), default=0)):
         choice = {p: _WIDER[bound[p]][min(step, len(_WIDER[bound[p]]) - 1)] for p in widenable}
-        if has_cpu_kernel(node.op_type, version, {**bound, **choice}):
+        if works({**bound, **choice}):
             return choice
     return None
 
@@ -224,6 +232,20 @@ def _widen(node: ir.Node, schema: onnx.defs.OpSchema, widened: dict[str, ir.Data
     _replace(node, tape, results)
 
 
+def _type_outputs(node: ir.Node, schema: onnx.defs.OpSchema) -> None:
+    """Give outputs a translation left untyped the type their schema fixes (``IsNaN`` gives bool),
+    so the nodes reading them can be checked in turn."""
+    if all(output.type is not None for output in node.outputs):
+        return
+    bound = {param: value.dtype for value, param in zip(node.inputs, _formal_types(schema, len(node.inputs), list(schema.inputs)))
+             if value is not None and param is not None and value.dtype is not None}
+    for output, param in zip(node.outputs, _formal_types(schema, len(node.outputs), list(schema.outputs))):
+        if output.type is None:
+            known = _known_type(schema, param, bound)
+            if known is not None:
+                output.type = known
+
+
 _DTYPE_OF_NAME = {f"tensor({name})": dtype for dtype, name in _ONNX_NAMES.items()}
 
 
@@ -264,7 +286,17 @@ def _schema_allows(schema: onnx.defs.OpSchema, param: str, dtype: ir.DataType) -
     return allowed is None or (dtype in _ONNX_NAMES and _type_name(dtype) in allowed)
 
 
+def _takes_containers(schema: onnx.defs.OpSchema) -> bool:
+    """Whether the operator takes or makes sequences or optionals: widening one such node would
+    change the element type its consumers expect (a SequenceAt downstream), so none is widened."""
+    return any(
+        allowed.startswith(("seq(", "optional(")) for constraint in schema.type_constraints for allowed in constraint.allowed_type_strs
+    )
+
+
 def _may_widen(node: ir.Node, schema: onnx.defs.OpSchema, bound: dict[str, ir.DataType]) -> bool:
+    if _takes_containers(schema):
+        return False
     for param, dtype in bound.items():
         if _schema_allows(schema, param, dtype) or dtype == ir.DataType.BFLOAT16:
             # bfloat16 means the same computed in float32 and rounded once (what ATen's CPU
@@ -303,6 +335,7 @@ class KernelGapPass(ir.passes.InPlacePass):
             schema = _schema(node, version)
             if schema is None:
                 continue
+            _type_outputs(node, schema)
             bound = _bindings(node, schema)
             if not bound:
                 continue
@@ -312,7 +345,11 @@ class KernelGapPass(ir.passes.InPlacePass):
                 changed += 1
                 continue
             kernel = has_cpu_kernel(node.op_type, version, bound)
-            if kernel is True:
+            # A type outside the operator's schema is invalid ONNX even where ONNX Runtime's kernel
+            # would take it (Compress and NegativeLogLikelihoodLoss of bfloat16): the graph must
+            # pass onnx.checker, so such nodes are widened too.
+            outside = not all(_schema_allows(schema, param, dtype) for param, dtype in bound.items())
+            if kernel is True and not outside:
                 continue
             rewrite = float64_kernels.REWRITES.get(node.op_type)
             # An operator the runtime has no kernel of at all (None) is a function it expands
@@ -324,7 +361,7 @@ class KernelGapPass(ir.passes.InPlacePass):
                     _replace(node, tape, [result])
                     changed += 1
                     continue
-            if kernel is None:
+            if kernel is None and not outside:
                 continue
             integer_rewrite = _INTEGER_REWRITES.get(node.op_type)
             if integer_rewrite is not None and set(bound.values()) <= _INTEGERS:
@@ -334,7 +371,7 @@ class KernelGapPass(ir.passes.InPlacePass):
                     _replace(node, tape, [result])
                     changed += 1
                     continue
-            widened = _widening(node, version, bound) if _may_widen(node, schema, bound) else None
+            widened = _widening(node, schema, version, bound) if _may_widen(node, schema, bound) else None
             if widened is not None:
                 _widen(node, schema, widened, bound)
                 changed += 1

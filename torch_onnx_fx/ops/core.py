@@ -443,3 +443,41 @@ def aten_mT(self: ir.Value) -> ir.Value:
     rank = self.shape.rank()
     perm = [*range(rank - 2), rank - 1, rank - 2]
     return op.Transpose(self, perm=perm)
+
+
+# Where atleast_Nd puts the new dims of a rank-r input (r < N), as ATen does: a vector becomes a
+# row for 2-d and [1, n, 1] for 3-d; a matrix gains a trailing dim.
+_ATLEAST_AXES = {
+    (1, 0): [0],
+    (2, 0): [0, 1], (2, 1): [0],
+    (3, 0): [0, 1, 2], (3, 1): [0, 2], (3, 2): [2],
+}
+
+
+def _atleast(tensors: list[ir.Value], rank: int) -> list[ir.Value]:
+    results = []
+    for tensor in tensors:
+        if tensor.shape is None:
+            raise ValueError(f"atleast_{rank}d needs inputs of known rank")
+        axes = _ATLEAST_AXES.get((rank, tensor.shape.rank()))
+        results.append(op.Unsqueeze(tensor, op.Constant(value_ints=axes)) if axes else op.Identity(tensor))
+    return results
+
+
+@register("aten::atleast_1d.Sequence")
+def aten_atleast_1d_sequence(tensors: list[ir.Value]) -> list[ir.Value]:
+    """atleast_1d.Sequence(Tensor[] tensors) -> Tensor[]: one value per tensor (torchlib builds an
+    ONNX sequence, whose element types exclude bfloat16 and which hstack's cat then unpacks)"""
+    return _atleast(list(tensors), 1)
+
+
+@register("aten::atleast_2d.Sequence")
+def aten_atleast_2d_sequence(tensors: list[ir.Value]) -> list[ir.Value]:
+    """atleast_2d.Sequence(Tensor[] tensors) -> Tensor[]"""
+    return _atleast(list(tensors), 2)
+
+
+@register("aten::atleast_3d.Sequence")
+def aten_atleast_3d_sequence(tensors: list[ir.Value]) -> list[ir.Value]:
+    """atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]"""
+    return _atleast(list(tensors), 3)
