@@ -1,0 +1,158 @@
+"""The generated corpus: every transformers architecture that can be built offline, per task head.
+
+Hand-picked corpora measure what was fixed alongside them. This one is generated from
+transformers' own auto mappings: every ``model_type`` of each task mapping below (base model,
+causal LM, masked LM, sequence classification, seq2seq LM, image classification) becomes a case
+``hf-<model_type>-<task>``, built from its config class with small sizes (two layers, hidden size
+64, four heads...) and random weights, no download. Inputs follow the model's ``main_input_name``:
+token ids with an attention mask (batch and sequence dynamic; decoder ids for encoder-decoders)
+or pixel values (batch dynamic). A model that cannot be built this way, or that eager PyTorch
+cannot run on those inputs, is a ``build_failed`` record: listed, not counted.
+
+``cases()`` lists them (cheap: nothing is built); ``by_name`` rebuilds one in a sweep worker.
+``--sample N`` in the sweep keeps every N-th case, for a quick measurement.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import torch
+
+from tools.models import ModelCase, _randn
+
+__all__ = ["TASKS", "cases", "by_name", "small_config"]
+
+# task -> the auto mapping of transformers.models.auto.modeling_auto it is read from.
+TASKS = {
+    "base": "MODEL_MAPPING_NAMES",
+    "causal-lm": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
+    "masked-lm": "MODEL_FOR_MASKED_LM_MAPPING_NAMES",
+    "sequence-classification": "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES",
+    "seq2seq-lm": "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
+    "image-classification": "MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES",
+}
+
+VOCAB = 128
+HIDDEN = 64
+IMAGE = 32
+
+# Config attributes set where a config has them: small, mutually consistent sizes. Names differ
+# between families (n_layer, num_layers, encoder_layers...), so all spellings are listed.
+_SMALL: dict[str, Any] = {
+    "vocab_size": VOCAB, "hidden_size": HIDDEN, "d_model": HIDDEN, "n_embd": HIDDEN, "dim": HIDDEN, "embed_dim": HIDDEN,
+    "num_hidden_layers": 2, "num_layers": 2, "n_layer": 2, "n_layers": 2, "encoder_layers": 2, "decoder_layers": 2,
+    "num_decoder_layers": 2,
+    "num_attention_heads": 4, "n_head": 4, "n_heads": 4, "encoder_attention_heads": 4, "decoder_attention_heads": 4,
+    "num_heads": 4, "num_key_value_heads": 2,
+    "intermediate_size": 128, "ffn_dim": 128, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128, "d_ff": 128,
+    "hidden_dim": 128, "n_inner": 128,
+    "max_position_embeddings": 128, "n_positions": 128,
+    "image_size": IMAGE, "patch_size": 4, "num_channels": 3,
+    "num_labels": 3, "use_cache": False,
+}
+
+
+def small_config(config: Any) -> Any:
+    """``config`` with the small sizes of ``_SMALL`` where it has those attributes, sub-configs
+    (text_config, vision_config, encoder, decoder...) included."""
+    for name, value in _SMALL.items():
+        if name in getattr(config, "__dict__", {}) or hasattr(type(config), name):
+            try:
+                setattr(config, name, value)
+            except (AttributeError, TypeError, ValueError):
+                continue
+    if hasattr(config, "head_dim") and getattr(config, "num_attention_heads", None):
+        config.head_dim = HIDDEN // config.num_attention_heads
+    for sub in ("text_config", "vision_config", "encoder", "decoder", "audio_config"):
+        nested = getattr(config, sub, None)
+        if nested is not None and hasattr(nested, "to_dict"):
+            small_config(nested)
+    return config
+
+
+def _text(batch: int, length: int, pad: bool) -> dict[str, torch.Tensor]:
+    generator = torch.Generator().manual_seed(batch * 1000 + length)
+    ids = torch.randint(3, VOCAB, (batch, length), generator=generator)
+    mask = torch.ones(batch, length, dtype=torch.int64)
+    if pad:
+        for row in range(1, batch):
+            mask[row, length - row:] = 0
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def _inputs(model: Any, encoder_decoder: bool) -> tuple[Callable[[], dict], Callable[[], dict], dict] | None:
+    """(example inputs, second inputs of other sizes, dynamic shapes) for the model's main input."""
+    name = getattr(model, "main_input_name", "input_ids")
+    if name == "input_ids":
+        shapes: dict[str, Any] = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"}}
+        if not encoder_decoder:
+            return (lambda: _text(2, 8, False)), (lambda: _text(3, 5, True)), shapes
+        shapes["decoder_input_ids"] = {0: "batch", 1: "target"}
+
+        def with_decoder(batch: int, length: int, target: int, pad: bool) -> dict[str, torch.Tensor]:
+            ids = torch.randint(3, VOCAB, (batch, target), generator=torch.Generator().manual_seed(target))
+            return {**_text(batch, length, pad), "decoder_input_ids": ids}
+
+        return (lambda: with_decoder(2, 8, 6, False)), (lambda: with_decoder(3, 5, 4, True)), shapes
+    if name == "pixel_values":
+        size = getattr(model.config, "image_size", IMAGE)
+        size = size if isinstance(size, int) else IMAGE
+        channels = getattr(model.config, "num_channels", 3)
+        return (
+            (lambda: {"pixel_values": _randn(2, channels, size, size)}),
+            (lambda: {"pixel_values": _randn(3, channels, size, size)}),
+            {"pixel_values": {0: "batch"}},
+        )
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _mappings() -> dict[str, dict[str, str]]:
+    from transformers.models.auto import modeling_auto
+
+    return {task: dict(getattr(modeling_auto, mapping)) for task, mapping in TASKS.items()}
+
+
+def _case(model_type: str, task: str, class_name: Any) -> ModelCase:
+    name = f"hf-{model_type}-{task}"
+
+    def build() -> tuple[Any, tuple, dict, Any]:
+        import transformers
+
+        class_names = class_name if isinstance(class_name, (list, tuple)) else [class_name]
+        model_class = getattr(transformers, class_names[0])
+        config = small_config(transformers.AutoConfig.for_model(model_type))
+        config._attn_implementation = "sdpa" if getattr(model_class, "_supports_sdpa", False) else "eager"
+        torch.manual_seed(0)
+        model = model_class(config).eval()
+        inputs = _inputs(model, bool(getattr(config, "is_encoder_decoder", False)) or task == "seq2seq-lm")
+        if inputs is None:
+            raise ValueError(f"{class_names[0]} takes {getattr(model, 'main_input_name', '?')}, not token ids or pixels")
+        example, second, shapes = inputs
+        build.second = second  # type: ignore[attr-defined]
+        return model, (), example(), shapes
+
+    def second_inputs() -> tuple[tuple, dict]:
+        return (), build.second()  # type: ignore[attr-defined]
+
+    family = "vision" if task == "image-classification" else ("encoder-decoder" if task == "seq2seq-lm" else "text")
+    # Transformers at random initialisation: 1e-4 relative as the hand-picked corpus uses.
+    return ModelCase(name, build, family, second_inputs, ci=False)
+
+
+def cases() -> list[ModelCase]:
+    """Every (model type, task) of the auto mappings, in a stable order."""
+    return [
+        _case(model_type, task, class_name)
+        for task, mapping in _mappings().items()
+        for model_type, class_name in sorted(mapping.items())
+    ]
+
+
+def by_name(name: str) -> ModelCase:
+    for case in cases():
+        if case.name == name:
+            return case
+    raise KeyError(f"no generated model named {name!r}")
