@@ -28,6 +28,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     spectral,
     symbolic,
     view_scatter,
+    vision,
 )
 
 __all__: list[str] = []
