@@ -113,3 +113,22 @@ def test_floor_division_of_sizes_is_one_div_unless_it_can_be_negative():
     )
     ops = [node.op_type for node in program.model.graph]
     assert ops.count("Div") == 2 and ops.count("Mod") == 1, ops
+
+
+def test_split_and_chunk_by_a_symbolic_size():
+    """RAFT chunks the features of both images (batch 2B) back into two over a dynamic batch:
+    torchlib's SplitToSequence with a computed size crashed onnxscript's constant folder."""
+
+    class Chunks(torch.nn.Module):
+        def forward(self, a, b):
+            features = torch.cat([a, b], 0) * 2
+            first, second = torch.chunk(features, 2, 0)
+            head, tail = torch.split(features, a.shape[0] + 1, 0)
+            left, right = torch.split(features, 2 * a.shape[0] - 1, -2)
+            return first - second, head.sum(0), tail, left, right
+
+    shapes = ({0: "n"}, {0: "n"})
+    assert_matches_eager(
+        Chunks(), (torch.randn(3, 4), torch.randn(3, 4)), dynamic_shapes=shapes,
+        more_inputs=[((torch.randn(5, 4), torch.randn(5, 4)), {})],
+    )

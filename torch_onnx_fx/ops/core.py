@@ -481,3 +481,25 @@ def aten_atleast_2d_sequence(tensors: list[ir.Value]) -> list[ir.Value]:
 def aten_atleast_3d_sequence(tensors: list[ir.Value]) -> list[ir.Value]:
     """atleast_3d.Sequence(Tensor[] tensors) -> Tensor[]"""
     return _atleast(list(tensors), 3)
+
+
+def _symbolic_split_size(node: Any) -> bool:
+    size = node.args[1] if len(node.args) > 1 else node.kwargs.get("split_size")
+    return isinstance(size, torch.fx.Node) and isinstance(node.meta.get("val"), (list, tuple))
+
+
+@register("aten::split.Tensor", supports=_symbolic_split_size)
+@wants_context
+def aten_split_symbolic(self: ir.Value, split_size: ir.Value, dim: int = 0, *, ctx: Any, node: Any) -> list[ir.Value]:
+    """split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[] with a
+    symbolic size: the chunk count is static (torch.export fixed it), so one ``Split`` with the
+    sizes [s, ..., s, D - (n-1) s]. torchlib's ``SplitToSequence`` with a computed scalar size
+    crashed onnxscript's constant folder (RAFT's ``chunk`` over a dynamic batch)."""
+    count = len(node.meta["val"])
+    size = op.Reshape(op.Cast(split_size, to=ir.DataType.INT64), op.Constant(value_ints=[1]))
+    if count == 1:
+        return [op.Identity(self)]
+    length = op.Shape(self, start=dim, end=dim + 1 if dim != -1 else None)
+    last = op.Sub(length, op.Mul(size, op.Constant(value_ints=[count - 1])))
+    sizes = op.Concat(op.Expand(size, op.Constant(value_ints=[count - 1])), last, axis=0)
+    return list(ctx.tracer.op("Split", [self, sizes], {"axis": dim}, num_outputs=count))
