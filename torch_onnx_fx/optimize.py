@@ -35,8 +35,8 @@ def finalize(model: ir.Model) -> None:
     passes(model)
 
 
-# onnx-ir warns for every initializer it does not deduplicate because it is a graph input: for
-# the weights kept here that is the intent, not news for the user.
+# onnx-ir warns for every initializer it does not deduplicate because it is a graph input or
+# output: for the weights kept here, and for outputs, that is the intent, not news for the user.
 dedup_logger = logging.getLogger("onnx_ir.passes.common.initializer_deduplication")
 
 
@@ -57,11 +57,9 @@ def _weights_kept(model: ir.Model, weights: Collection[str]) -> Iterator[None]:
         return
     original_inputs = list(graph.inputs)
     graph.inputs.extend(kept)
-    dedup_logger.addFilter(_expected_skips)
     try:
         yield
     finally:
-        dedup_logger.removeFilter(_expected_skips)
         graph.inputs.clear()
         graph.inputs.extend(original_inputs)
         # A weight the graph no longer reads goes, as any unused initializer does.
@@ -74,8 +72,12 @@ def optimize(model: ir.Model, weights: Collection[str] = ()) -> None:
     The passes and order of ``onnxscript.optimizer.optimize_ir`` (what torch.onnx runs), with the
     rewrite step restricted to rules that can match this model (see ``RelevantRulesRewritePass``).
     """
-    with _weights_kept(model, weights):
-        _optimize(model)
+    dedup_logger.addFilter(_expected_skips)
+    try:
+        with _weights_kept(model, weights):
+            _optimize(model)
+    finally:
+        dedup_logger.removeFilter(_expected_skips)
 
 
 def _optimize(model: ir.Model) -> None:

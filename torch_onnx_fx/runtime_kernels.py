@@ -165,16 +165,24 @@ def _integer_relu(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
 
 def _integer_gemm(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
     attributes = {name: attr.value for name, attr in node.attributes.items()}
-    if attributes.get("alpha", 1.0) != 1.0 or attributes.get("beta", 1.0) != 1.0:
-        return None
+    alpha, beta = attributes.get("alpha", 1.0), attributes.get("beta", 1.0)
+    if alpha != int(alpha) or beta != int(beta):
+        return None  # a fractional scale of integers has no exact integer form
+
+    def scaled(value: ir.Value, factor: float) -> ir.Value:
+        if factor == 1:
+            return value
+        constant = tape.op("Constant", [], {"value": ir.tensor(int(factor), dtype=ir.DataType.INT64)})
+        return tape.op("Mul", [value, tape.op("CastLike", [constant, value])])
+
     a, b = node.inputs[0], node.inputs[1]
     if attributes.get("transA", 0):
         a = tape.op("Transpose", [a], {"perm": [1, 0]})
     if attributes.get("transB", 0):
         b = tape.op("Transpose", [b], {"perm": [1, 0]})
-    product = tape.op("MatMul", [a, b])
+    product = scaled(tape.op("MatMul", [a, b]), alpha)
     bias = node.inputs[2] if len(node.inputs) > 2 else None
-    return tape.op("Add", [product, bias]) if bias is not None else product
+    return tape.op("Add", [product, scaled(bias, beta)]) if bias is not None else product
 
 
 _INTEGER_REWRITES: dict[str, Callable[[ir.tape.Tape, ir.Node], ir.Value | None]] = {
@@ -235,7 +243,7 @@ def _widen(node: ir.Node, schema: onnx.defs.OpSchema, widened: dict[str, ir.Data
 def _type_outputs(node: ir.Node, schema: onnx.defs.OpSchema) -> None:
     """Give outputs a translation left untyped the type their schema fixes (``IsNaN`` gives bool),
     so the nodes reading them can be checked in turn."""
-    if all(output.type is not None for output in node.outputs):
+    if all(output.type is not None for output in node.outputs) or _takes_containers(schema):
         return
     bound = {param: value.dtype for value, param in zip(node.inputs, _formal_types(schema, len(node.inputs), list(schema.inputs)))
              if value is not None and param is not None and value.dtype is not None}
