@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterator, Mapping
 import torch
 import torch.fx.experimental._config as fx_config
 
+from torch_onnx_fx import library_patches
 from torch_onnx_fx.errors import CaptureError, UnsupportedArgumentError
 
 __all__ = ["CaptureResult", "capture", "size_oblivious", "STRATEGY_NAMES"]
@@ -156,7 +157,9 @@ def _suggested_fixes(exc: BaseException) -> str | None:
 
 
 def _export_once(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any, strict: bool) -> torch.export.ExportedProgram:
-    with size_oblivious():
+    # Known library functions that branch on data-dependent sizes are replaced while tracing
+    # (torch_onnx_fx.library_patches), then restored.
+    with size_oblivious(), library_patches.applied():
         return torch.export.export(
             module,
             args,

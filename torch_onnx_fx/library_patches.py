@@ -1,0 +1,120 @@
+"""Capture-time replacements for library functions torch.export cannot trace as written.
+
+torchvision's detection models branch in Python on data-dependent sizes (``if boxes.numel() == 0``,
+``len(rois)`` of a filtered set): torch.export stops with ``GuardOnDataDependentSymNode``. Each
+entry here is an equivalent of one such function written without the branch: the same results in
+eager PyTorch for every input (an empty set of boxes included), in operations whose sizes may be
+data-dependent. :func:`applied` installs them only while a capture runs and restores the originals
+after, and only for libraries the user has already imported: nothing is imported here.
+
+Every replacement names the function it stands for; ``tests/test_library_patches.py`` checks each
+against the original in eager mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import sys
+from typing import Any, Callable, Iterator
+
+import torch
+
+__all__ = ["Patch", "PATCHES", "applied"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Patch:
+    """``module.attribute`` is replaced by ``make(original)`` during capture."""
+
+    module: str
+    attribute: str
+    make: Callable[[Any], Any]
+    why: str
+
+
+def _batched_nms(original: Any) -> Any:
+    nms = sys.modules["torchvision.ops.boxes"].nms
+
+    def batched_nms(boxes: torch.Tensor, scores: torch.Tensor, idxs: torch.Tensor, iou_threshold: float) -> torch.Tensor:
+        # Boxes of different classes never overlap once each class is moved past the largest
+        # coordinate: one NMS over all. The zero appended keeps the maximum defined for no boxes.
+        largest = torch.cat([boxes.reshape(-1), boxes.new_zeros(1)]).max()
+        shifted = boxes + (idxs.to(boxes) * (largest + 1))[:, None]
+        return nms(shifted, scores, iou_threshold)
+
+    return batched_nms
+
+
+def _multiscale_roi_align(original: Any) -> Any:
+    poolers = sys.modules["torchvision.ops.poolers"]
+
+    def multiscale_roi_align(x_filtered, boxes, output_size, sampling_ratio, scales, mapper):  # type: ignore[no-untyped-def]
+        if scales is None or mapper is None:
+            return original(x_filtered, boxes, output_size, sampling_ratio, scales, mapper)
+        rois = poolers._convert_to_roi_format(boxes)
+        if len(x_filtered) == 1:
+            return poolers.roi_align(x_filtered[0], rois, output_size=output_size, spatial_scale=scales[0], sampling_ratio=sampling_ratio)
+        levels = mapper(boxes)
+        first = x_filtered[0]
+        # rois.shape[0], not len(rois): a symbolic count, where len() demands a number.
+        pooled = first.new_zeros((rois.shape[0], first.shape[1], *output_size))
+        for level, (features, scale) in enumerate(zip(x_filtered, scales)):
+            chosen = torch.where(levels == level)[0]
+            level_pooled = poolers.roi_align(
+                features, rois[chosen], output_size=output_size, spatial_scale=scale, sampling_ratio=sampling_ratio
+            )
+            pooled = pooled.index_put((chosen,), level_pooled.to(pooled.dtype))
+        return pooled
+
+    return multiscale_roi_align
+
+
+PATCHES: tuple[Patch, ...] = (
+    Patch("torchvision.ops.boxes", "batched_nms", _batched_nms,
+          "branches on boxes.numel() == 0 and on > 4000 boxes (a data-dependent count)"),
+    Patch("torchvision.ops.poolers", "_multiscale_roi_align", _multiscale_roi_align,
+          "takes len() of the filtered proposals, which has no value during capture"),
+)
+
+# Modules that imported a patched function by name and call it through their own globals.
+_IMPORTERS = {
+    ("torchvision.ops.boxes", "batched_nms"): ("torchvision.ops", "torchvision.models.detection.rpn",
+                                               "torchvision.models.detection.roi_heads",
+                                               "torchvision.models.detection.retinanet",
+                                               "torchvision.models.detection.fcos",
+                                               "torchvision.models.detection.ssd"),
+}
+
+
+@contextlib.contextmanager
+def applied() -> Iterator[list[str]]:
+    """Install the patches for the libraries already imported; yield their names; undo them."""
+    undo: list[tuple[Any, str, Any]] = []
+    names: list[str] = []
+    try:
+        for patch in PATCHES:
+            module = sys.modules.get(patch.module)
+            if module is None or not hasattr(module, patch.attribute):
+                continue
+            original = getattr(module, patch.attribute)
+            replacement = patch.make(original)
+            for holder_name in (patch.module, *_IMPORTERS.get((patch.module, patch.attribute), ())):
+                holder = sys.modules.get(holder_name)
+                if holder is None:
+                    continue
+                for attribute in dir(holder):
+                    if getattr(holder, attribute, None) is original:
+                        undo.append((holder, attribute, original))
+                        setattr(holder, attribute, replacement)
+                # Modules that call it as ``box_ops.batched_nms`` reach it through patch.module.
+            names.append(f"{patch.module}.{patch.attribute}")
+        if names:
+            logger.debug("capture-time patches: %s", names)
+        yield names
+    finally:
+        for holder, attribute, original in reversed(undo):
+            setattr(holder, attribute, original)
