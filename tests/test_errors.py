@@ -308,9 +308,10 @@ def test_apply_weights_lists_every_offending_key_and_replaces_nothing(two_progra
 
 
 def test_weights_stay_replaceable_after_optimization():
-    """Equal weights are not merged and weights are not folded into derived constants: torch.onnx's
-    optimizer merges two LayerNorms' equal initial weights, and apply_weights then silently
-    updates only one of them (measured: max error 6.3 on random weights)."""
+    """Equal weights are not merged and weights are not folded into derived constants, except
+    transposes, stored with the name of their weight: torch.onnx's optimizer merges two
+    LayerNorms' equal initial weights and folds w.t() into an anonymous constant, and
+    apply_weights then silently updates only one of them (measured: max error 6.3)."""
 
     class Norms(torch.nn.Module):
         def __init__(self):
@@ -323,7 +324,11 @@ def test_weights_stay_replaceable_after_optimization():
 
     model = Norms().eval()
     program = torch_onnx_fx.export(model, (torch.randn(2, 4),), verbose=False)
-    assert {"a.weight", "a.bias", "b.weight", "b.bias", "w"} <= set(program.model.graph.initializers)
+    initializers = program.model.graph.initializers
+    assert {"a.weight", "a.bias", "b.weight", "b.bias"} <= set(initializers)
+    # w.t() is stored transposed (no Transpose at run time), marked as w.
+    assert initializers["w.transposed"].metadata_props["pkg.torch_onnx_fx.weight"] == "w"
+    assert "Transpose" not in [node.op_type for node in program.model.graph]
     trained = {name: torch.randn_like(value) for name, value in model.state_dict().items()}
     program.apply_weights(trained)
     model.load_state_dict(trained)
@@ -342,3 +347,17 @@ def test_a_dim_name_shared_by_sizes_torch_export_keeps_apart_is_not_an_equality(
         dynamic_shapes=({0: "batch", 1: "sequence"}, {0: "batch", 1: "sequence"}), verbose=False,
     )
     assert_matches_eager(Concat(), (torch.randn(4, 6), torch.randn(4, 2)), program=program)
+
+
+def test_apply_weights_reaches_weights_stored_transposed():
+    """Linear on 3-d inputs is MatMul(x, W^T); the optimizer stores W^T, apply_weights transposes
+    the new W the same way (shapes are reported in the state dict's own terms)."""
+    model = nn.Sequential(nn.Linear(4, 6), nn.GELU(), nn.Linear(6, 3)).eval()
+    x = torch.randn(2, 5, 4)
+    program = torch_onnx_fx.export(model, (x,), verbose=False)
+    assert "Transpose" not in [node.op_type for node in program.model.graph]
+    other = nn.Sequential(nn.Linear(4, 6), nn.GELU(), nn.Linear(6, 3)).eval()
+    program.apply_weights(other.state_dict())
+    assert_matches_eager(other, (x,), program=program)
+    with pytest.raises(torch_onnx_fx.StateDictMismatchError, match=r"0.weight: shape \(4, 6\), the model has \(6, 4\)"):
+        program.apply_weights({**other.state_dict(), "0.weight": torch.zeros(4, 6)})

@@ -17,6 +17,7 @@ import onnx_ir.passes.common as common_passes
 from onnxscript.optimizer import _constant_folding as constant_folding
 
 from torch_onnx_fx.passes import DistinctOutputsPass, RelevantRulesRewritePass, TrimUnusedOptionalOutputsPass
+from torch_onnx_fx.weight_transposes import FoldWeightTransposesPass
 
 __all__ = ["finalize", "optimize"]
 
@@ -78,6 +79,8 @@ def optimize(model: ir.Model, weights: Collection[str] = ()) -> None:
             _optimize(model)
     finally:
         dedup_logger.removeFilter(_expected_skips)
+    # The one fold kept weights need: stored transposed, with a note of which weight they are.
+    FoldWeightTransposesPass(weights)(model)
 
 
 def _optimize(model: ir.Model) -> None:

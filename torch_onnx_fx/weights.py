@@ -18,25 +18,38 @@ from onnx_ir.tensor_adapters import TorchTensor
 
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.errors import ArgumentTypeError, StateDictMismatchError
+from torch_onnx_fx.weight_transposes import PERM_KEY, WEIGHT_KEY
 
 __all__ = ["apply_weights"]
 
 logger = logging.getLogger(__name__)
 
 
-def _initializers_by_name(model: ir.Model) -> dict[str, ir.Value]:
-    initializers = dict(model.graph.initializers)
-    # Initializers renamed through legacy input_names still answer to their state-dict name.
-    for value in list(initializers.values()):
+_Target = tuple[ir.Value, "list[int] | None"]
+
+
+def _initializers_by_name(model: ir.Model) -> dict[str, _Target]:
+    """State-dict name -> the initializer holding it and the permutation it is stored in (None:
+    as it is). Weights the optimizer stored transposed say so in their metadata."""
+    targets: dict[str, _Target] = {name: (value, None) for name, value in model.graph.initializers.items()}
+    for value in list(model.graph.initializers.values()):
+        # Initializers renamed through legacy input_names still answer to their state-dict name.
         original = value.metadata_props.get("pkg.torch.onnx.original_node_name")
         if original:
-            initializers.setdefault(original, value)
-    return initializers
+            targets.setdefault(original, (value, None))
+        weight = value.metadata_props.get(WEIGHT_KEY)
+        if weight:
+            perm = [int(axis) for axis in value.metadata_props[PERM_KEY].split(",")]
+            targets.setdefault(weight, (value, perm))
+    return targets
 
 
-def _stored(tensor: torch.Tensor) -> torch.Tensor:
-    """The tensor as the graph stores it: complex values as real pairs (trailing dim 2)."""
+def _stored(tensor: torch.Tensor, perm: list[int] | None = None) -> torch.Tensor:
+    """The tensor as the graph stores it: permuted as the optimizer stored it, complex values as
+    real pairs (trailing dim 2)."""
     tensor = tensor.detach()
+    if perm is not None:
+        tensor = tensor.permute(perm).contiguous()
     return torch.view_as_real(tensor) if tensor.is_complex() else tensor
 
 
@@ -67,12 +80,17 @@ def apply_weights(
     unexpected = sorted(name for name in state_dict if name not in initializers and name not in known) if strict else []
     mismatched: list[str] = []
     for name, tensor in state_dict.items():
-        value = initializers.get(name)
-        if value is None:
+        target = initializers.get(name)
+        if target is None:
             continue
-        stored = _stored(tensor)
+        value, perm = target
+        if perm is not None and tensor.dim() != len(perm):
+            mismatched.append(f"{name}: rank {tensor.dim()}, the model stores it permuted by {perm}")
+            continue
+        stored = _stored(tensor, perm)
         if value.shape is not None and tuple(value.shape) != tuple(stored.shape):
-            mismatched.append(f"{name}: shape {tuple(tensor.shape)}, the model has {tuple(value.shape)}")
+            expected = tuple(value.shape) if perm is None else tuple(value.shape[perm.index(axis)] for axis in range(len(perm)))
+            mismatched.append(f"{name}: shape {tuple(tensor.shape)}, the model has {expected}")
         elif value.dtype is not None and onnx_dtype(stored.dtype) != value.dtype:
             mismatched.append(f"{name}: dtype {tensor.dtype}, the model has {value.dtype.name}")
     if missing or unexpected or mismatched:
@@ -88,9 +106,10 @@ def apply_weights(
         raise StateDictMismatchError("\n".join(lines), missing, unexpected, [m.split(":")[0] for m in mismatched])
     replaced = 0
     for name, tensor in state_dict.items():
-        value = initializers.get(name)
-        if value is not None:
-            value.const_value = TorchTensor(_stored(tensor), name=value.name)
+        target = initializers.get(name)
+        if target is not None:
+            value, perm = target
+            value.const_value = TorchTensor(_stored(tensor, perm), name=value.name)
             replaced += 1
     ignored = [name for name in state_dict if name not in initializers]
     if ignored:

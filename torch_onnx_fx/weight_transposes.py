@@ -1,0 +1,86 @@
+"""Weights used transposed are stored transposed, and say which weight they are.
+
+``F.linear`` on a 3-d input is ``MatMul(x, Transpose(W))``: transposing W at every inference is
+waste, which is why optimizers fold it into a transposed copy of W. But onnxscript's folding (what
+torch.onnx runs) forgets where the copy came from: ``apply_weights({"W": ...})`` then replaces
+nothing the graph reads, silently. The optimizer here keeps every weight unfolded
+(``optimize._weights_kept``); :class:`FoldWeightTransposesPass` then folds just these transposes
+itself and records on the new initializer the weight it holds and the permutation
+(``WEIGHT_KEY``, ``PERM_KEY``), so ``apply_weights`` can store a new weight the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Collection
+
+import onnx_ir as ir
+import torch
+from onnx_ir.tensor_adapters import TorchTensor
+
+__all__ = ["FoldWeightTransposesPass", "WEIGHT_KEY", "PERM_KEY"]
+
+logger = logging.getLogger(__name__)
+
+WEIGHT_KEY = "pkg.torch_onnx_fx.weight"
+PERM_KEY = "pkg.torch_onnx_fx.weight_perm"
+
+
+def _torch_value(value: ir.Value) -> torch.Tensor | None:
+    """The weight's tensor when it holds real data (meta and fake weights are left alone: their
+    transposes run in the graph until apply_weights gives them values)."""
+    tensor = value.const_value
+    raw = getattr(tensor, "raw", None)
+    if isinstance(raw, torch.Tensor):
+        if raw.device.type == "meta" or type(raw) is not torch.Tensor and not isinstance(raw, torch.nn.Parameter):
+            return None
+        return raw
+    return None
+
+
+class FoldWeightTransposesPass(ir.passes.InPlacePass):
+    """``Transpose(W)`` of a named weight becomes an initializer holding W transposed, marked with
+    W's name and the permutation; W itself goes when nothing else reads it."""
+
+    def __init__(self, weights: Collection[str]):
+        super().__init__()
+        self.weights = set(weights)
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        graph = model.graph
+        folded = 0
+        for node in list(graph):
+            if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx") or node.inputs[0] is None:
+                continue
+            source = node.inputs[0]
+            name = source.name
+            if name not in self.weights or graph.initializers.get(name) is not source or source.is_graph_input():
+                continue
+            # Only a weight read by nothing else: a copy beside a weight still in use (a tied
+            # embedding) would double its memory. onnxscript's folder has the same rule.
+            if len(source.uses()) != 1:
+                continue
+            tensor = _torch_value(source)
+            if tensor is None:
+                continue
+            perm_attribute = node.attributes.get("perm")
+            perm = list(perm_attribute.value) if perm_attribute is not None else list(reversed(range(tensor.dim())))
+            output = node.outputs[0]
+            if output.is_graph_output():
+                continue
+            stored = ir.Value(
+                name=f"{name}.transposed" if perm == [1, 0] else f"{name}.permuted_{'_'.join(map(str, perm))}",
+                type=output.type or source.type,
+                shape=ir.Shape(tensor.permute(perm).shape),
+            )
+            stored.const_value = TorchTensor(tensor.detach().permute(perm).contiguous(), name=stored.name)
+            stored.metadata_props[WEIGHT_KEY] = name
+            stored.metadata_props[PERM_KEY] = ",".join(map(str, perm))
+            graph.register_initializer(stored)
+            output.replace_all_uses_with(stored)
+            graph.remove(node, safe=True)
+            folded += 1
+        if folded:
+            ir.passes.common.RemoveUnusedNodesPass()(model)
+            logger.debug("stored %d weight(s) transposed", folded)
+        return ir.passes.PassResult(model, modified=bool(folded))
