@@ -225,3 +225,26 @@ def test_buffer_mutation_is_appended_with_state_outputs():
     assert len(outputs) == 2
     torch.testing.assert_close(outputs[0], torch.ones(2))
     torch.testing.assert_close(outputs[1], torch.ones(1))
+
+
+def test_a_model_built_on_meta_exports_with_the_default_optimizer_then_takes_its_weights():
+    """The large-model recipe: build on the meta device, export (optimize=True: data-less tensors
+    are kept out of folding), then apply_weights; every data-less tensor must be given, the
+    non-persistent rotary buffer included."""
+    transformers = pytest.importorskip("transformers", reason="the recipe is shown on a transformers Llama")
+    config = transformers.LlamaConfig(
+        vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, use_cache=False,
+    )
+    with torch.device("meta"):
+        skeleton = transformers.LlamaForCausalLM(config).eval()
+    program = torch_onnx_fx.export(skeleton, (torch.randint(0, 100, (1, 8), device="meta"),), verbose=False)
+    torch.manual_seed(0)
+    real = transformers.LlamaForCausalLM(config).eval()
+    with pytest.raises(torch_onnx_fx.StateDictMismatchError, match=r"missing \(1\): model.rotary_emb.inv_freq"):
+        program.apply_weights(real.state_dict())
+    program.apply_weights({**real.state_dict(), "model.rotary_emb.inv_freq": real.model.rotary_emb.inv_freq})
+    tokens = torch.randint(0, 100, (1, 8))
+    with torch.no_grad():
+        expected = real(tokens).logits
+    torch.testing.assert_close(program(tokens)[0], expected, rtol=1e-4, atol=1e-5)

@@ -18,6 +18,7 @@ from onnxscript.optimizer import _constant_folding as constant_folding
 
 from torch_onnx_fx.passes import DistinctOutputsPass, RelevantRulesRewritePass, TrimUnusedOptionalOutputsPass
 from torch_onnx_fx.weight_transposes import FoldWeightTransposesPass
+from torch_onnx_fx.weights import without_data as _without_data
 
 __all__ = ["finalize", "optimize"]
 
@@ -53,14 +54,24 @@ def _weights_kept(model: ir.Model, weights: Collection[str]) -> Iterator[None]:
     (``apply_weights``, an external tool) would silently leave the folded copy or its twin stale."""
     graph = model.graph
     kept = [graph.initializers[name] for name in weights if name in graph.initializers]
+    # Tensors without data (a model built on the meta device or under FakeTensorMode) cannot be
+    # folded either: the folder would read their bytes. Their values come with apply_weights.
+    named = {id(value) for value in kept}
+    kept += [value for value in graph.initializers.values() if id(value) not in named and _without_data(value)]
+    # The folder reads small inputs' values too (a shape argument): data-less tensors hide theirs.
+    hidden = {value: value.const_value for value in kept if _without_data(value)}
     if not kept:
         yield
         return
     original_inputs = list(graph.inputs)
     graph.inputs.extend(kept)
+    for value in hidden:
+        value.const_value = None
     try:
         yield
     finally:
+        for value, tensor in hidden.items():
+            value.const_value = tensor
         graph.inputs.clear()
         graph.inputs.extend(original_inputs)
         # A weight the graph no longer reads goes, as any unused initializer does.

@@ -15,12 +15,13 @@ from typing import Any, Collection, Mapping
 import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import TorchTensor
+from torch._subclasses.fake_tensor import FakeTensor
 
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.errors import ArgumentTypeError, StateDictMismatchError
 from torch_onnx_fx.weight_transposes import PERM_KEY, WEIGHT_KEY
 
-__all__ = ["apply_weights"]
+__all__ = ["apply_weights", "without_data"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +43,17 @@ def _initializers_by_name(model: ir.Model) -> dict[str, _Target]:
             perm = [int(axis) for axis in value.metadata_props[PERM_KEY].split(",")]
             targets.setdefault(weight, (value, perm))
     return targets
+
+
+def without_data(value: ir.Value) -> bool:
+    """Whether an initializer's tensor has no data (meta device, FakeTensorMode)."""
+    raw = getattr(value.const_value, "raw", None)
+    return isinstance(raw, torch.Tensor) and (raw.device.type == "meta" or isinstance(raw, FakeTensor))
+
+
+def _weight_name(value: ir.Value) -> str:
+    """The state-dict name an initializer answers to (its weight's, when stored transposed)."""
+    return value.metadata_props.get(WEIGHT_KEY) or value.metadata_props.get("pkg.torch.onnx.original_node_name") or value.name
 
 
 def _stored(tensor: torch.Tensor, perm: list[int] | None = None) -> torch.Tensor:
@@ -77,6 +89,13 @@ def apply_weights(
     initializers = _initializers_by_name(model)
     known = set(weight_names) if weight_names is not None else set(initializers)
     missing = sorted(name for name in known if name in initializers and name not in state_dict) if strict else []
+    # Tensors exported without data (meta device, FakeTensorMode) must all be given, buffers too:
+    # the model cannot run with any of them left empty, strict or not.
+    empty = sorted(
+        name for name, (value, _) in initializers.items()
+        if name not in state_dict and name not in missing and without_data(value) and name == _weight_name(value)
+    )
+    missing += empty
     unexpected = sorted(name for name in state_dict if name not in initializers and name not in known) if strict else []
     mismatched: list[str] = []
     for name, tensor in state_dict.items():
@@ -101,7 +120,8 @@ def apply_weights(
                 lines.append(f"  {label} ({len(names)}): {shown}")
         lines.append(
             "Pass the full state dict of the model that was exported (model.state_dict()), converted to its "
-            "dtypes; strict=False allows updating some weights only (missing and unexpected keys are then ignored)."
+            "dtypes, and every tensor exported without data (meta device: non-persistent buffers too); "
+            "strict=False allows updating some weights only (other missing and unexpected keys are then ignored)."
         )
         raise StateDictMismatchError("\n".join(lines), missing, unexpected, [m.split(":")[0] for m in mismatched])
     replaced = 0
