@@ -233,3 +233,35 @@ def test_bfloat16_embedding_bag_is_valid_onnx():
             lambda w, i, o: torch.nn.functional.embedding_bag(i, w, o, mode=mode), args, rtol=1e-2, atol=1e-2
         )
         onnx.checker.check_model(program.model_proto, full_check=True)
+
+
+@pytest.mark.parametrize("tolerances", [{}, {"atol": 1}, {"rtol": 1}, {"rtol": 0.5, "atol": 0.5}], ids=str)
+def test_bool_isclose_and_addr_are_valid_and_exact(tolerances):
+    """ATen compares bools as 0/1 (atol=1 makes True and False close) and forms addr logically;
+    torchlib subtracted and multiplied bools (invalid ONNX)."""
+    import onnx
+
+    a, b = torch.tensor([True, False, True, False]), torch.tensor([True, True, False, False])
+    program = assert_matches_eager(lambda a, b: torch.isclose(a, b, **tolerances), (a, b), rtol=0, atol=0)
+    onnx.checker.check_model(program.model_proto, full_check=True)
+    scales = {"beta": int(tolerances.get("atol", 1)), "alpha": int(tolerances.get("rtol", 1))}
+    matrix = torch.tensor([[True, False], [False, False]])
+    program = assert_matches_eager(lambda m, x, y: torch.addr(m, x, y, **scales), (matrix, a[:2], b[:2]), rtol=0, atol=0)
+    onnx.checker.check_model(program.model_proto, full_check=True)
+
+
+@pytest.mark.parametrize("case", ["conv", "avg_pool", "max_pool_int32"])
+def test_integer_windows_without_an_exact_onnx_form_are_refused(case):
+    import torch_onnx_fx
+
+    image = torch.randint(0, 9, (1, 1, 4, 4))
+    functions = {
+        "conv": (lambda x, w: torch.nn.functional.conv2d(x, w), (image, torch.randint(0, 9, (1, 1, 2, 2)))),
+        "avg_pool": (lambda x: torch.nn.functional.avg_pool2d(x, 2), (image,)),
+        "max_pool_int32": (lambda x: torch.nn.functional.max_pool2d(x, 2), (image.int(),)),
+    }
+    function, args = functions[case]
+    with pytest.raises(torch_onnx_fx.TranslationError, match="no exact ONNX form"):
+        torch_onnx_fx.export(function, args, verbose=False)
+    # 8-bit max pooling is ONNX's own.
+    assert_matches_eager(lambda x: torch.nn.functional.max_pool2d(x, 2), (image.to(torch.uint8),), rtol=0, atol=0)

@@ -90,6 +90,20 @@ def _counts(records: Sequence[Record], exporter: str) -> dict[str, int]:
     return counts
 
 
+# The first commit whose operator sweep checks every exported model with onnx.checker.
+_CHECKER_SINCE = "a86ac2a"
+
+
+def _checked(header: dict[str, Any]) -> bool:
+    """Whether our records of this run went through the checker stage (runs from the commit that
+    added it on; the commit is the run's first word)."""
+    commit = str(header.get("commit", "")).split(" ")[0].removesuffix("-dirty")
+    if not commit:
+        return False
+    result = subprocess.run(["git", "merge-base", "--is-ancestor", _CHECKER_SINCE, commit], cwd=REPO, capture_output=True)
+    return result.returncode == 0
+
+
 def _lost(records: Sequence[Record]) -> int:
     """Samples torch.onnx passes that torch_onnx_fx does not."""
     status = {(r.op, r.sample, r.exporter): r.status for r in records}
@@ -117,8 +131,8 @@ def dtype_section(results: dict[str, tuple[dict[str, Any], list[Record]]]) -> st
         "it rejects counts as `invalid_model`. "
         "*Silent mismatches* are exports that ran and gave wrong numbers: the failure this project must never have.",
         "",
-        "| dtype | capturable samples | torch_onnx_fx pass | torch.onnx pass | torch_onnx_fx mismatches | torch.onnx mismatches | torch.onnx passes, we fail | details |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| dtype | capturable samples | torch_onnx_fx pass | torch.onnx pass | torch_onnx_fx mismatches | torch.onnx mismatches | torch.onnx passes, we fail | torch_onnx_fx models valid (onnx.checker) | details |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     sections: list[str] = []
     for dtype in DTYPES:
@@ -135,10 +149,15 @@ def dtype_section(results: dict[str, tuple[dict[str, Any], list[Record]]]) -> st
             return f"{counts['pass']} ({100 * counts['pass'] / n:.1f}%)" if n else "–"
 
         ran = "not run" if not total else None
+        # Models that reached the checker: every export that did not fail (older runs without the
+        # checker stage have no invalid_model records and show "–").
+        checked = header.get("checked", any(r.status == "invalid_model" for r in records)) or _checked(header)
+        exported = total - ours["export_failed"] - ours["timeout"] - ours["crashed"]
+        valid = f"{exported - ours['invalid_model']} / {exported}" if checked and total else "–"
         out.append(
             f"| {dtype} | {total or total_theirs} | {ran or rate(ours, total)} | {rate(theirs, total_theirs)} | "
             f"{ran or ours['mismatch']} | {theirs['mismatch'] if total_theirs else '–'} | "
-            f"{_lost(records) if total_theirs and total else '–'} | {link} |"
+            f"{_lost(records) if total_theirs and total else '–'} | {valid} | {link} |"
         )
         apart = sum(1 for r in records if r.exporter == OURS and r.status in APART)
         sections += [

@@ -143,12 +143,12 @@ def _widening(node: ir.Node, schema: onnx.defs.OpSchema, version: int, bound: di
         )
 
     for param, dtype in bound.items():
-        for wider in _WIDER.get(dtype, ()):
+        for wider in _wider(node.op_type, dtype):
             if works({**bound, param: wider}):
                 return {param: wider}
-    widenable = [p for p, d in bound.items() if d in _WIDER]
-    for step in range(max((len(_WIDER[bound[p]]) for p in widenable), default=0)):
-        choice = {p: _WIDER[bound[p]][min(step, len(_WIDER[bound[p]]) - 1)] for p in widenable}
+    options = {p: _wider(node.op_type, d) for p, d in bound.items() if _wider(node.op_type, d)}
+    for step in range(max((len(o) for o in options.values()), default=0)):
+        choice = {p: o[min(step, len(o) - 1)] for p, o in options.items()}
         if works({**bound, **choice}):
             return choice
     return None
@@ -207,6 +207,17 @@ def _half_reducing_scatter(node: ir.Node, bound: dict[str, ir.DataType]) -> dict
         return None
     half = {param: ir.DataType.FLOAT for param, dtype in bound.items() if dtype in _HALF_FLOATS}
     return half or None
+
+
+# A boolean matrix product is an OR of ANDs: an integer MatMul of 0/1 values, cast back to bool,
+# gives it as long as the counts fit; uint8 would wrap at 256 terms to a false 0.
+_BOOL_PRODUCT_WIDER = (ir.DataType.INT32, ir.DataType.INT64)
+
+
+def _wider(op_type: str, dtype: ir.DataType) -> tuple[ir.DataType, ...]:
+    if dtype == ir.DataType.BOOL and op_type in ("MatMul", "Gemm"):
+        return _BOOL_PRODUCT_WIDER
+    return _WIDER.get(dtype, ())
 
 
 # -- the pass -----------------------------------------------------------------------------------
@@ -281,8 +292,9 @@ _WRAPPING_ARITHMETIC = frozenset({
 
 
 # Operators that order, select or move values: on bools (False < True) a wider integer type gives
-# the same answer, whether or not the schema admits bool.
+# the same answer, whether or not the schema admits bool. MatMul too, in int32 (see _wider).
 _BOOL_EXACT = frozenset({
+    "MatMul",
     "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Max", "Min", "ReduceMax", "ReduceMin",
     "TopK", "Where", "Clip", "DepthToSpace", "SpaceToDepth", "Transpose", "Gather", "GatherElements", "GatherND",
     "ScatterElements", "ScatterND", "Pad", "Tile", "Expand", "Concat", "Slice", "Reshape", "ArgMax", "ArgMin",

@@ -69,6 +69,42 @@ def aten_isfinite_exact(self: ir.Value) -> ir.Value:
     return op.Expand(op.Constant(value=ir.tensor(True)), op.Shape(self))
 
 
+def _bool_input(node: torch.fx.Node) -> bool:
+    example = node.args[0].meta.get("val") if node.args and isinstance(node.args[0], torch.fx.Node) else None
+    return isinstance(example, torch.Tensor) and example.dtype == torch.bool
+
+
+@register("aten::isclose", supports=_bool_input)
+def aten_isclose_bool(
+    self: ir.Value, other: ir.Value, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> ir.Value:
+    """isclose(Tensor self, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False)
+    -> Tensor on bools, as ATen computes it on 0/1: equal values are close, different ones when
+    1 <= atol + rtol * other (torchlib subtracts the bools: invalid ONNX)"""
+    equal = op.Equal(self, other)
+    when_other_false, when_other_true = atol >= 1, atol + rtol >= 1
+    if not when_other_false and not when_other_true:
+        return equal
+    tolerated = op.Where(other, op.Constant(value=ir.tensor(when_other_true)), op.Constant(value=ir.tensor(when_other_false)))
+    return op.Or(equal, tolerated)
+
+
+@register("aten::addr", supports=_bool_input)
+def aten_addr_bool(self: ir.Value, vec1: ir.Value, vec2: ir.Value, *, beta: Any = 1, alpha: Any = 1) -> ir.Value:
+    """addr(Tensor self, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1) -> Tensor on
+    bools: (beta and self) or (alpha and vec1 ⊗ vec2), the logical form ATen computes (torchlib
+    multiplies bools: invalid ONNX)"""
+    outer = op.And(op.Unsqueeze(vec1, op.Constant(value_ints=[1])), op.Unsqueeze(vec2, op.Constant(value_ints=[0])))
+    terms = []
+    if beta:
+        terms.append(op.Expand(self, op.Shape(outer)))
+    if alpha:
+        terms.append(outer)
+    if not terms:
+        return op.Expand(op.Constant(value=ir.tensor(False)), op.Shape(outer))
+    return terms[0] if len(terms) == 1 else op.Or(terms[0], terms[1])
+
+
 def _count_reduced(flags: ir.Value, dim: Any, keepdim: bool) -> ir.Value:
     """How many ``flags`` are set along ``dim`` (all dims when None): a ReduceSum, whose value on
     an empty input is 0 — ReduceMax, which torchlib uses, has no neutral value for it."""
