@@ -38,15 +38,25 @@ _WEIGHTED_INTERPOLATION = (
 )
 
 
-@register(*_WEIGHTED_INTERPOLATION, supports=_integer_input)
-def refuse_integer_interpolation(input: Any, *args: Any, **kwargs: Any) -> Any:
-    """Linear/cubic interpolation of an integer image: not reproducible exactly (see above)."""
-    raise TranslationError(
-        "linear and cubic interpolation of an integer image is computed by ATen in fixed point "
-        "with a rounding per pass, which ONNX's Resize does not reproduce (results would differ by "
-        "one in many pixels). Interpolate a float copy in the model (x.float(), then round and "
-        "convert back as your application needs), or use mode='nearest', which is exact."
-    )
+def _refusal(name: str, reason: str) -> Any:
+    """A translation that raises ``reason``: registered for the nodes it covers, it keeps them from
+    being translated or decomposed."""
+
+    def refuse(input: Any, *args: Any, **kwargs: Any) -> Any:
+        raise TranslationError(reason)
+
+    refuse.__name__ = refuse.__qualname__ = name
+    refuse.__doc__ = reason
+    return refuse
+
+
+register(*_WEIGHTED_INTERPOLATION, supports=_integer_input)(_refusal(
+    "refuse_integer_interpolation",
+    "linear and cubic interpolation of an integer image is computed by ATen in fixed point "
+    "with a rounding per pass, which ONNX's Resize does not reproduce (results would differ by "
+    "one in many pixels). Interpolate a float copy in the model (x.float(), then round and "
+    "convert back as your application needs), or use mode='nearest', which is exact.",
+))
 
 
 # ONNX's Conv, ConvTranspose and AveragePool take floating-point tensors only (ConvInteger is 8-bit
@@ -68,21 +78,15 @@ def _wide_integer_input(node: Any) -> bool:
     return isinstance(example, torch.Tensor) and example.dtype in (torch.int16, torch.int32, torch.int64)
 
 
-@register(*_FLOAT_ONLY_WINDOWS, supports=_integer_input)
-def refuse_integer_convolution(input: Any, *args: Any, **kwargs: Any) -> Any:
-    """Convolutions and average pools of integer tensors: no exact ONNX form (see above)."""
-    raise TranslationError(
-        "convolutions and average pools of integer tensors have no exact ONNX form (ONNX's Conv and "
-        "AveragePool take floating-point tensors; through float64 the sums would round above 2**53). "
-        "Convert the input to a floating-point dtype in the model."
-    )
-
-
-@register(*_WIDE_INTEGER_WINDOWS, supports=_wide_integer_input)
-def refuse_wide_integer_max_pool(input: Any, *args: Any, **kwargs: Any) -> Any:
-    """Max pools of 16/32/64-bit integers: ONNX's MaxPool takes floats and 8-bit integers."""
-    raise TranslationError(
-        "max pooling of 16-, 32- or 64-bit integers has no exact ONNX form (MaxPool takes floating-point "
-        "and 8-bit integer tensors; int64 values above 2**53 would round through float64). Convert the "
-        "input to int8/uint8 or a floating-point dtype in the model."
-    )
+register(*_FLOAT_ONLY_WINDOWS, supports=_integer_input)(_refusal(
+    "refuse_integer_convolution",
+    "convolutions and average pools of integer tensors have no exact ONNX form (ONNX's Conv and "
+    "AveragePool take floating-point tensors; through float64 the sums would round above 2**53). "
+    "Convert the input to a floating-point dtype in the model.",
+))
+register(*_WIDE_INTEGER_WINDOWS, supports=_wide_integer_input)(_refusal(
+    "refuse_wide_integer_max_pool",
+    "max pooling of 16-, 32- or 64-bit integers has no exact ONNX form (MaxPool takes floating-point "
+    "and 8-bit integer tensors; int64 values above 2**53 would round through float64). Convert the "
+    "input to int8/uint8 or a floating-point dtype in the model.",
+))
