@@ -175,3 +175,23 @@ def test_complex_scalar_tensor_is_a_0d_complex_tensor():
     assert_matches_eager(
         Scalars(), (torch.ones(3),), dynamic_shapes=({0: torch.export.Dim("n")},), more_inputs=[((torch.ones(5),), {})]
     )
+
+
+@pytest.mark.parametrize("case", ["any", "all", "mean", "mean_dim", "index_select"])
+def test_zero_dim_complex_reductions_and_selection_are_valid_onnx(case):
+    """A 0-d complex tensor is its own any/all/mean/selection: torchlib reduced over the real
+    view's pair (averaging real and imaginary parts) or over an axis a 0-d value lacks."""
+    import onnx
+
+    scalar = torch.tensor(1 + 2j, dtype=torch.complex64)
+    matrix = torch.tensor([[1 + 2j, 3 - 1j], [0j, 2j]], dtype=torch.complex64)
+    cases = {
+        "any": (lambda z: torch.any(z, dim=0, keepdim=True), (scalar,)),
+        "all": (lambda z, m: (torch.all(z, dim=0), torch.all(m, dim=1)), (scalar, matrix)),
+        "mean": (lambda z, m: (torch.mean(z), torch.mean(m)), (scalar, matrix)),
+        "mean_dim": (lambda m: torch.mean(m, 1, keepdim=True), (matrix,)),
+        "index_select": (lambda z, i: torch.index_select(z, 0, i), (scalar, torch.tensor([0]))),
+    }
+    function, args = cases[case]
+    program = assert_matches_eager(function, args)
+    onnx.checker.check_model(program.model_proto, full_check=True)

@@ -121,15 +121,24 @@ def _nonzero(self: ir.Value) -> ir.Value:
     return op.Not(op.Equal(self, op.CastLike(op.Constant(value_int=0), self)))
 
 
+def _is_scalar(value: ir.Value, rank: int | None = None) -> bool:
+    """A 0-d tensor, which ATen reduces over dim 0 or -1 to itself (ONNX has no such axis)."""
+    return rank == 0 if rank is not None else value.shape is not None and value.shape.rank() == 0
+
+
 @register("aten::any", "aten::any.dim", "aten::any.dims")
-def aten_any(self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
+def aten_any(self: ir.Value, dim: Any = None, keepdim: bool = False, *, _rank: int | None = None) -> ir.Value:
     """any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor: False when empty"""
+    if _is_scalar(self, _rank):
+        return _nonzero(self)
     return op.Greater(_count_reduced(_nonzero(self), dim, keepdim), op.Constant(value_int=0))
 
 
 @register("aten::all", "aten::all.dim", "aten::all.dims")
-def aten_all(self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
+def aten_all(self: ir.Value, dim: Any = None, keepdim: bool = False, *, _rank: int | None = None) -> ir.Value:
     """all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor: True when empty"""
+    if _is_scalar(self, _rank):
+        return _nonzero(self)
     return op.Equal(_count_reduced(op.Not(_nonzero(self)), dim, keepdim), op.Constant(value_int=0))
 
 
@@ -142,13 +151,17 @@ def _complex_nonzero(self: ir.Value) -> ir.Value:
 @register("aten::any", "aten::any.dim", "aten::any.dims", complex=True)
 def aten_any_complex(self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
     """any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor of a complex tensor"""
-    return aten_any(_complex_nonzero(self), dim, keepdim)
+    return aten_any(_complex_nonzero(self), dim, keepdim, _rank=_view_rank(self) - 1)
 
 
 @register("aten::all", "aten::all.dim", "aten::all.dims", complex=True)
 def aten_all_complex(self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
     """all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor of a complex tensor"""
-    return aten_all(_complex_nonzero(self), dim, keepdim)
+    return aten_all(_complex_nonzero(self), dim, keepdim, _rank=_view_rank(self) - 1)
+
+
+def _view_rank(self: ir.Value) -> int | None:
+    return self.shape.rank() if self.shape is not None else None
 
 
 @register("aten::floor", "aten::ceil", "aten::round", "aten::trunc", "aten::fix", supports=_exact_input)

@@ -564,8 +564,10 @@ def aten_select_complex(self: ir.Value, dim: int, index: Any) -> ir.Value:
 def aten_index_select_complex(self: ir.Value, dim: int, index: ir.Value) -> ir.Value:
     """index_select(Tensor self, int dim, Tensor index) -> Tensor"""
     rank = _complex_rank(self)
-    index = op.Reshape(index, ints(-1)) if rank else index
-    return op.Gather(self, op.Cast(index, to=ir.DataType.INT64), axis=_dim(dim, rank))
+    if not rank:
+        # A 0-d tensor has one element, at index 0 (ATen checks it): it is its own selection.
+        return op.Identity(self)
+    return op.Gather(self, op.Cast(op.Reshape(index, ints(-1)), to=ir.DataType.INT64), axis=_dim(dim, rank))
 
 
 @register("aten::expand", "aten::expand_copy", complex=True)
@@ -709,12 +711,9 @@ def aten_index_put_complex(self: ir.Value, indices: Sequence[Any], values: ir.Va
     return _torchlib("aten::index_put")(self, indices, values, accumulate)
 
 
-@register("aten::sum", "aten::sum.dim_IntList", complex=True)
-def aten_sum_complex(self: ir.Value, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> ir.Value:
-    """sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
-
-    Axes are always explicit: a reduction over "all axes" of the real view would add the real and
-    imaginary parts together (torchlib's does, for 0-d complex tensors)."""
+def _complex_reduction(reduce: str, self: ir.Value, dim: Any, keepdim: bool, dtype: Any) -> ir.Value:
+    """Axes are always explicit: a reduction over "all axes" of the real view would combine the
+    real and imaginary parts (torchlib's does, for 0-d complex tensors)."""
     rank = _complex_rank(self)
     if dtype is not None:
         self = op.Cast(self, to=_REAL_PART[ir.DataType(dtype)])
@@ -722,4 +721,17 @@ def aten_sum_complex(self: ir.Value, dim: Any = None, keepdim: bool = False, *, 
     axes = sorted({_dim(d, rank) for d in dims}) if rank else []
     if not axes:
         return op.Identity(self)
-    return op.ReduceSum(self, ints(*axes), keepdims=int(keepdim))
+    return getattr(op, reduce)(self, ints(*axes), keepdims=int(keepdim))
+
+
+@register("aten::sum", "aten::sum.dim_IntList", complex=True)
+def aten_sum_complex(self: ir.Value, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> ir.Value:
+    """sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    return _complex_reduction("ReduceSum", self, dim, keepdim, dtype)
+
+
+@register("aten::mean", "aten::mean.dim", complex=True)
+def aten_mean_complex(self: ir.Value, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> ir.Value:
+    """mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+    (a 0-d complex tensor is its own mean; torchlib averaged its real and imaginary parts)"""
+    return _complex_reduction("ReduceMean", self, dim, keepdim, dtype)
