@@ -99,3 +99,21 @@ def test_in_place_ops_on_unobserved_tensors_become_functional():
     module.graph.lint()
     x = torch.randn(2, 3)
     torch.testing.assert_close(module(x), model(x.clone()))
+
+
+def test_joined_tensors_take_the_result_dtype():
+    """cat/stack promote as ATen does (block_diag of float64 and complex64 is complex128)."""
+    import onnx
+
+    from helpers import assert_matches_eager
+    from torch_onnx_fx.normalize import JoinPromotionPass
+
+    module = _export(lambda a, b: torch.cat([a, b]), torch.randint(0, 5, (2, 3)), torch.randn(1, 3))
+    assert JoinPromotionPass()(module).modified
+    assert _conversions(module) == [torch.float32]
+    for function, args in [
+        (lambda a, b: torch.block_diag(a, b), (torch.randn(1, 5, dtype=torch.float64), torch.randn(2, 5, dtype=torch.complex64))),
+        (lambda a, b: torch.stack([a, b]), (torch.randn(3, dtype=torch.float16), torch.randn(3))),
+    ]:
+        program = assert_matches_eager(function, args)
+        onnx.checker.check_model(program.model_proto, full_check=True)

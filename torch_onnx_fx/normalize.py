@@ -175,6 +175,30 @@ class IndexDtypePass(_ConvertingPass):
         return result
 
 
+_JOINING = frozenset({"aten::cat", "aten::concat", "aten::stack"})
+
+
+class JoinPromotionPass(_ConvertingPass):
+    """Tensors joined by ``cat``/``stack`` are converted to the result's dtype first.
+
+    Contract: every tensor of the list argument whose dtype differs from the node's result
+    (ATen promotes ``cat([float64, complex64])`` to complex128) is converted to it; ONNX's Concat
+    takes one type, and a real tensor beside complex ones must become complex (a real view).
+    """
+
+    def conversions(self, node: torch.fx.Node) -> list[tuple[int | tuple[int, int], torch.dtype]]:
+        result = node.meta.get("val")
+        if _name(node) not in _JOINING or not isinstance(result, torch.Tensor) or not node.args:
+            return []
+        tensors = node.args[0]
+        if not isinstance(tensors, (list, tuple)):
+            return []
+        return [
+            ((0, position), result.dtype) for position, tensor in enumerate(tensors)
+            if (example := _tensor_example(tensor)) is not None and example.dtype != result.dtype
+        ]
+
+
 # Operators ATen's CPU kernels compute on float16/bfloat16 tensors with float32 accumulation
 # (``opmath``): sums of many terms, norms, products of matrices, convolutions, attention.
 # Computed in half precision they overflow (a norm of a few hundred values exceeds 65504) or
@@ -283,7 +307,7 @@ def normalize(program: torch.export.ExportedProgram, table: TranslationTable | N
     fused = table.fused if table is not None else (lambda node: False)
     passes: tuple[PassBase, ...] = (
         *((InPlaceToFunctionalPass(table),) if table is not None else ()),
-        TypePromotionPass(), IntegralAccumulationPass(), IndexDtypePass(), HalfPrecisionAccumulationPass(fused),
+        TypePromotionPass(), JoinPromotionPass(), IntegralAccumulationPass(), IndexDtypePass(), HalfPrecisionAccumulationPass(fused),
     )
     modified = False
     for module in list(program.graph_module.modules()):
