@@ -127,6 +127,13 @@ def _case(model_type: str, task: str, class_name: Any) -> ModelCase:
         config._attn_implementation = "sdpa" if getattr(model_class, "_supports_sdpa", False) else "eager"
         torch.manual_seed(0)
         model = model_class(config).eval()
+        # Matrices some architectures initialise to zero (MoE routers) score every choice alike:
+        # top-k then picks among exact ties, which ATen and ONNX Runtime break differently. Trained
+        # weights have no such ties; small random values stand in for them.
+        with torch.no_grad():
+            for parameter in model.parameters():
+                if parameter.dim() >= 2 and not parameter.any():
+                    parameter.normal_(0.0, 0.02)
         inputs = _inputs(model, bool(getattr(config, "is_encoder_decoder", False)) or task == "seq2seq-lm")
         if inputs is None:
             raise ValueError(f"{class_names[0]} takes {getattr(model, 'main_input_name', '?')}, not token ids or pixels")
