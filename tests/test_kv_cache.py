@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 
 import pytest
 import torch
@@ -15,6 +16,9 @@ from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM  # noqa: E4
 from transformers.exporters.exporter_dynamo import register_cache_pytrees_for_model  # noqa: E402
 
 LAYERS, KV_HEADS, HEAD = 2, 2, 8
+# transformers 5.24 renamed the forward's cache argument (past_key_values went into **kwargs,
+# where a dynamic_shapes dict cannot name it); the tests use whichever name the forward has.
+CACHE = "cache" if "cache" in inspect.signature(LlamaForCausalLM.forward).parameters else "past_key_values"
 
 
 def _model() -> LlamaForCausalLM:
@@ -41,7 +45,7 @@ def _inputs(model, batch, length, past, cache_tensors=None):
     return {
         "input_ids": torch.randint(0, 100, (batch, length)),
         "attention_mask": torch.ones(batch, past + length, dtype=torch.long),
-        "past_key_values": _cache(model, cache_tensors),
+        CACHE: _cache(model, cache_tensors),
     }, cache_tensors
 
 
@@ -54,7 +58,7 @@ def test_decoder_with_dynamic_cache_over_two_steps():
         dynamic_shapes={
             "input_ids": {0: "batch", 1: "sequence"},
             "attention_mask": {0: "batch", 1: torch.export.Dim.AUTO},
-            "past_key_values": cache_dims,
+            CACHE: cache_dims,
             "use_cache": None,
         },
         verbose=False,
@@ -75,7 +79,7 @@ def _check_two_steps(program, model) -> None:
         expected = model(**copy.deepcopy(inputs), use_cache=True)
     logits, *present = program(**inputs, use_cache=True)
     torch.testing.assert_close(logits, expected.logits, rtol=1e-4, atol=1e-5)
-    expected_present = [t for layer in expected.past_key_values.layers for t in (layer.keys, layer.values)]
+    expected_present = [t for layer in getattr(expected, CACHE).layers for t in (layer.keys, layer.values)]
     assert len(present) == len(expected_present) == 2 * LAYERS
     for ours, theirs in zip(present, expected_present):
         torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-5)
@@ -98,7 +102,7 @@ def test_decoder_with_dim_ranges_wider_than_the_model_allows_exports():
     shapes = {
         "input_ids": {0: batch, 1: sequence},
         "attention_mask": {0: batch, 1: total},
-        "past_key_values": [{0: batch, 2: past}] * (2 * LAYERS),
+        CACHE: [{0: batch, 2: past}] * (2 * LAYERS),
         "use_cache": None,
     }
     with pytest.raises(torch._dynamo.exc.UserError, match="Constraints violated"):
