@@ -195,3 +195,13 @@ def test_zero_dim_complex_reductions_and_selection_are_valid_onnx(case):
     function, args = cases[case]
     program = assert_matches_eager(function, args)
     onnx.checker.check_model(program.model_proto, full_check=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_complex_matrix_products(dtype):
+    """mm/bmm of complex matrices (and what decomposes to them: multi_dot) as four real MatMuls."""
+    a, b = torch.randn(3, 4, dtype=dtype), torch.randn(4, 5, dtype=dtype)
+    assert_matches_eager(lambda a, b: torch.mm(a, b), (a, b), rtol=1e-5, atol=1e-5)
+    x, y = torch.randn(2, 3, 4, dtype=dtype), torch.randn(2, 4, 2, dtype=dtype)
+    assert_matches_eager(lambda x, y: torch.bmm(x, y), (x, y), rtol=1e-5, atol=1e-5)
+    assert_matches_eager(lambda a, b: torch.linalg.multi_dot([a, b, b.mT]), (a, b), rtol=1e-4, atol=1e-4)

@@ -40,6 +40,7 @@ __all__ = [
     "aten_unbind_complex", "aten_copy_complex", "aten_repeat_complex", "aten_assert_noop_complex",
     "aten_sym_size_complex", "aten_sym_numel_complex", "aten_abs_complex", "aten_cumsum_complex",
     "aten_nonzero_complex", "aten_index_complex", "aten_index_put_complex", "aten_sum_complex",
+    "aten_mm_complex", "aten_mean_complex", "aten_scalar_tensor_complex",
 ]
 
 _REAL_PART = {ir.DataType.COMPLEX64: ir.DataType.FLOAT, ir.DataType.COMPLEX128: ir.DataType.DOUBLE}
@@ -722,6 +723,16 @@ def _complex_reduction(reduce: str, self: ir.Value, dim: Any, keepdim: bool, dty
     if not axes:
         return op.Identity(self)
     return getattr(op, reduce)(self, ints(*axes), keepdims=int(keepdim))
+
+
+@register("aten::mm", "aten::bmm", complex=True)
+def aten_mm_complex(self: ir.Value, mat2: ir.Value) -> ir.Value:
+    """mm(Tensor self, Tensor mat2) -> Tensor (and bmm) of complex matrices: four real products,
+    (a + bi)(c + di) = (ac - bd) + (ad + bc)i, each summed over the inner dim by MatMul"""
+    a, b, c, d = _re(self), _im(self), _re(mat2), _im(mat2)
+    real = op.Sub(op.MatMul(a, c), op.MatMul(b, d))
+    imag = op.Add(op.MatMul(a, d), op.MatMul(b, c))
+    return _join(real, imag)
 
 
 @register("aten::sum", "aten::sum.dim_IntList", complex=True)
