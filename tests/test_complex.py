@@ -205,3 +205,20 @@ def test_complex_matrix_products(dtype):
     x, y = torch.randn(2, 3, 4, dtype=dtype), torch.randn(2, 4, 2, dtype=dtype)
     assert_matches_eager(lambda x, y: torch.bmm(x, y), (x, y), rtol=1e-5, atol=1e-5)
     assert_matches_eager(lambda a, b: torch.linalg.multi_dot([a, b, b.mT]), (a, b), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_complex_variance_and_standard_deviation(dtype):
+    """var/std of complex tensors are real: mean of |z - mean|², over N - correction (every
+    overload: unbiased=, correction=, var_mean/std_mean with their complex means, a 0-d input)."""
+    import onnx
+
+    z = torch.randn(3, 4, dtype=dtype)
+    functions = [
+        lambda z: torch.var(z, 1), lambda z: torch.std(z), lambda z: torch.std_mean(z, 0),
+        lambda z: torch.var(z, unbiased=False), lambda z: torch.var_mean(z, dim=(0, 1), correction=2, keepdim=True),
+        lambda z: torch.std(z, 1, keepdim=True), lambda z: torch.var(z[0, 0]),
+    ]
+    for function in functions:
+        program = assert_matches_eager(function, (z,), rtol=1e-4, atol=1e-5)
+        onnx.checker.check_model(program.model_proto, full_check=True)

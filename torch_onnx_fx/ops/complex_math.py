@@ -40,7 +40,7 @@ __all__ = [
     "aten_unbind_complex", "aten_copy_complex", "aten_repeat_complex", "aten_assert_noop_complex",
     "aten_sym_size_complex", "aten_sym_numel_complex", "aten_abs_complex", "aten_cumsum_complex",
     "aten_nonzero_complex", "aten_index_complex", "aten_index_put_complex", "aten_sum_complex",
-    "aten_mm_complex", "aten_mean_complex", "aten_scalar_tensor_complex",
+    "aten_mm_complex", "aten_mean_complex", "aten_scalar_tensor_complex", "aten_var_complex",
 ]
 
 _REAL_PART = {ir.DataType.COMPLEX64: ir.DataType.FLOAT, ir.DataType.COMPLEX128: ir.DataType.DOUBLE}
@@ -733,6 +733,49 @@ def aten_mm_complex(self: ir.Value, mat2: ir.Value) -> ir.Value:
     real = op.Sub(op.MatMul(a, c), op.MatMul(b, d))
     imag = op.Add(op.MatMul(a, d), op.MatMul(b, c))
     return _join(real, imag)
+
+
+_SPREADS = (
+    "aten::var", "aten::var.dim", "aten::var.correction", "aten::std", "aten::std.dim", "aten::std.correction",
+    "aten::var_mean", "aten::var_mean.dim", "aten::var_mean.correction",
+    "aten::std_mean", "aten::std_mean.dim", "aten::std_mean.correction",
+)
+
+
+@register(*_SPREADS, complex=True)
+@wants_context
+def aten_var_complex(self: ir.Value, *args: Any, ctx: Any, node: torch.fx.Node, **kwargs: Any) -> Any:
+    """var/std(Tensor self, int[1]? dim, *, Scalar? correction, bool keepdim) -> Tensor (and the
+    unbiased= forms, and var_mean/std_mean) of complex tensors: the mean of |z - mean(z)|² over the
+    dims, divided by max(N - correction, 0); a real result (the means of *_mean are complex)."""
+    bound = node.target._schema.arguments
+    values = dict(zip([a.name for a in bound[1:]], node.args[1:]))
+    values.update(node.kwargs)
+    dim, keepdim = values.get("dim"), bool(values.get("keepdim", False))
+    correction = values.get("correction")
+    if correction is None:
+        correction = 1 if values.get("unbiased", True) else 0
+    rank = _complex_rank(self)
+    dims = list(range(rank)) if dim is None or (isinstance(dim, (list, tuple)) and not dim) else ([dim] if isinstance(dim, int) else list(dim))
+    axes = sorted({_dim(d, rank) for d in dims}) if rank else []
+    mean = op.ReduceMean(self, ints(*axes), keepdims=1) if axes else self
+    spread = op.Sub(self, mean)
+    squares = op.ReduceSum(op.Mul(spread, spread), ints(-1), keepdims=0)
+    total = op.ReduceSum(squares, ints(*axes), keepdims=int(keepdim)) if axes else squares
+    if axes:
+        count = op.ReduceProd(op.Gather(op.Shape(squares), ints(*axes)), keepdims=0)
+    else:
+        count = op.Constant(value=ir.tensor(1, dtype=ir.DataType.INT64))
+    divisor = op.Max(op.Sub(op.CastLike(count, total), _const(float(correction), total)), _const(0.0, total))
+    result = op.Div(total, divisor)
+    name = node.target.name()
+    if "std" in name:
+        result = op.Sqrt(result)
+    if name.split(".")[0].endswith("_mean"):
+        if not axes:
+            return result, mean
+        return result, op.ReduceMean(self, ints(*axes), keepdims=int(keepdim))
+    return result
 
 
 @register("aten::sum", "aten::sum.dim_IntList", complex=True)
