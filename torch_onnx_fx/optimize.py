@@ -17,8 +17,7 @@ import onnx_ir.passes.common as common_passes
 from onnxscript.optimizer import _constant_folding as constant_folding
 
 from torch_onnx_fx.passes import DistinctOutputsPass, RelevantRulesRewritePass, TrimUnusedOptionalOutputsPass
-from torch_onnx_fx.weight_transposes import FoldWeightTransposesPass
-from torch_onnx_fx.weights import without_data as _without_data
+from torch_onnx_fx.weight_transposes import FoldWeightTransposesPass, without_data
 
 __all__ = ["finalize", "optimize"]
 
@@ -56,10 +55,11 @@ def _weights_kept(model: ir.Model, weights: Collection[str]) -> Iterator[None]:
     kept = [graph.initializers[name] for name in weights if name in graph.initializers]
     # Tensors without data (a model built on the meta device or under FakeTensorMode) cannot be
     # folded either: the folder would read their bytes. Their values come with apply_weights.
+    empty = [value for value in graph.initializers.values() if without_data(value)]
     named = {id(value) for value in kept}
-    kept += [value for value in graph.initializers.values() if id(value) not in named and _without_data(value)]
+    kept += [value for value in empty if id(value) not in named]
     # The folder reads small inputs' values too (a shape argument): data-less tensors hide theirs.
-    hidden = {value: value.const_value for value in kept if _without_data(value)}
+    hidden = {value: value.const_value for value in empty}
     if not kept:
         yield
         return

@@ -17,8 +17,9 @@ from typing import Collection
 import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import TorchTensor
+from torch._subclasses.fake_tensor import FakeTensor
 
-__all__ = ["FoldWeightTransposesPass", "WEIGHT_KEY", "PERM_KEY"]
+__all__ = ["FoldWeightTransposesPass", "WEIGHT_KEY", "PERM_KEY", "without_data"]
 
 logger = logging.getLogger(__name__)
 
@@ -26,16 +27,21 @@ WEIGHT_KEY = "pkg.torch_onnx_fx.weight"
 PERM_KEY = "pkg.torch_onnx_fx.weight_perm"
 
 
+def without_data(value: ir.Value) -> bool:
+    """Whether an initializer's tensor has no data (meta device, FakeTensorMode): it cannot be
+    folded, and apply_weights must give it a value."""
+    raw = getattr(value.const_value, "raw", None)
+    return isinstance(raw, torch.Tensor) and (raw.device.type == "meta" or isinstance(raw, FakeTensor))
+
+
 def _torch_value(value: ir.Value) -> torch.Tensor | None:
     """The weight's tensor when it holds real data (meta and fake weights are left alone: their
-    transposes run in the graph until apply_weights gives them values)."""
-    tensor = value.const_value
-    raw = getattr(tensor, "raw", None)
-    if isinstance(raw, torch.Tensor):
-        if raw.device.type == "meta" or type(raw) is not torch.Tensor and not isinstance(raw, torch.nn.Parameter):
-            return None
-        return raw
-    return None
+    transposes run in the graph until apply_weights gives them values; so are other tensor
+    subclasses, whose transposed copy might not be a plain tensor)."""
+    raw = getattr(value.const_value, "raw", None)
+    if not isinstance(raw, torch.Tensor) or without_data(value):
+        return None
+    return raw if type(raw) is torch.Tensor or isinstance(raw, torch.nn.Parameter) else None
 
 
 class FoldWeightTransposesPass(ir.passes.InPlacePass):

@@ -15,18 +15,19 @@ from typing import Any, Collection, Mapping
 import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import TorchTensor
-from torch._subclasses.fake_tensor import FakeTensor
 
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.errors import ArgumentTypeError, StateDictMismatchError
-from torch_onnx_fx.weight_transposes import PERM_KEY, WEIGHT_KEY
+from torch_onnx_fx.weight_transposes import PERM_KEY, WEIGHT_KEY, without_data
 
-__all__ = ["apply_weights", "without_data"]
+__all__ = ["apply_weights"]
 
 logger = logging.getLogger(__name__)
 
 
 _Target = tuple[ir.Value, "list[int] | None"]
+# Set on initializers renamed through legacy input_names: their state-dict name.
+_ORIGINAL_NAME_KEY = "pkg.torch.onnx.original_node_name"
 
 
 def _initializers_by_name(model: ir.Model) -> dict[str, _Target]:
@@ -35,7 +36,7 @@ def _initializers_by_name(model: ir.Model) -> dict[str, _Target]:
     targets: dict[str, _Target] = {name: (value, None) for name, value in model.graph.initializers.items()}
     for value in list(model.graph.initializers.values()):
         # Initializers renamed through legacy input_names still answer to their state-dict name.
-        original = value.metadata_props.get("pkg.torch.onnx.original_node_name")
+        original = value.metadata_props.get(_ORIGINAL_NAME_KEY)
         if original:
             targets.setdefault(original, (value, None))
         weight = value.metadata_props.get(WEIGHT_KEY)
@@ -45,15 +46,9 @@ def _initializers_by_name(model: ir.Model) -> dict[str, _Target]:
     return targets
 
 
-def without_data(value: ir.Value) -> bool:
-    """Whether an initializer's tensor has no data (meta device, FakeTensorMode)."""
-    raw = getattr(value.const_value, "raw", None)
-    return isinstance(raw, torch.Tensor) and (raw.device.type == "meta" or isinstance(raw, FakeTensor))
-
-
 def _weight_name(value: ir.Value) -> str:
     """The state-dict name an initializer answers to (its weight's, when stored transposed)."""
-    return value.metadata_props.get(WEIGHT_KEY) or value.metadata_props.get("pkg.torch.onnx.original_node_name") or value.name
+    return value.metadata_props.get(WEIGHT_KEY) or value.metadata_props.get(_ORIGINAL_NAME_KEY) or value.name
 
 
 def _stored(tensor: torch.Tensor, perm: list[int] | None = None) -> torch.Tensor:
