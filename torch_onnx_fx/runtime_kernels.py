@@ -101,16 +101,20 @@ def _formal_types(schema: onnx.defs.OpSchema, count: int, formals: list[onnx.def
     return names
 
 
-def _bindings(node: ir.Node, schema: onnx.defs.OpSchema) -> dict[str, ir.DataType] | None:
+def _known_bindings(node: ir.Node, schema: onnx.defs.OpSchema) -> dict[str, ir.DataType]:
     """Type parameter -> the dtype bound to it by the node's inputs whose types are known (inputs
-    sharing a parameter share its type in a valid graph); None if a parameter has no known input."""
+    sharing a parameter share its type in a valid graph)."""
     bound: dict[str, ir.DataType] = {}
-    params = _formal_types(schema, len(node.inputs), list(schema.inputs))
-    for value, param in zip(node.inputs, params):
-        if value is None or param is None:
-            continue
-        if value.dtype is not None:
+    for value, param in zip(node.inputs, _formal_types(schema, len(node.inputs), list(schema.inputs))):
+        if value is not None and param is not None and value.dtype is not None:
             bound.setdefault(param, value.dtype)
+    return bound
+
+
+def _bindings(node: ir.Node, schema: onnx.defs.OpSchema) -> dict[str, ir.DataType] | None:
+    """:func:`_known_bindings`, or None if a parameter has no input of known type."""
+    bound = _known_bindings(node, schema)
+    params = _formal_types(schema, len(node.inputs), list(schema.inputs))
     if any(p is not None and p not in bound for v, p in zip(node.inputs, params) if v is not None):
         return None
     return bound
@@ -192,8 +196,6 @@ _INTEGERS = frozenset({ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, i
                        ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64})
 
 
-
-
 # Kernels ONNX Runtime registers for half-precision types that then fail at run time ("MLFloat16
 # data type is not supported with ScatterElements when reduction is 'add'"): a reducing scatter
 # on float16/bfloat16 data. Computed in float32 and rounded once, as ATen's CPU kernel sums.
@@ -256,8 +258,7 @@ def _type_outputs(node: ir.Node, schema: onnx.defs.OpSchema) -> None:
     so the nodes reading them can be checked in turn."""
     if all(output.type is not None for output in node.outputs) or _takes_containers(schema):
         return
-    bound = {param: value.dtype for value, param in zip(node.inputs, _formal_types(schema, len(node.inputs), list(schema.inputs)))
-             if value is not None and param is not None and value.dtype is not None}
+    bound = _known_bindings(node, schema)
     for output, param in zip(node.outputs, _formal_types(schema, len(node.outputs), list(schema.outputs))):
         if output.type is None:
             known = _known_type(schema, param, bound)
