@@ -26,6 +26,7 @@ __all__ = [
     "wants_context",
     "limit_torchlib",
     "arg_example",
+    "integral_input",
     "has_complex_input",
     "needs_complex",
     "complex_translation",
@@ -92,6 +93,13 @@ def arg_example(node: torch.fx.Node, index: int = 0) -> Any:
     ``supports=`` predicates look at (static sizes, dtypes, ranks)."""
     arg = node.args[index] if len(node.args) > index else None
     return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+
+
+def integral_input(node: torch.fx.Node) -> bool:
+    """Whether the node's first argument is an integer or bool tensor (a ``supports=`` predicate
+    for translations, or refusals, of exact types)."""
+    example = arg_example(node)
+    return isinstance(example, torch.Tensor) and not example.dtype.is_floating_point and not example.is_complex()
 
 
 def complex_translation(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -14,7 +14,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.registry import register
+from torch_onnx_fx.registry import arg_example, integral_input, register
 
 __all__ = ["aten_div_mode_integer", "aten_isnan_exact", "aten_isfinite_exact", "aten_any", "aten_all", "aten_any_complex", "aten_all_complex", "aten_round_integer"]
 
@@ -52,25 +52,20 @@ def _signed(dtype: ir.DataType) -> bool:
     return dtype not in (ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64)
 
 
-def _exact_input(node: torch.fx.Node) -> bool:
-    example = node.args[0].meta.get("val") if node.args and isinstance(node.args[0], torch.fx.Node) else None
-    return isinstance(example, torch.Tensor) and not example.dtype.is_floating_point and not example.is_complex()
-
-
-@register("aten::isnan", "aten::isinf", "aten::isposinf", "aten::isneginf", supports=_exact_input)
+@register("aten::isnan", "aten::isinf", "aten::isposinf", "aten::isneginf", supports=integral_input)
 def aten_isnan_exact(self: ir.Value) -> ir.Value:
     """isnan(Tensor self) -> Tensor on integers and bools: never (IsNaN/IsInf take floats only)"""
     return op.Expand(op.Constant(value=ir.tensor(False)), op.Shape(self))
 
 
-@register("aten::isfinite", supports=_exact_input)
+@register("aten::isfinite", supports=integral_input)
 def aten_isfinite_exact(self: ir.Value) -> ir.Value:
     """isfinite(Tensor self) -> Tensor on integers and bools: always"""
     return op.Expand(op.Constant(value=ir.tensor(True)), op.Shape(self))
 
 
 def _bool_input(node: torch.fx.Node) -> bool:
-    example = node.args[0].meta.get("val") if node.args and isinstance(node.args[0], torch.fx.Node) else None
+    example = arg_example(node)
     return isinstance(example, torch.Tensor) and example.dtype == torch.bool
 
 
@@ -121,25 +116,33 @@ def _nonzero(self: ir.Value) -> ir.Value:
     return op.Not(op.Equal(self, op.CastLike(op.Constant(value_int=0), self)))
 
 
-def _is_scalar(value: ir.Value, rank: int | None = None) -> bool:
-    """A 0-d tensor, which ATen reduces over dim 0 or -1 to itself (ONNX has no such axis)."""
-    return rank == 0 if rank is not None else value.shape is not None and value.shape.rank() == 0
+def _rank_of(value: ir.Value) -> int | None:
+    return value.shape.rank() if value.shape is not None else None
+
+
+def _any_of(flags: ir.Value, rank: int | None, dim: Any, keepdim: bool) -> ir.Value:
+    # A 0-d tensor: ATen reduces it over dim 0 or -1 to itself (ONNX has no such axis).
+    if rank == 0:
+        return flags
+    return op.Greater(_count_reduced(flags, dim, keepdim), op.Constant(value_int=0))
+
+
+def _all_of(flags: ir.Value, rank: int | None, dim: Any, keepdim: bool) -> ir.Value:
+    if rank == 0:
+        return flags
+    return op.Equal(_count_reduced(op.Not(flags), dim, keepdim), op.Constant(value_int=0))
 
 
 @register("aten::any", "aten::any.dim", "aten::any.dims")
-def aten_any(self: ir.Value, dim: Any = None, keepdim: bool = False, *, _rank: int | None = None) -> ir.Value:
+def aten_any(self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
     """any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor: False when empty"""
-    if _is_scalar(self, _rank):
-        return _nonzero(self)
-    return op.Greater(_count_reduced(_nonzero(self), dim, keepdim), op.Constant(value_int=0))
+    return _any_of(_nonzero(self), _rank_of(self), dim, keepdim)
 
 
 @register("aten::all", "aten::all.dim", "aten::all.dims")
-def aten_all(self: ir.Value, dim: Any = None, keepdim: bool = False, *, _rank: int | None = None) -> ir.Value:
+def aten_all(self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
     """all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor: True when empty"""
-    if _is_scalar(self, _rank):
-        return _nonzero(self)
-    return op.Equal(_count_reduced(op.Not(_nonzero(self)), dim, keepdim), op.Constant(value_int=0))
+    return _all_of(_nonzero(self), _rank_of(self), dim, keepdim)
 
 
 def _complex_nonzero(self: ir.Value) -> ir.Value:
@@ -151,20 +154,18 @@ def _complex_nonzero(self: ir.Value) -> ir.Value:
 @register("aten::any", "aten::any.dim", "aten::any.dims", complex=True)
 def aten_any_complex(self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
     """any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor of a complex tensor"""
-    return aten_any(_complex_nonzero(self), dim, keepdim, _rank=_view_rank(self) - 1)
+    view_rank = _rank_of(self)
+    return _any_of(_complex_nonzero(self), None if view_rank is None else view_rank - 1, dim, keepdim)
 
 
 @register("aten::all", "aten::all.dim", "aten::all.dims", complex=True)
 def aten_all_complex(self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
     """all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor of a complex tensor"""
-    return aten_all(_complex_nonzero(self), dim, keepdim, _rank=_view_rank(self) - 1)
+    view_rank = _rank_of(self)
+    return _all_of(_complex_nonzero(self), None if view_rank is None else view_rank - 1, dim, keepdim)
 
 
-def _view_rank(self: ir.Value) -> int | None:
-    return self.shape.rank() if self.shape is not None else None
-
-
-@register("aten::floor", "aten::ceil", "aten::round", "aten::trunc", "aten::fix", supports=_exact_input)
+@register("aten::floor", "aten::ceil", "aten::round", "aten::trunc", "aten::fix", supports=integral_input)
 def aten_round_integer(self: ir.Value) -> ir.Value:
     """floor(Tensor self) -> Tensor (and ceil, round, trunc) of integers: the integers themselves,
     as ATen returns them (ONNX's Floor/Ceil/Round take floats only)"""

@@ -15,14 +15,9 @@ from typing import Any
 import torch
 
 from torch_onnx_fx.errors import TranslationError
-from torch_onnx_fx.registry import arg_example, register
+from torch_onnx_fx.registry import arg_example, integral_input, register
 
 __all__: list[str] = []
-
-
-def _integer_input(node: Any) -> bool:
-    example = arg_example(node)
-    return isinstance(example, torch.Tensor) and not example.dtype.is_floating_point and not example.dtype.is_complex
 
 
 # ATen interpolates integer (uint8) images with fixed-point weights and rounds each separable
@@ -50,7 +45,7 @@ def _refusal(name: str, reason: str) -> Any:
     return refuse
 
 
-register(*_WEIGHTED_INTERPOLATION, supports=_integer_input)(_refusal(
+register(*_WEIGHTED_INTERPOLATION, supports=integral_input)(_refusal(
     "refuse_integer_interpolation",
     "linear and cubic interpolation of an integer image is computed by ATen in fixed point "
     "with a rounding per pass, which ONNX's Resize does not reproduce (results would differ by "
@@ -78,7 +73,7 @@ def _wide_integer_input(node: Any) -> bool:
     return isinstance(example, torch.Tensor) and example.dtype in (torch.int16, torch.int32, torch.int64)
 
 
-register(*_FLOAT_ONLY_WINDOWS, supports=_integer_input)(_refusal(
+register(*_FLOAT_ONLY_WINDOWS, supports=integral_input)(_refusal(
     "refuse_integer_convolution",
     "convolutions and average pools of integer tensors have no exact ONNX form (ONNX's Conv and "
     "AveragePool take floating-point tensors; through float64 the sums would round above 2**53). "
