@@ -712,14 +712,21 @@ def aten_index_put_complex(self: ir.Value, indices: Sequence[Any], values: ir.Va
     return _torchlib("aten::index_put")(self, indices, values, accumulate)
 
 
+def _reduced_axes(dim: Any, rank: int) -> list[int]:
+    """The real view's axes an ATen ``dim`` argument reduces (all for None or []), never the
+    trailing pair: a reduction over "all axes" of the real view would combine the real and
+    imaginary parts (torchlib's does, for 0-d complex tensors)."""
+    if not rank:
+        return []
+    dims = list(range(rank)) if dim is None or (isinstance(dim, (list, tuple)) and not dim) else ([dim] if isinstance(dim, int) else list(dim))
+    return sorted({_dim(d, rank) for d in dims})
+
+
 def _complex_reduction(reduce: str, self: ir.Value, dim: Any, keepdim: bool, dtype: Any) -> ir.Value:
-    """Axes are always explicit: a reduction over "all axes" of the real view would combine the
-    real and imaginary parts (torchlib's does, for 0-d complex tensors)."""
     rank = _complex_rank(self)
     if dtype is not None:
         self = op.Cast(self, to=_REAL_PART[ir.DataType(dtype)])
-    dims = list(range(rank)) if dim is None or (isinstance(dim, (list, tuple)) and not dim) else ([dim] if isinstance(dim, int) else list(dim))
-    axes = sorted({_dim(d, rank) for d in dims}) if rank else []
+    axes = _reduced_axes(dim, rank)
     if not axes:
         return op.Identity(self)
     return getattr(op, reduce)(self, ints(*axes), keepdims=int(keepdim))
@@ -755,9 +762,7 @@ def aten_var_complex(self: ir.Value, *args: Any, ctx: Any, node: torch.fx.Node, 
     correction = values.get("correction")
     if correction is None:
         correction = 1 if values.get("unbiased", True) else 0
-    rank = _complex_rank(self)
-    dims = list(range(rank)) if dim is None or (isinstance(dim, (list, tuple)) and not dim) else ([dim] if isinstance(dim, int) else list(dim))
-    axes = sorted({_dim(d, rank) for d in dims}) if rank else []
+    axes = _reduced_axes(dim, _complex_rank(self))
     mean = op.ReduceMean(self, ints(*axes), keepdims=1) if axes else self
     spread = op.Sub(self, mean)
     squares = op.ReduceSum(op.Mul(spread, spread), ints(-1), keepdims=0)
@@ -772,9 +777,7 @@ def aten_var_complex(self: ir.Value, *args: Any, ctx: Any, node: torch.fx.Node, 
     if "std" in name:
         result = op.Sqrt(result)
     if name.split(".")[0].endswith("_mean"):
-        if not axes:
-            return result, mean
-        return result, op.ReduceMean(self, ints(*axes), keepdims=int(keepdim))
+        return result, mean if keepdim or not axes else op.Squeeze(mean, ints(*axes))
     return result
 
 
