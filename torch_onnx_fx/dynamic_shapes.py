@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 
 from torch_onnx_fx.errors import UnsupportedArgumentError
 
-__all__ = ["DimNames", "prepare_dynamic_shapes", "from_dynamic_axes"]
+__all__ = ["DimNames", "prepare_dynamic_shapes", "from_dynamic_axes", "forward_signature"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,11 +34,23 @@ class DimNames:
         self.by_tensor.setdefault(id(tensor), {})[axis] = name
 
 
-def _bound_arguments(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+def forward_signature(model: Any) -> inspect.Signature | None:
+    """The signature of what export calls (a module's ``forward``, or the callable itself); None
+    for builtins and C extensions, which have none to inspect."""
     forward = model.forward if isinstance(model, torch.nn.Module) else model
     try:
-        bound = inspect.signature(forward).bind(*args, **kwargs)
+        return inspect.signature(forward)
     except (TypeError, ValueError):
+        return None
+
+
+def _bound_arguments(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    signature = forward_signature(model)
+    try:
+        bound = signature.bind(*args, **kwargs) if signature is not None else None
+    except TypeError:
+        bound = None
+    if bound is None:
         # Signature unavailable or not matching: fall back to positional order.
         return {f"arg{i}": a for i, a in enumerate([*args, *kwargs.values()])}
     return dict(bound.arguments)

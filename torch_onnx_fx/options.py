@@ -22,7 +22,7 @@ from typing import Any, Collection, Mapping, Sequence
 import onnx
 import torch
 
-from torch_onnx_fx.dynamic_shapes import from_dynamic_axes
+from torch_onnx_fx.dynamic_shapes import forward_signature, from_dynamic_axes
 from torch_onnx_fx.errors import ArgumentTypeError, UnsupportedArgumentError
 from torch_onnx_fx.exportable import export_recipe
 
@@ -214,13 +214,12 @@ def _check_types(arguments: Mapping[str, Any]) -> None:
 def _check_call(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], dynamic_shapes: Any) -> None:
     """The model can be called with ``args``/``kwargs``, and a dict of ``dynamic_shapes`` names its
     parameters: a wrong call is named here, not after a capture attempt by every strategy."""
-    forward = model.forward if isinstance(model, torch.nn.Module) else model
-    try:
-        parameters = inspect.signature(forward).parameters
-    except (TypeError, ValueError):  # builtins and C extensions have no signature to check
+    signature = forward_signature(model)
+    if signature is None:
         return
+    parameters = signature.parameters
     try:
-        inspect.Signature(list(parameters.values())).bind(*args, **kwargs)
+        signature.bind(*args, **kwargs)
     except TypeError as exc:
         names = ", ".join(parameters)
         raise UnsupportedArgumentError(
