@@ -26,7 +26,10 @@ from torch_onnx_fx import inplace, promotion
 if TYPE_CHECKING:
     from torch_onnx_fx.registry import TranslationTable
 
-__all__ = ["TypePromotionPass", "IntegralAccumulationPass", "IndexDtypePass", "HalfPrecisionAccumulationPass", "normalize"]
+__all__ = [
+    "InPlaceToFunctionalPass", "TypePromotionPass", "JoinPromotionPass", "IntegralAccumulationPass", "IndexDtypePass",
+    "HalfPrecisionAccumulationPass", "normalize",
+]
 
 logger = logging.getLogger(__name__)
 
