@@ -9,6 +9,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     activation,
     arithmetic,
     complex_math,
+    complex_tensors,
     control_flow,
     core,
     grid_sample,

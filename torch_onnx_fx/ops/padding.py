@@ -102,8 +102,6 @@ def aten_pad_special(self: ir.Value, pad: Sequence[int], mode: str = "constant",
     return op.Pad(x, op.Constant(value_ints=begins + ends), mode="edge" if mode == "replicate" else "reflect")
 
 
-
-
 @register("aten::constant_pad_nd", complex=True)
 def aten_constant_pad_nd_complex(self: ir.Value, pad: Sequence[int], value: float = 0.0) -> ir.Value:
     """constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor
@@ -111,8 +109,6 @@ def aten_constant_pad_nd_complex(self: ir.Value, pad: Sequence[int], value: floa
     For complex tensors in their real form (trailing dim 2), which the real translation would pad
     as if it were the last complex dim: torch.fft pads signals to the requested sizes this way.
     """
-    if complex(value) != 0:
-        raise TranslationError("Padding a complex tensor with a non-zero value is not supported.")
     if not all(isinstance(p, int) for p in pad):
         raise TranslationError("Padding a complex tensor by symbolic amounts is not supported.")
     rank = self.shape.rank()
@@ -121,4 +117,13 @@ def aten_constant_pad_nd_complex(self: ir.Value, pad: Sequence[int], value: floa
     for offset in range(len(pad) // 2):
         axis = rank - 2 - offset  # the trailing real/imaginary dim is not a tensor dim
         begins[axis], ends[axis] = pad[2 * offset], pad[2 * offset + 1]
-    return op.Pad(self, op.Constant(value_ints=begins + ends))
+    number = complex(value)
+    if number == 0:
+        return op.Pad(self, op.Constant(value_ints=begins + ends))
+    # Each part is padded with its own part of the value.
+    pads = op.Constant(value_ints=begins[:-1] + ends[:-1])
+    parts = [
+        op.Pad(op.Gather(self, op.Constant(value_int=i), axis=-1), pads, op.CastLike(op.Constant(value=ir.tensor(part, dtype=ir.DataType.DOUBLE)), self))
+        for i, part in enumerate((number.real, number.imag))
+    ]
+    return op.Concat(*(op.Unsqueeze(p, op.Constant(value_ints=[-1])) for p in parts), axis=-1)
