@@ -192,7 +192,65 @@ def test_linalg_dynamic_sizes(name):
     assert any(node.op_type == "Loop" for node in program.model.graph)
 
 
-def test_complex_inputs_are_declined():
-    # No complex translation: the export says which operator is missing instead of miscomputing.
-    with pytest.raises(Exception, match="linalg_inv_ex"):
-        assert_matches_eager(lambda a: torch.linalg.inv(a), (torch.randn(3, 3, dtype=torch.complex64),))
+def _complex(*shape: int, dtype: torch.dtype = torch.complex64, dominant: bool = True) -> torch.Tensor:
+    a = torch.randn(*shape, dtype=dtype)
+    return a + shape[-1] * torch.eye(shape[-1]) if dominant else a
+
+
+def _hermitian_positive(*shape: int, dtype: torch.dtype = torch.complex64) -> torch.Tensor:
+    a = torch.randn(*shape, dtype=dtype)
+    return a @ a.mH + shape[-1] * torch.eye(shape[-1])
+
+
+# The LU, triangular and Cholesky translations run over the complex numbers too (ops/linalg/field.py).
+COMPLEX_CASES = {
+    "lu_factor": (torch.linalg.lu_factor, lambda d: (_complex(2, 4, 4, dtype=d, dominant=False),)),
+    "lu": (torch.linalg.lu, lambda d: (_complex(2, 4, 3, dtype=d, dominant=False)[..., :3, :],)),
+    "lu_unpack": (lambda a: torch.lu_unpack(*torch.linalg.lu_factor(a)), lambda d: (_complex(4, 4, dtype=d, dominant=False),)),
+    "lu_solve_adjoint_right": (
+        lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, left=False, adjoint=True),
+        lambda d: (_complex(2, 4, 4, dtype=d), torch.randn(2, 3, 4, dtype=d)),
+    ),
+    "lu_solve_adjoint": (
+        lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, adjoint=True),
+        lambda d: (_complex(4, 4, dtype=d), torch.randn(4, 2, dtype=d)),
+    ),
+    "inv_ex_batched": (torch.linalg.inv_ex, lambda d: (_complex(3, 4, 4, dtype=d),)),
+    "solve_vector": (torch.linalg.solve, lambda d: (_complex(2, 4, 4, dtype=d), torch.randn(2, 4, dtype=d))),
+    "solve_unbatched_rhs": (torch.linalg.solve, lambda d: (_complex(3, 4, 4, dtype=d), torch.randn(4, 2, dtype=d))),
+    "lu_solve_batched_rhs": (
+        lambda a, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b),
+        lambda d: (_complex(4, 4, dtype=d), torch.randn(3, 4, 2, dtype=d)),
+    ),
+    "cholesky_solve_batched_factor": (
+        lambda h, b: torch.cholesky_solve(b, torch.linalg.cholesky(h)),
+        lambda d: (_hermitian_positive(3, 4, 4, dtype=d), torch.randn(4, 2, dtype=d)),
+    ),
+    "solve_right": (lambda a, b: torch.linalg.solve(a, b, left=False), lambda d: (_complex(4, 4, dtype=d), torch.randn(3, 4, dtype=d))),
+    "slogdet": (torch.linalg.slogdet, lambda d: (_complex(2, 4, 4, dtype=d, dominant=False),)),
+    "det": (torch.linalg.det, lambda d: (_complex(2, 3, 3, dtype=d, dominant=False),)),
+    "det_singular": (torch.linalg.det, lambda d: (torch.zeros(3, 3, dtype=d),)),
+    "solve_triangular_right": (
+        lambda a, b: torch.linalg.solve_triangular(a.tril(), b, upper=False, left=False),
+        lambda d: (_complex(4, 4, dtype=d), torch.randn(2, 4, dtype=d)),
+    ),
+    "triangular_solve_transposed": (
+        lambda b, a: torch.triangular_solve(b, a.triu(), transpose=True),
+        lambda d: (torch.randn(2, 4, 3, dtype=d), _complex(4, 4, dtype=d)),
+    ),
+    "cholesky_upper": (lambda h: torch.linalg.cholesky(h, upper=True), lambda d: (_hermitian_positive(2, 4, 4, dtype=d),)),
+    "cholesky_ex": (torch.linalg.cholesky_ex, lambda d: (_hermitian_positive(4, 4, dtype=d),)),
+    "cholesky_inverse": (lambda h: torch.cholesky_inverse(torch.linalg.cholesky(h)), lambda d: (_hermitian_positive(2, 4, 4, dtype=d),)),
+    "cholesky_solve_upper": (
+        lambda h, b: torch.cholesky_solve(b, torch.linalg.cholesky(h, upper=True), upper=True),
+        lambda d: (_hermitian_positive(4, 4, dtype=d), torch.randn(4, 2, dtype=d)),
+    ),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+@pytest.mark.parametrize("name", sorted(COMPLEX_CASES))
+def test_complex_linalg(name, dtype):
+    fn, make_args = COMPLEX_CASES[name]
+    tolerance = {"rtol": 1e-4, "atol": 1e-5} if dtype == torch.complex64 else {"rtol": 1e-10, "atol": 1e-12}
+    assert_matches_eager(lambda *args: fn(*args), make_args(dtype), **tolerance)

@@ -14,7 +14,9 @@ from typing import Any
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.ops.complex_math import _atan2
 from torch_onnx_fx.ops.linalg import _matrix as mx
+from torch_onnx_fx.ops.linalg.field import COMPLEX, REAL, Field, field_of
 from torch_onnx_fx.registry import register, wants_context
 from torch_onnx_fx.tracer import GraphTracer
 
@@ -35,17 +37,20 @@ __all__ = [
 ]
 
 
-def _lu_factor(tracer: GraphTracer, a: ir.Value, pivot: bool = True) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+def _lu_factor(
+    tracer: GraphTracer, a: ir.Value, pivot: bool = True, field: Field = REAL
+) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
     """LU with partial pivoting of ``(..., m, n)``, LAPACK's ``getrf``.
 
     Returns the packed factors, the 0-based pivots ``(..., min(m, n))``, the row permutation
     ``perm`` (row ``i`` of ``L @ U`` is row ``perm[i]`` of ``a``) and ``info`` (first zero pivot,
     1-based, or 0).
     """
-    m, n = mx.size(a, -2), mx.size(a, -1)
+    shape = field.matrix(a)
+    m, n = mx.size(shape, -2), mx.size(shape, -1)
     steps = op.Min(m, n)
     rows, cols, taken = op.Range(0, m, 1), op.Range(0, n, 1), op.Range(0, steps, 1)
-    batch, dims = mx.batch_shape(a), mx.dims(a)
+    batch, dims = mx.batch_shape(shape), mx.dims(shape)
     perm = mx.shaped(op.Expand(rows, mx.shape_vector(batch, m)), dims[:-1])
     pivots = mx.shaped(op.Expand(taken, mx.shape_vector(batch, steps)), [*dims[:-2], mx.smaller(*dims[-2:])])
     info = mx.fill(0, batch, dims[:-2])
@@ -53,7 +58,7 @@ def _lu_factor(tracer: GraphTracer, a: ir.Value, pivot: bool = True) -> tuple[ir
     def step(j: ir.Value, a: ir.Value, perm: ir.Value, pivots: ir.Value, info: ir.Value) -> list[ir.Value]:
         at_j = mx.at(j)
         if pivot:
-            candidates = op.Where(op.GreaterOrEqual(rows, j), op.Abs(op.Gather(a, j, axis=-1)), -1.0)
+            candidates = op.Where(op.GreaterOrEqual(rows, j), field.pivot_size(op.Gather(a, j, axis=-1)), -1.0)
             chosen = op.ArgMax(candidates, axis=-1, keepdims=1)
             swap = mx.swap(rows, j, chosen)
             a = op.GatherElements(a, op.Expand(op.Unsqueeze(swap, [-1]), op.Shape(a)), axis=-2)
@@ -61,10 +66,10 @@ def _lu_factor(tracer: GraphTracer, a: ir.Value, pivot: bool = True) -> tuple[ir
             pivots = op.Where(op.Equal(taken, j), chosen, pivots)
         row = op.Gather(a, at_j, axis=-2)
         head = op.Gather(row, at_j, axis=-1)
-        zero = op.Equal(head, 0.0)
+        zero = field.is_zero(head)
         below = op.Unsqueeze(op.Greater(rows, j), [-1])
-        factors = op.Where(below, op.Div(op.Gather(a, at_j, axis=-1), op.Where(zero, 1.0, head)), 0.0)
-        a = op.Sub(a, op.Where(op.Greater(cols, j), op.Mul(factors, row), 0.0))
+        factors = op.Where(below, field.div(op.Gather(a, at_j, axis=-1), field.one_where(zero, head)), 0.0)
+        a = op.Sub(a, op.Where(op.Greater(cols, j), field.mul(factors, row), 0.0))
         a = op.Where(op.And(below, op.Equal(cols, j)), factors, a)
         first_zero = op.And(op.Equal(info, 0), op.Squeeze(zero, [-2, -1]))
         info = op.Where(first_zero, op.Add(j, 1), info)
@@ -87,7 +92,9 @@ def _permutation(tracer: GraphTracer, pivots: ir.Value, size: ir.Value) -> ir.Va
     return mx.loop(tracer, mx.size(pivots, -1), [perm], step)[0]
 
 
-def _substitute(tracer: GraphTracer, t: ir.Value, b: ir.Value, *, upper: bool, unit: bool = False) -> ir.Value:
+def _substitute(
+    tracer: GraphTracer, t: ir.Value, b: ir.Value, *, upper: bool, unit: bool = False, field: Field = REAL
+) -> ir.Value:
     """``X`` with ``T @ X = B`` for triangular ``T`` (only its triangle is read), batches broadcast."""
     x = mx.broadcast_to_batch(b, t)
     size = mx.size(t, -1)
@@ -98,24 +105,32 @@ def _substitute(tracer: GraphTracer, t: ir.Value, b: ir.Value, *, upper: bool, u
         at_j = mx.at(j)
         row = op.Gather(x, at_j, axis=-2)
         if not unit:
-            row = op.Div(row, op.Gather(op.Gather(t, at_j, axis=-2), at_j, axis=-1))
+            row = field.div(row, op.Gather(op.Gather(t, at_j, axis=-2), at_j, axis=-1))
         pending = op.Unsqueeze(op.Less(rows, j) if upper else op.Greater(rows, j), [-1])
-        x = op.Sub(x, op.Mul(op.Where(pending, op.Gather(t, at_j, axis=-1), 0.0), row))
+        x = op.Sub(x, field.mul(op.Where(pending, op.Gather(t, at_j, axis=-1), 0.0), row))
         return [op.Where(op.Unsqueeze(op.Equal(rows, j), [-1]), row, x)]
 
     return mx.loop(tracer, size, [x], step)[0]
 
 
-def _lu_solve(tracer: GraphTracer, lu: ir.Value, perm: ir.Value, b: ir.Value, adjoint: bool = False) -> ir.Value:
-    """``X`` with ``A @ X = B`` (or ``A^T @ X = B``) from ``A``'s LU factors and permutation."""
+def _lu_solve(
+    tracer: GraphTracer, lu: ir.Value, perm: ir.Value, b: ir.Value, *, transposed: bool = False,
+    conjugated: bool = False, field: Field = REAL,
+) -> ir.Value:
+    """``X`` with ``op(A) @ X = B`` from ``A``'s LU factors and permutation, where ``op`` transposes
+    and/or conjugates ``A`` (``conj(A) X = B`` is ``A conj(X) = conj(B)``)."""
+    if conjugated:
+        b = field.conj(b)
     rows = mx.one_hot_rows(perm)
-    if not adjoint:
-        y = _substitute(tracer, lu, op.MatMul(rows, b), upper=False, unit=True)
-        return _substitute(tracer, lu, y, upper=True)
-    # A^T = U^T L^T P^T: U^T is lower, L^T upper with a unit diagonal.
-    lu_t = mx.mT(lu)
-    y = _substitute(tracer, lu_t, b, upper=False)
-    return op.MatMul(mx.mT(rows), _substitute(tracer, lu_t, y, upper=True, unit=True))
+    if not transposed:
+        y = _substitute(tracer, lu, op.MatMul(rows, b), upper=False, unit=True, field=field)
+        x = _substitute(tracer, lu, y, upper=True, field=field)
+    else:
+        # A^T = U^T L^T P^T: U^T is lower, L^T upper with a unit diagonal.
+        lu_t = mx.mT(lu)
+        y = _substitute(tracer, lu_t, b, upper=False, field=field)
+        x = op.MatMul(mx.mT(rows), _substitute(tracer, lu_t, y, upper=True, unit=True, field=field))
+    return field.conj(x) if conjugated else x
 
 
 def _pivots_out(pivots: ir.Value) -> ir.Value:
@@ -126,75 +141,89 @@ def _pivots_in(pivots: ir.Value) -> ir.Value:
     return op.Sub(op.Cast(pivots, to=mx.INT64), 1)
 
 
-@register("aten::linalg_lu_factor_ex", supports=mx.real_inputs)
-@wants_context
+# Every translation below serves real and complex inputs alike (field_of picks the arithmetic).
+def _register_both(target: str) -> Any:
+    def decorate(fn: Any) -> Any:
+        return register(target, complex=True)(register(target)(wants_context(fn)))
+
+    return decorate
+
+
+@_register_both("aten::linalg_lu_factor_ex")
 def aten_linalg_lu_factor_ex(A: ir.Value, *, pivot: bool = True, check_errors: bool = False, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value, ir.Value]:
     """linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)"""
-    lu, pivots, _, info = _lu_factor(ctx.tracer, mx.double(A), pivot)
-    return mx.like(lu, A), _pivots_out(pivots), op.Cast(info, to=mx.INT32)
+    field = field_of(node)
+    lu, pivots, _, info = _lu_factor(ctx.tracer, field.enter(A), pivot, field)
+    return field.leave(lu, A), _pivots_out(pivots), op.Cast(info, to=mx.INT32)
 
 
-def _unpack(lu: ir.Value, reference: ir.Value) -> tuple[ir.Value, ir.Value]:
+def _unpack(lu: ir.Value, field: Field) -> tuple[ir.Value, ir.Value]:
     """``L (m, k)`` with a unit diagonal and ``U (k, n)`` from packed factors."""
-    m, n = mx.size(lu, -2), mx.size(lu, -1)
+    shape = field.matrix(lu)
+    m, n = mx.size(shape, -2), mx.size(shape, -1)
     k = op.Min(m, n)
-    static_k = mx.smaller(*mx.dims(lu)[-2:])
-    lower = op.Add(mx.take(mx.tril(lu, k=-1), k, -1, static_k), mx.eye(m, k))
+    static_k = mx.smaller(*mx.dims(shape)[-2:])
+    lower = op.Add(mx.take(mx.tril(lu, k=-1), k, -1, static_k), field.from_real(mx.eye(m, k), mx.rank(shape)))
     upper = mx.take(mx.tril(lu, upper=True), k, -2, static_k)
-    return mx.like(lower, reference), mx.like(upper, reference)
+    return lower, upper
 
 
-def _permutation_matrix(perm: ir.Value, reference: ir.Value) -> ir.Value:
+def _permutation_matrix(perm: ir.Value, field: Field) -> ir.Value:
     """``P`` with ``A = P @ L @ U``: the transpose of the one-hot rows of ``perm``."""
-    return mx.like(mx.mT(mx.one_hot_rows(perm)), reference)
+    return field.from_real(mx.mT(mx.one_hot_rows(perm)))
 
 
-@register("aten::linalg_lu", supports=mx.real_inputs)
-@wants_context
+@_register_both("aten::linalg_lu")
 def aten_linalg_lu(A: ir.Value, *, pivot: bool = True, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value, ir.Value]:
     """linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)"""
-    lu, _, perm, _ = _lu_factor(ctx.tracer, mx.double(A), pivot)
-    lower, upper = _unpack(lu, A)
-    return _permutation_matrix(perm, A), lower, upper
+    field = field_of(node)
+    lu, _, perm, _ = _lu_factor(ctx.tracer, field.enter(A), pivot, field)
+    lower, upper = _unpack(lu, field)
+    return field.leave(_permutation_matrix(perm, field), A), field.leave(lower, A), field.leave(upper, A)
 
 
-@register("aten::lu_unpack", supports=mx.real_inputs)
-@wants_context
+@_register_both("aten::lu_unpack")
 def aten_lu_unpack(
     LU_data: ir.Value, LU_pivots: ir.Value, unpack_data: bool = True, unpack_pivots: bool = True, *, ctx: Any, node: Any
 ) -> tuple[ir.Value, ir.Value, ir.Value]:
     """lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)"""
+    field = field_of(node)
+    lu = field.enter(LU_data)
     # What is not unpacked comes back empty, as in eager.
-    lower, upper = _unpack(mx.double(LU_data), LU_data) if unpack_data else (mx.empty(LU_data), mx.empty(LU_data))
+    if unpack_data:
+        lower, upper = (field.leave(part, LU_data) for part in _unpack(lu, field))
+    else:
+        lower, upper = mx.empty(LU_data), mx.empty(LU_data)
     if not unpack_pivots:
         return mx.empty(LU_data), lower, upper
-    perm = _permutation(ctx.tracer, _pivots_in(LU_pivots), mx.size(LU_data, -2))
-    return _permutation_matrix(perm, LU_data), lower, upper
+    perm = _permutation(ctx.tracer, _pivots_in(LU_pivots), mx.size(field.matrix(lu), -2))
+    return field.leave(_permutation_matrix(perm, field), LU_data), lower, upper
 
 
-@register("aten::linalg_lu_solve", supports=mx.real_inputs)
-@wants_context
+@_register_both("aten::linalg_lu_solve")
 def aten_linalg_lu_solve(
     LU: ir.Value, pivots: ir.Value, B: ir.Value, *, left: bool = True, adjoint: bool = False, ctx: Any, node: Any
 ) -> ir.Value:
     """linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor"""
-    perm = _permutation(ctx.tracer, _pivots_in(pivots), mx.size(LU, -1))
-    lu, b = mx.double(LU), mx.double(B)
+    field = field_of(node)
+    lu, b = field.aligned(field.enter(LU), field.enter(B))
+    perm = _permutation(ctx.tracer, _pivots_in(pivots), mx.size(field.matrix(lu), -1))
     if left:
-        return mx.like(_lu_solve(ctx.tracer, lu, perm, b, adjoint), B)
-    # X A = B  <=>  A^T X^T = B^T.
-    return mx.like(mx.mT(_lu_solve(ctx.tracer, lu, perm, mx.mT(b), not adjoint)), B)
+        return field.leave(_lu_solve(ctx.tracer, lu, perm, b, transposed=adjoint, conjugated=adjoint, field=field), B)
+    # X op(A) = B  <=>  op(A)^T X^T = B^T, and (A^H)^T = conj(A).
+    x = _lu_solve(ctx.tracer, lu, perm, mx.mT(b), transposed=not adjoint, conjugated=adjoint, field=field)
+    return field.leave(mx.mT(x), B)
 
 
-@register("aten::linalg_inv_ex", supports=mx.real_inputs)
-@wants_context
+@_register_both("aten::linalg_inv_ex")
 def aten_linalg_inv_ex(A: ir.Value, *, check_errors: bool = False, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value]:
     """linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)"""
-    a = mx.double(A)
-    lu, _, perm, info = _lu_factor(ctx.tracer, a)
-    size = mx.size(a, -1)
-    inverse = _lu_solve(ctx.tracer, lu, perm, mx.eye(size, size))
-    return mx.like(inverse, A), op.Cast(info, to=mx.INT32)
+    field = field_of(node)
+    a = field.enter(A)
+    lu, _, perm, info = _lu_factor(ctx.tracer, a, field=field)
+    shape = field.matrix(a)
+    inverse = _lu_solve(ctx.tracer, lu, perm, field.identity(mx.size(shape, -1), mx.rank(shape)), field=field)
+    return field.leave(inverse, A), op.Cast(info, to=mx.INT32)
 
 
 def _is_vector_rhs(A: ir.Value, B: ir.Value) -> bool:
@@ -205,85 +234,112 @@ def _is_vector_rhs(A: ir.Value, B: ir.Value) -> bool:
     return rank_b == mx.rank(A) - 1 and list(B.shape) == list(A.shape)[:-1]
 
 
-@register("aten::_linalg_solve_ex", supports=mx.real_inputs)
-@wants_context
+@_register_both("aten::_linalg_solve_ex")
 def aten_linalg_solve_ex(
     A: ir.Value, B: ir.Value, *, left: bool = True, check_errors: bool = False, ctx: Any, node: Any
 ) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
     """_linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor LU, Tensor pivots, Tensor info)"""
-    vector = _is_vector_rhs(A, B)
-    b = mx.double(B)
-    b = op.Unsqueeze(b, [-1]) if vector else b
-    lu, pivots, perm, info = _lu_factor(ctx.tracer, mx.double(A))
+    field = field_of(node)
+    a, b = field.enter(A), field.enter(B)
+    vector = _is_vector_rhs(field.matrix(a), field.matrix(b))
+    a, b = field.aligned(a, mx.shaped(op.Unsqueeze(b, [-1]), [*mx.dims(b), 1]) if vector else b)
+    lu, pivots, perm, info = _lu_factor(ctx.tracer, a, field=field)
     if left:
-        x = _lu_solve(ctx.tracer, lu, perm, b)
+        x = _lu_solve(ctx.tracer, lu, perm, b, field=field)
     else:
-        x = mx.mT(_lu_solve(ctx.tracer, lu, perm, mx.mT(b), adjoint=True))
+        x = mx.mT(_lu_solve(ctx.tracer, lu, perm, mx.mT(b), transposed=True, field=field))
     x = op.Squeeze(x, [-1]) if vector else x
-    return mx.like(x, B), mx.like(lu, A), _pivots_out(pivots), op.Cast(info, to=mx.INT32)
+    return field.leave(x, B), field.leave(lu, A), _pivots_out(pivots), op.Cast(info, to=mx.INT32)
 
 
-@register("aten::_linalg_slogdet", supports=mx.real_inputs)
-@wants_context
-def aten_linalg_slogdet(A: ir.Value, *, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
-    """_linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet, Tensor LU, Tensor pivots)"""
-    lu, pivots, _, _ = _lu_factor(ctx.tracer, mx.double(A))
+def _log_determinant(tracer: GraphTracer, A: ir.Value, field: Field) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+    """``(sign, log|det|, LU, pivots)`` of ``A`` from its LU factors, the sign (a unit complex
+    number for complex ``A``, 0 for a singular one) in the computing form."""
+    lu, pivots, _, _ = _lu_factor(tracer, field.enter(A), field=field)
     diagonal = mx.diagonal(lu)
     swapped = op.Cast(op.Not(op.Equal(pivots, op.Range(0, mx.size(pivots, -1), 1))), to=mx.DOUBLE)
     # Each row exchange flips the sign; (-1)^swaps = cos(pi * swaps).
-    parity = op.Cos(op.Mul(mx.reduce("ReduceSum", swapped), math.pi))
-    sign = op.Mul(mx.reduce("ReduceProd", op.Sign(diagonal)), op.Round(parity))
-    logabsdet = mx.reduce("ReduceSum", op.Log(op.Abs(diagonal)))
-    return mx.like(sign, A), mx.like(logabsdet, A), mx.like(lu, A), _pivots_out(pivots)
+    parity = op.Round(op.Cos(op.Mul(mx.reduce("ReduceSum", swapped), math.pi)))
+    if not field.is_complex:
+        sign = op.Mul(mx.reduce("ReduceProd", op.Sign(diagonal)), parity)
+        return sign, mx.reduce("ReduceSum", op.Log(op.Abs(diagonal))), lu, pivots
+    re, im = field.real(diagonal), field.imag(diagonal)
+    magnitude = op.Sqrt(op.Add(op.Mul(re, re), op.Mul(im, im)))
+    # The product of the diagonal's unit factors, by adding their angles.
+    turn = mx.reduce("ReduceSum", _atan2(im, re))
+    singular = mx.reduce("ReduceMax", op.Cast(op.Equal(magnitude, 0.0), to=mx.DOUBLE))
+    scale = op.Mul(parity, op.Sub(1.0, singular))
+    sign = field.pair(op.Unsqueeze(op.Mul(op.Cos(turn), scale), [0]), op.Unsqueeze(op.Mul(op.Sin(turn), scale), [0]))
+    return sign, mx.reduce("ReduceSum", op.Log(magnitude)), lu, pivots
+
+
+@_register_both("aten::_linalg_slogdet")
+def aten_linalg_slogdet(A: ir.Value, *, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+    """_linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet, Tensor LU, Tensor pivots)"""
+    field = field_of(node)
+    sign, logabsdet, lu, pivots = _log_determinant(ctx.tracer, A, field)
+    return field.leave(sign, A), mx.like(logabsdet, A), field.leave(lu, A), _pivots_out(pivots)
+
+
+@register("aten::_linalg_det", complex=True)
+@wants_context
+def aten_linalg_det_complex(A: ir.Value, *, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """_linalg_det(Tensor A) -> (Tensor result, Tensor LU, Tensor pivots) of complex matrices:
+    sign * exp(log|det|), both from the LU factors in float64"""
+    sign, logabsdet, lu, pivots = _log_determinant(ctx.tracer, A, COMPLEX)
+    return COMPLEX.leave(op.Mul(sign, op.Exp(logabsdet)), A), COMPLEX.leave(lu, A), _pivots_out(pivots)
 
 
 # -- triangular systems and Cholesky -----------------------------------------------------------------
 
 
-@register("aten::linalg_solve_triangular", supports=mx.real_inputs)
-@wants_context
+@_register_both("aten::linalg_solve_triangular")
 def aten_linalg_solve_triangular(
     self: ir.Value, B: ir.Value, *, upper: bool, left: bool = True, unitriangular: bool = False, ctx: Any, node: Any
 ) -> ir.Value:
     """linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor"""
-    a, b = mx.double(self), mx.double(B)
+    field = field_of(node)
+    a, b = field.aligned(field.enter(self), field.enter(B))
     if left:
-        x = _substitute(ctx.tracer, a, b, upper=upper, unit=unitriangular)
+        x = _substitute(ctx.tracer, a, b, upper=upper, unit=unitriangular, field=field)
     else:
         # X A = B  <=>  A^T X^T = B^T, and A^T is triangular the other way.
-        x = mx.mT(_substitute(ctx.tracer, mx.mT(a), mx.mT(b), upper=not upper, unit=unitriangular))
-    return mx.like(x, B)
+        x = mx.mT(_substitute(ctx.tracer, mx.mT(a), mx.mT(b), upper=not upper, unit=unitriangular, field=field))
+    return field.leave(x, B)
 
 
-@register("aten::triangular_solve", supports=mx.real_inputs)
-@wants_context
+@_register_both("aten::triangular_solve")
 def aten_triangular_solve(
     self: ir.Value, A: ir.Value, upper: bool = True, transpose: bool = False, unitriangular: bool = False, *, ctx: Any, node: Any
 ) -> tuple[ir.Value, ir.Value]:
     """triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)"""
-    a = mx.double(A)
-    if transpose:
+    field = field_of(node)
+    a, b = field.aligned(field.enter(A), field.enter(self))
+    coefficient = mx.broadcast_to_batch(a, b)
+    if transpose:  # a plain transpose, complex too
         a, upper = mx.mT(a), not upper
-    x = _substitute(ctx.tracer, a, mx.double(self), upper=upper, unit=unitriangular)
-    return mx.like(x, self), mx.broadcast_to_batch(A, self)
+    x = _substitute(ctx.tracer, a, b, upper=upper, unit=unitriangular, field=field)
+    return field.leave(x, self), field.leave(coefficient, A)
 
 
-def _cholesky(tracer: GraphTracer, a: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """The lower Cholesky factor of symmetric ``a`` and LAPACK's ``info`` (first non-positive minor)."""
-    size = mx.size(a, -1)
+def _cholesky(tracer: GraphTracer, a: ir.Value, field: Field = REAL) -> tuple[ir.Value, ir.Value]:
+    """The lower Cholesky factor of self-adjoint ``a`` and LAPACK's ``info`` (first non-positive
+    minor); only the real part of each diagonal element is read, as LAPACK does."""
+    shape = field.matrix(a)
+    size = mx.size(shape, -1)
     rows = op.Range(0, size, 1)
-    info = mx.fill(0, mx.batch_shape(a), mx.dims(a)[:-2])
+    info = mx.fill(0, mx.batch_shape(shape), mx.dims(shape)[:-2])
 
     def step(j: ir.Value, a: ir.Value, info: ir.Value) -> list[ir.Value]:
         at_j = mx.at(j)
-        head = op.Gather(op.Gather(a, at_j, axis=-2), at_j, axis=-1)
+        head = field.real(op.Gather(op.Gather(a, at_j, axis=-2), at_j, axis=-1))
         root = op.Sqrt(head)
         column = op.Div(op.Gather(a, at_j, axis=-1), root)
         factors = op.Where(op.Unsqueeze(op.Greater(rows, j), [-1]), column, 0.0)
-        a = op.Sub(a, op.Mul(factors, mx.mT(factors)))
+        a = op.Sub(a, field.mul(factors, field.adjoint(factors)))
         # Column j from the diagonal down becomes [root, factors].
         in_column = op.And(op.Unsqueeze(op.GreaterOrEqual(rows, j), [-1]), op.Equal(rows, j))
-        a = op.Where(in_column, op.Where(op.Unsqueeze(op.Equal(rows, j), [-1]), root, column), a)
+        a = op.Where(in_column, op.Where(op.Unsqueeze(op.Equal(rows, j), [-1]), field.from_real(root), column), a)
         failed = op.And(op.Equal(info, 0), op.Not(op.Squeeze(op.Greater(head, 0.0), [-2, -1])))
         return [a, op.Where(failed, op.Add(j, 1), info)]
 
@@ -291,38 +347,40 @@ def _cholesky(tracer: GraphTracer, a: ir.Value) -> tuple[ir.Value, ir.Value]:
     return mx.tril(factor), info
 
 
-@register("aten::linalg_cholesky_ex", supports=mx.real_inputs)
-@wants_context
+@_register_both("aten::linalg_cholesky_ex")
 def aten_linalg_cholesky_ex(self: ir.Value, *, upper: bool = False, check_errors: bool = False, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value]:
     """linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)"""
-    lower, info = _cholesky(ctx.tracer, mx.symmetric(mx.double(self), upper))
-    return mx.like(mx.mT(lower) if upper else lower, self), op.Cast(info, to=mx.INT32)
+    field = field_of(node)
+    lower, info = _cholesky(ctx.tracer, field.self_adjoint(field.enter(self), upper), field)
+    return field.leave(field.adjoint(lower) if upper else lower, self), op.Cast(info, to=mx.INT32)
 
 
-@register("aten::cholesky", supports=mx.real_inputs)
-@wants_context
+@_register_both("aten::cholesky")
 def aten_cholesky(self: ir.Value, upper: bool = False, *, ctx: Any, node: Any) -> ir.Value:
     """cholesky(Tensor self, bool upper=False) -> Tensor"""
     return aten_linalg_cholesky_ex(self, upper=upper, ctx=ctx, node=node)[0]
 
 
-@register("aten::cholesky_inverse", supports=mx.real_inputs)
-@wants_context
+@_register_both("aten::cholesky_inverse")
 def aten_cholesky_inverse(self: ir.Value, upper: bool = False, *, ctx: Any, node: Any) -> ir.Value:
     """cholesky_inverse(Tensor self, bool upper=False) -> Tensor"""
-    factor = mx.double(self)
-    size = mx.size(factor, -1)
-    inverse = _substitute(ctx.tracer, factor, mx.eye(size, size), upper=upper)
-    # (L L^T)^-1 = L^-T L^-1 and (U^T U)^-1 = U^-1 U^-T.
-    result = op.MatMul(inverse, mx.mT(inverse)) if upper else op.MatMul(mx.mT(inverse), inverse)
-    return mx.like(result, self)
+    field = field_of(node)
+    factor = field.enter(self)
+    shape = field.matrix(factor)
+    inverse = _substitute(ctx.tracer, factor, field.identity(mx.size(shape, -1), mx.rank(shape)), upper=upper, field=field)
+    # (L L^H)^-1 = L^-H L^-1 and (U^H U)^-1 = U^-1 U^-H.
+    if upper:
+        result = field.matmul(inverse, field.adjoint(inverse))
+    else:
+        result = field.matmul(field.adjoint(inverse), inverse)
+    return field.leave(result, self)
 
 
-@register("aten::cholesky_solve", supports=mx.real_inputs)
-@wants_context
+@_register_both("aten::cholesky_solve")
 def aten_cholesky_solve(self: ir.Value, input2: ir.Value, upper: bool = False, *, ctx: Any, node: Any) -> ir.Value:
     """cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor"""
-    factor = mx.double(input2)
-    lower = mx.mT(factor) if upper else factor
-    y = _substitute(ctx.tracer, lower, mx.double(self), upper=False)
-    return mx.like(_substitute(ctx.tracer, mx.mT(lower), y, upper=True), self)
+    field = field_of(node)
+    factor, b = field.aligned(field.enter(input2), field.enter(self))
+    lower = field.adjoint(factor) if upper else factor
+    y = _substitute(ctx.tracer, lower, b, upper=False, field=field)
+    return field.leave(_substitute(ctx.tracer, field.adjoint(lower), y, upper=True, field=field), self)
