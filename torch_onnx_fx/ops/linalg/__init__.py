@@ -28,6 +28,6 @@ Choices that make the results agree with eager PyTorch (LAPACK):
   rather than a wrong result.
 """
 
-from torch_onnx_fx.ops.linalg import eigen, ldl, lu, matrix_exp, qr  # noqa: F401
+from torch_onnx_fx.ops.linalg import eigen, embedding, ldl, lu, matrix_exp, qr  # noqa: F401
 
 __all__: list[str] = []
