@@ -251,6 +251,7 @@ COMPLEX_CASES = {
     "svdvals_wide": (torch.linalg.svdvals, lambda d: (torch.randn(2, 3, 5, dtype=d),)),
     "matrix_rank_deficient": (torch.linalg.matrix_rank, lambda d: (torch.randn(5, 2, dtype=d) @ torch.randn(2, 4, dtype=d),)),
     "nuclear_norm": (lambda a: torch.linalg.matrix_norm(a, "nuc"), lambda d: (torch.randn(4, 3, dtype=d),)),
+    "matrix_exp": (torch.linalg.matrix_exp, lambda d: (torch.randn(2, 3, 3, dtype=d),)),
     "pinv_tall": (torch.linalg.pinv, lambda d: (torch.randn(2, 5, 3, dtype=d),)),
     "pinv_hermitian_reads_lower": (lambda a: torch.linalg.pinv(a, hermitian=True), lambda d: (torch.randn(4, 4, dtype=d),)),
 }

@@ -3,8 +3,8 @@
 ``A = X + iY`` (``m x n``) embeds as the real ``[[X, -Y], [Y, X]]`` (``2m x 2n``). The embedding
 keeps products and turns the conjugate transpose into the transpose, so the embedding of a
 Hermitian matrix is symmetric with each eigenvalue of ``A`` twice, the embedding's singular values
-are ``A``'s twice, and the pseudo-inverse of the embedding is the embedding of ``A``'s — all
-exact, so the real Jacobi translations compute them. Eigen- and singular *vectors* are not
+are ``A``'s twice, and the pseudo-inverse and exponential of the embedding are the embeddings
+of ``A``'s — all exact, so the real Jacobi translations compute them. Eigen- and singular *vectors* are not
 offered: they are fixed only up to a complex phase, which eager takes from LAPACK's own
 algorithm, and a repeated eigenvalue of ``A`` would leave the embedding's vectors mixing the
 pairs; those nodes keep their missing-translation error.
@@ -21,9 +21,12 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.ops.linalg import _matrix as mx
 from torch_onnx_fx.ops.linalg.eigen import aten_linalg_eigh, aten_linalg_pinv, aten_linalg_svd
+from torch_onnx_fx.ops.linalg.matrix_exp import aten_linalg_matrix_exp
 from torch_onnx_fx.registry import register, wants_context
 
-__all__ = ["aten_linalg_eigvalsh_complex", "aten_linalg_svdvals_complex", "aten_linalg_pinv_complex"]
+__all__ = [
+    "aten_linalg_eigvalsh_complex", "aten_linalg_svdvals_complex", "aten_linalg_pinv_complex", "aten_linalg_matrix_exp_complex",
+]
 
 
 def _parts(z: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -108,3 +111,11 @@ def aten_linalg_pinv_complex(
     embedded = _embed(*parts)
     inverse = aten_linalg_pinv(embedded, atol=atol, rtol=rtol, hermitian=hermitian, ctx=ctx, node=node)
     return _unembed(inverse)
+
+
+@register("aten::linalg_matrix_exp", complex=True)
+@wants_context
+def aten_linalg_matrix_exp_complex(self: ir.Value, *, ctx: Any, node: Any) -> ir.Value:
+    """linalg_matrix_exp(Tensor self) -> Tensor of complex matrices: the exponential of the
+    embedding (a power series, which the embedding keeps term by term)"""
+    return _unembed(aten_linalg_matrix_exp(_embed(*_parts(self)), ctx=ctx, node=node))
