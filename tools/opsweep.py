@@ -301,16 +301,17 @@ def compare(expected: Any, actual: Sequence[torch.Tensor]) -> None:
 _TIED_INDICES = {"topk": True, "kthvalue": False, "sort": True, "argsort": True}
 
 
-# Float dtypes below float64, whose results can be checked against a float64 computation.
-_BELOW_DOUBLE = (torch.float16, torch.bfloat16, torch.float32)
+# Dtypes below double precision, whose results can be checked against a double computation.
+_DOUBLE = {torch.float16: torch.float64, torch.bfloat16: torch.float64, torch.float32: torch.float64, torch.complex64: torch.complex128}
+_BELOW_DOUBLE = tuple(_DOUBLE)
 
 
 def _as_double(value: Any) -> Any:
-    return value.double() if isinstance(value, torch.Tensor) and value.dtype in _BELOW_DOUBLE else value
+    return value.to(_DOUBLE[value.dtype]) if isinstance(value, torch.Tensor) and value.dtype in _BELOW_DOUBLE else value
 
 
 def closer_than_eager(opinfo: Any, sample: Any, compare_outputs: Callable[[Any, Sequence[torch.Tensor]], None]) -> Callable[[Any, Sequence[torch.Tensor]], None]:
-    """For float16/bfloat16/float32 samples: outputs outside the tolerance of eager still pass
+    """For float16/bfloat16/float32/complex64 samples: outputs outside the tolerance of eager still pass
     where they are at least as close to the float64 result as eager is (NaN in eager's output
     where the float64 result is a number counts as farthest). ATen's CPU kernels compute some
     half-precision ops (conv_transpose3d, addbmm, grid_sample) with half-precision accumulation,
@@ -338,9 +339,9 @@ def closer_than_eager(opinfo: Any, sample: Any, compare_outputs: Callable[[Any, 
                 compare(exp, [act])  # other outputs (indices, counts) are compared as they are
                 continue
             rtol, atol = tolerance(exp.dtype)
-            ours = (act.double() - ref).abs()
+            ours = (_as_double(act) - ref).abs()
             # NaN where the float64 result is finite is eager's error too (float16 matrix_exp).
-            theirs = (exp.double() - ref).abs().nan_to_num(nan=float("inf"))
+            theirs = (_as_double(exp) - ref).abs().nan_to_num(nan=float("inf"))
             allowed = theirs + atol + rtol * ref.abs()
             if not bool((ours <= allowed).all()):
                 compare_outputs(expected, actual)  # raises with the plain comparison's message
