@@ -245,6 +245,19 @@ COMPLEX_CASES = {
         lambda h, b: torch.cholesky_solve(b, torch.linalg.cholesky(h, upper=True), upper=True),
         lambda d: (_hermitian_positive(4, 4, dtype=d), torch.randn(4, 2, dtype=d)),
     ),
+    "lu_unpack_pivots_only": (
+        lambda a: torch.lu_unpack(*torch.linalg.lu_factor(a), unpack_data=False), lambda d: (_complex(3, 3, dtype=d, dominant=False),)
+    ),
+    "qr_wide": (torch.linalg.qr, lambda d: (torch.randn(2, 3, 5, dtype=d),)),
+    "qr_complete": (lambda a: torch.linalg.qr(a, mode="complete"), lambda d: (torch.randn(5, 3, dtype=d),)),
+    "qr_r": (lambda a: torch.linalg.qr(a, mode="r"), lambda d: (torch.randn(4, 3, dtype=d),)),
+    "geqrf": (torch.geqrf, lambda d: (torch.randn(2, 5, 3, dtype=d),)),
+    "householder_product": (lambda a: torch.linalg.householder_product(*torch.geqrf(a)), lambda d: (torch.randn(5, 3, dtype=d),)),
+    "ormqr_right_adjoint": (
+        lambda a, c: torch.ormqr(*torch.geqrf(a), c, left=False, transpose=True),
+        lambda d: (torch.randn(2, 5, 3, dtype=d), torch.randn(2, 4, 5, dtype=d)),
+    ),
+    "ormqr_left": (lambda a, c: torch.ormqr(*torch.geqrf(a), c), lambda d: (torch.randn(5, 3, dtype=d), torch.randn(5, 2, dtype=d))),
     # Through the real embedding (ops/linalg/embedding.py): values only, and the pseudo-inverse.
     "eigvalsh_upper": (lambda h: torch.linalg.eigvalsh(h, UPLO="U"), lambda d: (_hermitian_positive(2, 4, 4, dtype=d),)),
     "eigvalsh_reads_one_triangle": (torch.linalg.eigvalsh, lambda d: (torch.randn(4, 4, dtype=d),)),

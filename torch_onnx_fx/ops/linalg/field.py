@@ -10,15 +10,16 @@ one more batch dim, which broadcasts against the real masks, permutations and pi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.ops.linalg import _matrix as mx
+from torch_onnx_fx.registry import register, wants_context
 
-__all__ = ["Field", "ComplexField", "REAL", "COMPLEX", "field_of"]
+__all__ = ["Field", "ComplexField", "REAL", "COMPLEX", "field_of", "register_real_and_complex"]
 
 
 class Field:
@@ -37,6 +38,10 @@ class Field:
     def matrix(self, x: ir.Value) -> ir.Value:
         """A real tensor of the matrix stack's shape, to read sizes and batch dims from."""
         return x
+
+    def empty(self, reference: ir.Value) -> ir.Value:
+        """The empty tensor eager returns for an output not computed."""
+        return mx.empty(reference)
 
     def aligned(self, *xs: ir.Value) -> list[ir.Value]:
         """Operands of one computation, with batch dims that broadcast against each other."""
@@ -109,6 +114,9 @@ class ComplexField(Field):
             for x in xs
         ]
 
+    def empty(self, reference: ir.Value) -> ir.Value:
+        return op.Cast(op.ConstantOfShape([0, 2]), to=reference.dtype)
+
     @staticmethod
     def _parts(x: ir.Value) -> tuple[ir.Value, ir.Value]:
         return op.Gather(x, [0], axis=0), op.Gather(x, [1], axis=0)
@@ -179,3 +187,13 @@ def field_of(node: torch.fx.Node) -> Field:
             return COMPLEX if example.is_complex() else REAL
     return REAL
 
+
+
+def register_real_and_complex(target: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a translation written over a :class:`Field` for real and complex nodes alike
+    (it takes ``ctx`` and ``node``, and ``field_of(node)`` picks the arithmetic)."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        return register(target, complex=True)(register(target)(wants_context(fn)))
+
+    return decorate

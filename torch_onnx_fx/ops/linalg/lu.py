@@ -16,7 +16,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.ops.complex_math import _atan2
 from torch_onnx_fx.ops.linalg import _matrix as mx
-from torch_onnx_fx.ops.linalg.field import COMPLEX, REAL, Field, field_of
+from torch_onnx_fx.ops.linalg.field import COMPLEX, REAL, Field, field_of, register_real_and_complex
 from torch_onnx_fx.registry import register, wants_context
 from torch_onnx_fx.tracer import GraphTracer
 
@@ -141,15 +141,7 @@ def _pivots_in(pivots: ir.Value) -> ir.Value:
     return op.Sub(op.Cast(pivots, to=mx.INT64), 1)
 
 
-# Every translation below serves real and complex inputs alike (field_of picks the arithmetic).
-def _register_both(target: str) -> Any:
-    def decorate(fn: Any) -> Any:
-        return register(target, complex=True)(register(target)(wants_context(fn)))
-
-    return decorate
-
-
-@_register_both("aten::linalg_lu_factor_ex")
+@register_real_and_complex("aten::linalg_lu_factor_ex")
 def aten_linalg_lu_factor_ex(A: ir.Value, *, pivot: bool = True, check_errors: bool = False, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value, ir.Value]:
     """linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)"""
     field = field_of(node)
@@ -173,7 +165,7 @@ def _permutation_matrix(perm: ir.Value, field: Field) -> ir.Value:
     return field.from_real(mx.mT(mx.one_hot_rows(perm)))
 
 
-@_register_both("aten::linalg_lu")
+@register_real_and_complex("aten::linalg_lu")
 def aten_linalg_lu(A: ir.Value, *, pivot: bool = True, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value, ir.Value]:
     """linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)"""
     field = field_of(node)
@@ -182,7 +174,7 @@ def aten_linalg_lu(A: ir.Value, *, pivot: bool = True, ctx: Any, node: Any) -> t
     return field.leave(_permutation_matrix(perm, field), A), field.leave(lower, A), field.leave(upper, A)
 
 
-@_register_both("aten::lu_unpack")
+@register_real_and_complex("aten::lu_unpack")
 def aten_lu_unpack(
     LU_data: ir.Value, LU_pivots: ir.Value, unpack_data: bool = True, unpack_pivots: bool = True, *, ctx: Any, node: Any
 ) -> tuple[ir.Value, ir.Value, ir.Value]:
@@ -193,14 +185,14 @@ def aten_lu_unpack(
     if unpack_data:
         lower, upper = (field.leave(part, LU_data) for part in _unpack(lu, field))
     else:
-        lower, upper = mx.empty(LU_data), mx.empty(LU_data)
+        lower, upper = field.empty(LU_data), field.empty(LU_data)
     if not unpack_pivots:
-        return mx.empty(LU_data), lower, upper
+        return field.empty(LU_data), lower, upper
     perm = _permutation(ctx.tracer, _pivots_in(LU_pivots), mx.size(field.matrix(lu), -2))
     return field.leave(_permutation_matrix(perm, field), LU_data), lower, upper
 
 
-@_register_both("aten::linalg_lu_solve")
+@register_real_and_complex("aten::linalg_lu_solve")
 def aten_linalg_lu_solve(
     LU: ir.Value, pivots: ir.Value, B: ir.Value, *, left: bool = True, adjoint: bool = False, ctx: Any, node: Any
 ) -> ir.Value:
@@ -215,7 +207,7 @@ def aten_linalg_lu_solve(
     return field.leave(mx.mT(x), B)
 
 
-@_register_both("aten::linalg_inv_ex")
+@register_real_and_complex("aten::linalg_inv_ex")
 def aten_linalg_inv_ex(A: ir.Value, *, check_errors: bool = False, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value]:
     """linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)"""
     field = field_of(node)
@@ -234,7 +226,7 @@ def _is_vector_rhs(A: ir.Value, B: ir.Value) -> bool:
     return rank_b == mx.rank(A) - 1 and list(B.shape) == list(A.shape)[:-1]
 
 
-@_register_both("aten::_linalg_solve_ex")
+@register_real_and_complex("aten::_linalg_solve_ex")
 def aten_linalg_solve_ex(
     A: ir.Value, B: ir.Value, *, left: bool = True, check_errors: bool = False, ctx: Any, node: Any
 ) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
@@ -273,7 +265,7 @@ def _log_determinant(tracer: GraphTracer, A: ir.Value, field: Field) -> tuple[ir
     return sign, mx.reduce("ReduceSum", op.Log(magnitude)), lu, pivots
 
 
-@_register_both("aten::_linalg_slogdet")
+@register_real_and_complex("aten::_linalg_slogdet")
 def aten_linalg_slogdet(A: ir.Value, *, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
     """_linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet, Tensor LU, Tensor pivots)"""
     field = field_of(node)
@@ -293,7 +285,7 @@ def aten_linalg_det_complex(A: ir.Value, *, ctx: Any, node: Any) -> tuple[ir.Val
 # -- triangular systems and Cholesky -----------------------------------------------------------------
 
 
-@_register_both("aten::linalg_solve_triangular")
+@register_real_and_complex("aten::linalg_solve_triangular")
 def aten_linalg_solve_triangular(
     self: ir.Value, B: ir.Value, *, upper: bool, left: bool = True, unitriangular: bool = False, ctx: Any, node: Any
 ) -> ir.Value:
@@ -308,7 +300,7 @@ def aten_linalg_solve_triangular(
     return field.leave(x, B)
 
 
-@_register_both("aten::triangular_solve")
+@register_real_and_complex("aten::triangular_solve")
 def aten_triangular_solve(
     self: ir.Value, A: ir.Value, upper: bool = True, transpose: bool = False, unitriangular: bool = False, *, ctx: Any, node: Any
 ) -> tuple[ir.Value, ir.Value]:
@@ -347,7 +339,7 @@ def _cholesky(tracer: GraphTracer, a: ir.Value, field: Field = REAL) -> tuple[ir
     return mx.tril(factor), info
 
 
-@_register_both("aten::linalg_cholesky_ex")
+@register_real_and_complex("aten::linalg_cholesky_ex")
 def aten_linalg_cholesky_ex(self: ir.Value, *, upper: bool = False, check_errors: bool = False, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value]:
     """linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)"""
     field = field_of(node)
@@ -355,13 +347,13 @@ def aten_linalg_cholesky_ex(self: ir.Value, *, upper: bool = False, check_errors
     return field.leave(field.adjoint(lower) if upper else lower, self), op.Cast(info, to=mx.INT32)
 
 
-@_register_both("aten::cholesky")
+@register_real_and_complex("aten::cholesky")
 def aten_cholesky(self: ir.Value, upper: bool = False, *, ctx: Any, node: Any) -> ir.Value:
     """cholesky(Tensor self, bool upper=False) -> Tensor"""
     return aten_linalg_cholesky_ex(self, upper=upper, ctx=ctx, node=node)[0]
 
 
-@_register_both("aten::cholesky_inverse")
+@register_real_and_complex("aten::cholesky_inverse")
 def aten_cholesky_inverse(self: ir.Value, upper: bool = False, *, ctx: Any, node: Any) -> ir.Value:
     """cholesky_inverse(Tensor self, bool upper=False) -> Tensor"""
     field = field_of(node)
@@ -376,7 +368,7 @@ def aten_cholesky_inverse(self: ir.Value, upper: bool = False, *, ctx: Any, node
     return field.leave(result, self)
 
 
-@_register_both("aten::cholesky_solve")
+@register_real_and_complex("aten::cholesky_solve")
 def aten_cholesky_solve(self: ir.Value, input2: ir.Value, upper: bool = False, *, ctx: Any, node: Any) -> ir.Value:
     """cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor"""
     field = field_of(node)
