@@ -13,7 +13,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.registry import register
 
-__all__ = ["aten_stft"]
+__all__ = ["aten_stft", "aten_fft_c2c_complex"]
 
 
 def _window(window: ir.Value | None, n_fft: int, win_length: int | None, like: ir.Value) -> ir.Value:
@@ -72,3 +72,16 @@ def aten_stft(
     if rank == 1:
         result = op.Squeeze(result, op.Constant(value_ints=[0]))
     return op.CastLike(result, self)
+
+
+@register("aten::_fft_c2c", complex=True)
+def aten_fft_c2c_complex(self: ir.Value, dim: list[int], normalization: int, forward: bool) -> ir.Value:
+    """_fft_c2c(Tensor self, SymInt[] dim, int normalization, bool forward) -> Tensor
+
+    torchlib's ONNX ``DFT``, computed in float64: ONNX Runtime sums lengths that are not powers of
+    two term by term in the input's precision, about ten times farther from the exact result than
+    PyTorch's FFT in float32 (stft of a complex signal, n_fft=10: 5.5e-5 against 4.5e-6)."""
+    from onnxscript.function_libs.torch_lib import registration
+
+    translation = registration.default_registry["aten::_fft_c2c"].complex[0]
+    return op.CastLike(translation(op.Cast(self, to=ir.DataType.DOUBLE), dim, normalization, forward), self)
