@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import collections
+
 import onnx_ir as ir
 import pytest
 import torch
 
 from torch_onnx_fx.runtime_kernels import KernelGapPass, has_cpu_kernel
+
+from helpers import assert_matches_eager
 
 pytest.importorskip("onnxruntime", reason="the pass adapts to ONNX Runtime's kernel registry")
 
@@ -98,3 +102,14 @@ def test_float64_instance_and_group_norm_keep_float64_precision():
     norm = torch.nn.InstanceNorm2d(4, affine=True).double().eval()
     groups = torch.nn.GroupNorm(2, 4).double().eval()
     assert_matches_eager(lambda x: (norm(x), groups(x)), (x,), rtol=1e-10, atol=1e-10)
+
+
+def test_rewritten_values_do_not_share_names_with_loop_bodies():
+    # A float64 Atan rewrite in the main graph beside a Loop (complex128 logdet): its values once
+    # took names the Loop body already used, which ONNX Runtime rejects as not SSA.
+    a = torch.randn(1, 1, dtype=torch.complex128)
+    program = assert_matches_eager(lambda a: torch.logdet(a), (a,), rtol=1e-10, atol=1e-12)
+    producers = collections.Counter(
+        value.name for node in ir.traversal.RecursiveGraphIterator(program.model.graph) for value in node.outputs
+    )
+    assert [name for name, count in producers.items() if count > 1] == []

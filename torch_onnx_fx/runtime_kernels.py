@@ -226,6 +226,13 @@ def _wider(op_type: str, dtype: ir.DataType) -> tuple[ir.DataType, ...]:
 
 
 def _replace(node: ir.Node, tape: ir.tape.Tape, results: list[ir.Value]) -> None:
+    # The new values are named after the output they replace (unique in the model). Left
+    # unnamed, onnx-ir's NameFixPass names them from a counter that does not see the names in
+    # Loop and If bodies, and a body value and a main-graph value may end up sharing a name,
+    # which ONNX Runtime rejects as not SSA.
+    stem = node.outputs[0].name or node.name or node.op_type
+    for index, value in enumerate(v for new in tape.nodes for v in new.outputs if v.name is None):
+        value.name = f"{stem}__{node.op_type.lower()}{index}"
     ir.convenience.replace_nodes_and_values(node.graph, node, [node], list(tape.nodes), list(node.outputs), results)
 
 
