@@ -113,3 +113,29 @@ def test_rewritten_values_do_not_share_names_with_loop_bodies():
         value.name for node in ir.traversal.RecursiveGraphIterator(program.model.graph) for value in node.outputs
     )
     assert [name for name, count in producers.items() if count > 1] == []
+
+
+CONV_CASES = {
+    "conv1d_groups_dilation": (
+        lambda x, w, b: torch.nn.functional.conv1d(x, w, b, stride=2, padding=1, dilation=2, groups=2),
+        lambda dtype: (torch.randn(2, 4, 9, dtype=dtype), torch.randn(6, 2, 3, dtype=dtype), torch.randn(6, dtype=dtype)),
+    ),
+    "conv2d_asymmetric": (
+        lambda x, w: torch.nn.functional.conv2d(x, w, padding=(1, 2), stride=(2, 1)),
+        lambda dtype: (torch.randn(1, 3, 7, 6, dtype=dtype), torch.randn(4, 3, 3, 2, dtype=dtype)),
+    ),
+    "conv3d_unbatched": (
+        lambda x, w: torch.nn.functional.conv3d(x, w),
+        lambda dtype: (torch.randn(3, 4, 4, 4, dtype=dtype), torch.randn(2, 3, 1, 2, 3, dtype=dtype)),
+    ),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+@pytest.mark.parametrize("name", sorted(CONV_CASES))
+def test_float64_conv_runs_as_matmul_of_patches(name, dtype):
+    # ONNX Runtime has no float64 Conv; narrowing to float32 would lose precision, so the
+    # convolution is rewritten into float64 MatMul (complex128 convolutions are float64 ones).
+    fn, make_args = CONV_CASES[name]
+    program = assert_matches_eager(fn, make_args(dtype), rtol=1e-10, atol=1e-12)
+    assert "Conv" not in [node.op_type for node in program.model.graph]

@@ -64,7 +64,9 @@ def merge(first: Path, second: Path, overrides: Sequence[Path] = ()) -> tuple[di
     exporters = [e for e in (OURS, THEIRS) if e in header["exporters"] + other_header["exporters"]]
     header = {**header, "exporters": exporters, "minutes": header["minutes"] + other_header["minutes"]}
     if other_header.get("commit") != header.get("commit"):
-        header["commit"] += f" ({', '.join(other_header['exporters'])} at {other_header['commit']})"
+        # Only the first word of each: merged headers already say what they were merged from.
+        first, second = header["commit"].split()[0], other_header["commit"].split()[0]
+        header["commit"] = f"{first} (older records of {', '.join(other_header['exporters'])} at {second})"
     kept = {(r.op, r.sample, r.exporter): r for r in records}
     for record in other_records:
         kept.setdefault((record.op, record.sample, record.exporter), record)
