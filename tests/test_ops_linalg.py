@@ -282,3 +282,13 @@ def test_complex_singular_vectors_are_declined():
     # Fixed only up to a complex phase that eager takes from LAPACK: no translation, a clear error.
     with pytest.raises(Exception, match="_linalg_svd"):
         assert_matches_eager(lambda a: torch.linalg.svd(a), (torch.randn(3, 3, dtype=torch.complex64),))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [torch.linalg.det, torch.det, torch.logdet, lambda a: torch.linalg.det(a[0] * 0)],
+    ids=["linalg_det", "det", "logdet", "singular"],
+)
+def test_float64_determinant_from_lu(fn):
+    # ONNX Runtime has no float64 Det: the LU translation computes it (negative dets: logdet NaN).
+    assert_matches_eager(lambda a: fn(a), (torch.randn(3, 4, 4, dtype=torch.float64),), rtol=1e-10, atol=1e-12)

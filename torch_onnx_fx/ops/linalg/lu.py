@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 import onnx_ir as ir
+import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.ops.complex_math import _atan2
@@ -28,6 +29,9 @@ __all__ = [
     "aten_linalg_inv_ex",
     "aten_linalg_solve_ex",
     "aten_linalg_slogdet",
+    "aten_linalg_det",
+    "aten_linalg_det_double",
+    "aten_logdet_double",
     "aten_linalg_solve_triangular",
     "aten_triangular_solve",
     "aten_linalg_cholesky_ex",
@@ -273,13 +277,40 @@ def aten_linalg_slogdet(A: ir.Value, *, ctx: Any, node: Any) -> tuple[ir.Value, 
     return field.leave(sign, A), mx.like(logabsdet, A), field.leave(lu, A), _pivots_out(pivots)
 
 
+def _double_input(node: Any) -> bool:
+    """float64 matrices: ONNX Runtime has no float64 ``Det`` (torchlib's translation of the others)."""
+    example = node.args[0].meta.get("val")
+    return example is not None and example.dtype == torch.float64
+
+
+@register("aten::_linalg_det", supports=_double_input)
 @register("aten::_linalg_det", complex=True)
 @wants_context
-def aten_linalg_det_complex(A: ir.Value, *, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """_linalg_det(Tensor A) -> (Tensor result, Tensor LU, Tensor pivots) of complex matrices:
-    sign * exp(log|det|), both from the LU factors in float64"""
-    sign, logabsdet, lu, pivots = _log_determinant(ctx.tracer, A, COMPLEX)
-    return COMPLEX.leave(op.Mul(sign, op.Exp(logabsdet)), A), COMPLEX.leave(lu, A), _pivots_out(pivots)
+def aten_linalg_det(A: ir.Value, *, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """_linalg_det(Tensor A) -> (Tensor result, Tensor LU, Tensor pivots) from the LU factors in
+    float64: the diagonal's product with the permutation's sign (complex: sign * exp(log|det|))"""
+    field = field_of(node)
+    sign, logabsdet, lu, pivots = _log_determinant(ctx.tracer, A, field)
+    if field.is_complex:
+        det = op.Mul(sign, op.Exp(logabsdet))
+    else:
+        det = op.Mul(sign, op.Abs(mx.reduce("ReduceProd", mx.diagonal(lu))))
+    return field.leave(det, A), field.leave(lu, A), _pivots_out(pivots)
+
+
+@register("aten::linalg_det", "aten::det", supports=_double_input)
+@wants_context
+def aten_linalg_det_double(A: ir.Value, *, ctx: Any, node: Any) -> ir.Value:
+    """linalg_det(Tensor A) -> Tensor of float64 matrices (torchlib's ``Det`` has no float64
+    kernel in ONNX Runtime)"""
+    return aten_linalg_det(A, ctx=ctx, node=node)[0]
+
+
+@register("aten::logdet", supports=_double_input)
+@wants_context
+def aten_logdet_double(self: ir.Value, *, ctx: Any, node: Any) -> ir.Value:
+    """logdet(Tensor self) -> Tensor of float64 matrices: log(det), NaN for a negative one"""
+    return op.Log(aten_linalg_det(self, ctx=ctx, node=node)[0])
 
 
 # -- triangular systems and Cholesky -----------------------------------------------------------------
