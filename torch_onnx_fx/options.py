@@ -17,7 +17,7 @@ import io
 import logging
 import os
 import warnings
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import onnx
 import torch

@@ -8,14 +8,12 @@ import io
 import logging
 import os
 import tempfile
-import warnings
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import onnx
 import onnx_ir as ir
 import torch
-from onnx_ir.tensor_adapters import TorchTensor
 
 from torch_onnx_fx import optimize as optimize_module
 from torch_onnx_fx.dtypes import as_complex

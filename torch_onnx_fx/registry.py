@@ -154,8 +154,9 @@ def needs_complex(node: torch.fx.Node) -> bool:
 
 
 def wants_context(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a translation that needs the translation context and FX node, passed as ``ctx=``
-    and ``node=`` keywords (subgraph builders, translations reading FX metadata)."""
+    """Mark a translation that needs an :class:`~torch_onnx_fx.op_context.OpContext`, passed as
+    the ``ctx=`` keyword: the node's example values and schema names, and the builders for
+    loops, subgraphs, initializers and nodes ONNX Script cannot write inline."""
     fn._torch_onnx_fx_wants_context = True  # type: ignore[attr-defined]
     return fn
 

@@ -26,6 +26,7 @@ from torch_onnx_fx.dtypes import SUB_BYTE, is_carried, onnx_dims, onnx_dtype
 from torch_onnx_fx.errors import MissingTranslationError, TranslationError, UnsupportedArgumentError
 from torch_onnx_fx.registry import TranslationTable, choose
 from torch_onnx_fx.signature import OutputEntry, ProgramSignature, lifted_tensor
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.tracer import GraphTracer
 
 __all__ = ["TranslationContext", "translate", "untranslatable_nodes", "missing_translation_error", "target_name"]
@@ -153,7 +154,10 @@ class TranslationContext:
             if not isinstance(value, ir.Value):
                 value = self.tracer.constant(value)
             if value.producer() is None or id(value.producer()) not in inside or value in graph.outputs:
+                source = value
                 value = self.tracer.op("Identity", [value], infer=False)
+                if example is None:
+                    value.type, value.shape = source.type, source.shape
                 self.set_type(value, example)
             graph.outputs.append(value)
         return graph
@@ -378,8 +382,7 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
     if rank_one:
         args = zero_dim.lift_arguments(ctx.tracer, args, example_args)
     if getattr(translation.function, "_torch_onnx_fx_wants_context", False):
-        kwargs["ctx"] = ctx
-        kwargs["node"] = node
+        kwargs["ctx"] = _op_context(ctx, node, target, example_args, example_kwargs)
     result = ctx.tracer.call(translation.function, args, kwargs)
     if rank_one:
         result = zero_dim.restore(ctx.tracer, result, node.meta.get("val"))
@@ -387,6 +390,21 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
         inner = result if isinstance(result, (list, tuple)) else ([] if result is None else [result])
         result = (None, *inner)
     _bind_result(ctx, node, result)
+
+
+def _op_context(
+    ctx: TranslationContext, node: torch.fx.Node, target: Any, example_args: Sequence[Any], example_kwargs: Mapping[str, Any]
+) -> OpContext:
+    schema = getattr(target, "_schema", None)
+    return OpContext(
+        target=target_name(target),
+        name=node.name,
+        inputs=tuple(example_args),
+        keyword_inputs=dict(example_kwargs),
+        result=node.meta.get("val"),
+        argument_names=tuple(a.name for a in schema.arguments) if schema is not None else (),
+        _walk=ctx,
+    )
 
 
 def _complex_scalars(ctx: TranslationContext, translation: Any, args: list[Any], example_args: Sequence[Any]) -> list[Any]:

@@ -10,7 +10,7 @@ every offending key in one :class:`StateDictMismatchError`, and replaces nothing
 from __future__ import annotations
 
 import logging
-from typing import Any, Collection, Mapping
+from typing import Collection, Mapping
 
 import onnx_ir as ir
 import torch

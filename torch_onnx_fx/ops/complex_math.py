@@ -24,6 +24,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.errors import TranslationError
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.ops._tensors import int64, ints
 from torch_onnx_fx.registry import register, wants_context
 
@@ -467,13 +468,12 @@ def aten_assert_noop_complex(*args: Any, **kwargs: Any) -> None:
     "aten::_to_copy.default", complex=True,
 )
 @wants_context
-def aten_convert_complex(self: ir.Value, *args: Any, ctx: Any, node: torch.fx.Node, **kwargs: Any) -> ir.Value:
+def aten_convert_complex(self: ir.Value, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
     """_to_copy(Tensor self, *, ScalarType? dtype=None, ...) -> Tensor, between any dtypes where
     one side is complex: complex → complex casts both parts, complex → real keeps the real part
     (ATen warns and drops the imaginary one), complex → bool is z != 0, real → complex adds a
     zero imaginary part."""
-    source = node.args[0].meta["val"]
-    result = node.meta["val"]
+    source, result = ctx.inputs[0], ctx.result
     target = onnx_dtype(result.real.dtype if result.is_complex() else result.dtype)
     if source.is_complex() and result.is_complex():
         return op.Cast(self, to=target)
@@ -503,11 +503,10 @@ def _filled(value: Any, shape: ir.Value, real_dtype: ir.DataType) -> ir.Value:
 
 @register("aten::full", "aten::zeros", "aten::ones", "aten::new_full", "aten::new_zeros", "aten::new_ones", complex=True)
 @wants_context
-def aten_full_complex(*args: Any, ctx: Any, node: torch.fx.Node, **kwargs: Any) -> ir.Value:
+def aten_full_complex(*args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
     """full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, ...) -> Tensor (and
     zeros/ones/new_*) with a complex dtype"""
-    name = node.target.name() if isinstance(node.target, torch._ops.OpOverload) else str(node.target)
-    result = node.meta["val"]
+    name, result = ctx.target, ctx.result
     new = "new_" in name
     size = args[1] if new else args[0]
     if "full" in name:
@@ -519,29 +518,29 @@ def aten_full_complex(*args: Any, ctx: Any, node: torch.fx.Node, **kwargs: Any) 
 
 @register("aten::scalar_tensor", complex=True)
 @wants_context
-def aten_scalar_tensor_complex(s: Any, *args: Any, ctx: Any, node: torch.fx.Node, **kwargs: Any) -> ir.Value:
+def aten_scalar_tensor_complex(s: Any, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
     """scalar_tensor(Scalar s, *, ScalarType? dtype=None, ...) -> Tensor with a complex dtype: a
     0-d complex tensor, whose real form is [real, imaginary] (torchlib's gave a bare 0-d real)."""
-    return _filled(s, op.Constant(value_ints=[]), onnx_dtype(node.meta["val"].real.dtype))
+    return _filled(s, op.Constant(value_ints=[]), onnx_dtype(ctx.result.real.dtype))
 
 
 @register("aten::full_like", "aten::zeros_like", "aten::ones_like", "aten::fill.Scalar", "aten::fill.Tensor", complex=True)
 @wants_context
-def aten_full_like_complex(self: ir.Value, *args: Any, ctx: Any, node: torch.fx.Node, **kwargs: Any) -> ir.Value:
+def aten_full_like_complex(self: ir.Value, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
     """full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, ...) -> Tensor (and
     zeros_like/ones_like/fill) with a complex result"""
-    name = node.target.name()
+    name = ctx.target
     if "zeros" in name:
         fill: Any = 0.0
     elif "ones" in name:
         fill = 1.0
     else:
         fill = args[0] if args else kwargs.get("fill_value", kwargs.get("value"))
-    source = node.args[0].meta["val"]
+    source = ctx.inputs[0]
     shape = op.Shape(self, end=-1) if source.is_complex() else op.Shape(self)
-    if isinstance(fill, ir.Value) and node.args[1].meta["val"].is_complex():
+    if isinstance(fill, ir.Value) and ctx.inputs[1].is_complex():
         return op.Expand(op.CastLike(fill, self) if source.is_complex() else fill, op.Concat(shape, ints(2), axis=0))
-    return _filled(fill, shape, onnx_dtype(node.meta["val"].real.dtype))
+    return _filled(fill, shape, onnx_dtype(ctx.result.real.dtype))
 
 
 # -- layout --------------------------------------------------------------------------------------
@@ -621,10 +620,10 @@ def aten_unbind_complex(self: ir.Value, dim: int = 0) -> list[ir.Value]:
 
 @register("aten::copy", complex=True)
 @wants_context
-def aten_copy_complex(self: ir.Value, src: ir.Value, non_blocking: bool = False, *, ctx: Any, node: torch.fx.Node) -> ir.Value:
+def aten_copy_complex(self: ir.Value, src: ir.Value, non_blocking: bool = False, *, ctx: OpContext) -> ir.Value:
     """copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor: src (made complex by the
     normalize stage) in self's precision and shape"""
-    destination = node.args[0].meta["val"]
+    destination = ctx.inputs[0]
     if not destination.is_complex():
         raise TranslationError(f"copying a complex tensor into a {destination.dtype} one is not supported")
     return op.Expand(op.Cast(src, to=onnx_dtype(destination.real.dtype)), op.Shape(self))
@@ -751,13 +750,11 @@ _SPREADS = (
 
 @register(*_SPREADS, complex=True)
 @wants_context
-def aten_var_complex(self: ir.Value, *args: Any, ctx: Any, node: torch.fx.Node, **kwargs: Any) -> Any:
+def aten_var_complex(self: ir.Value, *args: Any, ctx: OpContext, **kwargs: Any) -> Any:
     """var/std(Tensor self, int[1]? dim, *, Scalar? correction, bool keepdim) -> Tensor (and the
     unbiased= forms, and var_mean/std_mean) of complex tensors: the mean of |z - mean(z)|² over the
     dims, divided by max(N - correction, 0); a real result (the means of *_mean are complex)."""
-    bound = node.target._schema.arguments
-    values = dict(zip([a.name for a in bound[1:]], node.args[1:]))
-    values.update(node.kwargs)
+    values = ctx.arguments((self, *args), kwargs)
     dim, keepdim = values.get("dim"), bool(values.get("keepdim", False))
     correction = values.get("correction")
     if correction is None:
@@ -773,7 +770,7 @@ def aten_var_complex(self: ir.Value, *args: Any, ctx: Any, node: torch.fx.Node, 
         count = op.Constant(value=ir.tensor(1, dtype=ir.DataType.INT64))
     divisor = op.Max(op.Sub(op.CastLike(count, total), _const(float(correction), total)), _const(0.0, total))
     result = op.Div(total, divisor)
-    name = node.target.name()
+    name = ctx.target
     if "std" in name:
         result = op.Sqrt(result)
     if name.split(".")[0].endswith("_mean"):

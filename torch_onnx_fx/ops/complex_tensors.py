@@ -19,6 +19,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.errors import TranslationError
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.ops._tensors import int64, ints
 from torch_onnx_fx.ops.complex_math import (
     _complex_rank, _dim, _filled, _im, _join, _mul, _operand, _re, _size_tensor, _torchlib, aten_mm_complex,
@@ -78,7 +79,7 @@ def _product_axis(self: ir.Value, dim: Any) -> tuple[ir.Value, int]:
     return self, _dim(axis, rank)
 
 
-def _running_products(tracer: Any, x: ir.Value, axis: int, *, keep_all: bool) -> ir.Value:
+def _running_products(ctx: OpContext, x: ir.Value, axis: int, *, keep_all: bool) -> ir.Value:
     """Products along ``axis`` in ATen's order, one complex multiplication per element: the
     final product (axis kept, size 1) or, with ``keep_all``, every prefix's (``cumprod``)."""
     length = op.Squeeze(op.Shape(x, start=axis, end=axis + 1))
@@ -98,18 +99,17 @@ def _running_products(tracer: Any, x: ir.Value, axis: int, *, keep_all: bool) ->
 
     if keep_all:
         states[1].shape = x.shape
-    results = mx.loop(tracer, length, states, step)
+    results = mx.loop(ctx, length, states, step)
     # An empty axis runs no iteration: the product of nothing is 1 (and cumprod's output is empty).
     return results[-1] if keep_all else results[0]
 
 
 @register("aten::prod", "aten::prod.dim_int", "prims::prod", complex=True)
 @wants_context
-def aten_prod_complex(self: ir.Value, *args: Any, ctx: Any, node: torch.fx.Node, **kwargs: Any) -> ir.Value:
+def aten_prod_complex(self: ir.Value, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
     """prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
     (and prod(self), prims.prod(inp, dims)): complex products in sequence"""
-    values = dict(zip([a.name for a in node.target._schema.arguments[1:]], args))
-    values.update(kwargs)
+    values = ctx.arguments((self, *args), kwargs)
     dim = values.get("dim", values.get("dims"))
     keepdim = bool(values.get("keepdim", False))
     dtype = values.get("dtype", values.get("output_dtype"))
@@ -117,7 +117,7 @@ def aten_prod_complex(self: ir.Value, *args: Any, ctx: Any, node: torch.fx.Node,
         self = op.Cast(self, to=ir.DataType.FLOAT if ir.DataType(dtype) == ir.DataType.COMPLEX64 else ir.DataType.DOUBLE)
     rank = _complex_rank(self)
     x, axis = _product_axis(self, dim)
-    product = _running_products(ctx.tracer, x, axis, keep_all=False)
+    product = _running_products(ctx, x, axis, keep_all=False)
     if x is not self:  # every element: a 0-d result, or all dims kept as 1
         return op.Reshape(product, ints(*([1] * rank), 2) if keepdim else ints(2))
     return product if keepdim else op.Squeeze(product, ints(axis))
@@ -125,7 +125,7 @@ def aten_prod_complex(self: ir.Value, *args: Any, ctx: Any, node: torch.fx.Node,
 
 @register("aten::cumprod", complex=True)
 @wants_context
-def aten_cumprod_complex(self: ir.Value, dim: int, *, dtype: Any = None, ctx: Any, node: torch.fx.Node) -> ir.Value:
+def aten_cumprod_complex(self: ir.Value, dim: int, *, dtype: Any = None, ctx: OpContext) -> ir.Value:
     """cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor: every prefix's complex
     product, in sequence"""
     if dtype is not None and ir.DataType(dtype) in (ir.DataType.COMPLEX64, ir.DataType.COMPLEX128):
@@ -133,7 +133,7 @@ def aten_cumprod_complex(self: ir.Value, dim: int, *, dtype: Any = None, ctx: An
     rank = _complex_rank(self)
     if rank == 0:
         return op.Identity(self)
-    return _running_products(ctx.tracer, self, _dim(dim, rank), keep_all=True)
+    return _running_products(ctx, self, _dim(dim, rank), keep_all=True)
 
 
 @register("aten::gather", complex=True)
@@ -154,12 +154,12 @@ _SCATTER_REDUCTIONS = {None: "none", "add": "add", "sum": "add"}
 )
 @wants_context
 def aten_scatter_complex(
-    self: ir.Value, dim: int, index: ir.Value, src: Any, reduce: str | None = None, *, ctx: Any, node: torch.fx.Node
+    self: ir.Value, dim: int, index: ir.Value, src: Any, reduce: str | None = None, *, ctx: OpContext
 ) -> ir.Value:
     """scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor (and .value, .reduce,
     scatter_add): the pair rides along each index. A multiplying scatter is declined: ONNX would
     multiply the parts separately, which is not a complex product."""
-    if node.target.name() == "aten::scatter_add":
+    if ctx.target == "aten::scatter_add":
         reduce = "add"
     if reduce not in _SCATTER_REDUCTIONS:
         raise TranslationError(
@@ -235,33 +235,32 @@ _LOGICAL = {"aten::logical_and": "And", "aten::logical_or": "Or", "aten::logical
 
 @register(*_LOGICAL, "aten::logical_not", complex=True)
 @wants_context
-def aten_logical_complex(self: ir.Value, other: Any = None, *, ctx: Any, node: torch.fx.Node) -> ir.Value:
+def aten_logical_complex(self: ir.Value, other: Any = None, *, ctx: OpContext) -> ir.Value:
     """logical_or(Tensor self, Tensor other) -> Tensor (and _and, _xor, _not): a complex number
     is true when either part is nonzero"""
 
-    def truth(arg: Any, value: Any) -> ir.Value:
-        example = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+    def truth(example: Any, value: Any) -> ir.Value:
         if isinstance(example, torch.Tensor) and example.is_complex():
             return _nonzero(value)
         return _truth(value)
 
-    left = truth(node.args[0], self)
-    name = node.target.name()
+    left = truth(ctx.inputs[0], self)
+    name = ctx.target
     if name == "aten::logical_not":
         return op.Not(left)
-    return getattr(op, _LOGICAL[name])(left, truth(node.args[1], other))
+    return getattr(op, _LOGICAL[name])(left, truth(ctx.inputs[1], other))
 
 
 @register("aten::empty.memory_format", "aten::new_empty", "aten::empty_like", complex=True)
 @wants_context
-def aten_empty_complex(*args: Any, ctx: Any, node: torch.fx.Node, **kwargs: Any) -> ir.Value:
+def aten_empty_complex(*args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
     """empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, ...) -> Tensor (and
     new_empty, empty_like): zeros — any value is right for uninitialised memory, and zeros keep
     the graph deterministic"""
-    name = node.target.name()
-    real = onnx_dtype(node.meta["val"].real.dtype)
+    name = ctx.target
+    real = onnx_dtype(ctx.result.real.dtype)
     if name == "aten::empty_like":
-        source = node.args[0].meta["val"]
+        source = ctx.inputs[0]
         return _filled(0.0, op.Shape(args[0], end=-1) if source.is_complex() else op.Shape(args[0]), real)
     return _filled(0.0, _size_tensor(args[1] if name == "aten::new_empty" else args[0]), real)
 

@@ -19,6 +19,7 @@ from onnx_ir.tensor_adapters import TorchTensor, from_torch_dtype
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.inplace import is_inert_in_place
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.registry import arg_example, register, wants_context
 
 __all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten", "aten_inert_dropout_", "aten_mean_of_empty", "aten_resize_same_numel", "aten_resize_as_same_numel", "aten_one_hot", "aten_copy", "aten_mT"]
@@ -40,10 +41,6 @@ def aten_assert_noop(*args: Any, **kwargs: Any) -> None:
     return None
 
 
-def _result_dtype(node: Any) -> ir.DataType:
-    return from_torch_dtype(node.meta["val"].dtype)
-
-
 def _real_conversion(node: Any) -> bool:
     source = arg_example(node)
     result = node.meta.get("val")
@@ -57,13 +54,13 @@ def _real_conversion(node: Any) -> bool:
 
 @register("aten::to.dtype", "aten::to.device", "aten::to.dtype_layout", "aten::to.other", supports=_real_conversion)
 @wants_context
-def aten_to(self: ir.Value, *args: Any, ctx: Any, node: Any, **kwargs: Any) -> ir.Value:
+def aten_to(self: ir.Value, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
     """to.dtype / to.device / to.dtype_layout / to.other: a Cast to the result dtype, or a copy.
 
     The target dtype is read from the FX node's result rather than decoded from each overload's
     arguments; devices and layouts have no meaning in ONNX.
     """
-    target = _result_dtype(node)
+    target = from_torch_dtype(ctx.result.dtype)
     if self.dtype == target:
         return op.Identity(self)
     return op.Cast(self, to=target)
@@ -153,15 +150,14 @@ def _static_arguments(node: Any) -> bool:
 
 @register("aten::linspace", supports=_static_arguments)
 @wants_context
-def aten_linspace_static(start: float, end: float, steps: int, *args: Any, ctx: Any, node: Any, **kwargs: Any) -> ir.Value:
+def aten_linspace_static(start: float, end: float, steps: int, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
     """linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, ...) -> Tensor
 
     With every argument known at export time the result is a constant, computed by torch itself
     so it matches eager bit for bit.
     """
-    dtype = node.meta["val"].dtype
     # TorchTensor keeps dtypes numpy lacks (bfloat16); .numpy() would refuse them.
-    return ctx.tracer.constant(TorchTensor(torch.linspace(start, end, steps, dtype=dtype)))
+    return ctx.constant(TorchTensor(torch.linspace(start, end, steps, dtype=ctx.result.dtype)))
 
 
 def _variance(self: ir.Value, dim: Any, correction: float | None, keepdim: bool) -> tuple[ir.Value, ir.Value]:
@@ -314,14 +310,14 @@ def aten_unique_consecutive(
 @register("aten::squeeze.dims", complex=True)
 @register("aten::squeeze.dims")
 @wants_context
-def aten_squeeze_dims(self: ir.Value, dim: list[int], *, ctx: Any, node: Any) -> ir.Value:
+def aten_squeeze_dims(self: ir.Value, dim: list[int], *, ctx: OpContext) -> ir.Value:
     """squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)
 
     Squeezes only the listed dims of size 1 (others are left alone, and an empty list squeezes
     nothing); which ones those are is known from the FX example. torchlib has no translation and
     torch's decomposition ends in an aliasing prims::view_of that cannot be functionalized.
     """
-    shape = node.args[0].meta["val"].shape
+    shape = ctx.inputs[0].shape
     rank = len(shape)
     axes = sorted({d % rank for d in dim if rank and isinstance(shape[d % rank], int) and shape[d % rank] == 1})
     if not axes:
@@ -331,13 +327,13 @@ def aten_squeeze_dims(self: ir.Value, dim: list[int], *, ctx: Any, node: Any) ->
 
 @register("aten::flatten.using_ints")
 @wants_context
-def aten_flatten(self: ir.Value, start_dim: int = 0, end_dim: int = -1, *, ctx: Any, node: Any) -> ir.Value:
+def aten_flatten(self: ir.Value, start_dim: int = 0, end_dim: int = -1, *, ctx: OpContext) -> ir.Value:
     """flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)
 
     One Reshape whose target keeps the leading and trailing dims (constants where static,
     ``Shape`` with start/end otherwise) around a -1: a node fewer than torchlib's Shape + Slice.
     """
-    shape = list(node.args[0].meta["val"].shape)
+    shape = list(ctx.inputs[0].shape)
     rank = len(shape)
     if rank == 0:
         return op.Reshape(self, op.Constant(value_ints=[1]))
@@ -490,16 +486,16 @@ def _symbolic_split_size(node: Any) -> bool:
 
 @register("aten::split.Tensor", supports=_symbolic_split_size)
 @wants_context
-def aten_split_symbolic(self: ir.Value, split_size: ir.Value, dim: int = 0, *, ctx: Any, node: Any) -> list[ir.Value]:
+def aten_split_symbolic(self: ir.Value, split_size: ir.Value, dim: int = 0, *, ctx: OpContext) -> list[ir.Value]:
     """split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[] with a
     symbolic size: the chunk count is static (torch.export fixed it), so one ``Split`` with the
     sizes [s, ..., s, D - (n-1) s]. torchlib's ``SplitToSequence`` with a computed scalar size
     crashed onnxscript's constant folder (RAFT's ``chunk`` over a dynamic batch)."""
-    count = len(node.meta["val"])
+    count = len(ctx.result)
     size = op.Reshape(op.Cast(split_size, to=ir.DataType.INT64), op.Constant(value_ints=[1]))
     if count == 1:
         return [op.Identity(self)]
     length = op.Shape(self, start=dim, end=dim + 1 if dim != -1 else None)
     last = op.Sub(length, op.Mul(size, op.Constant(value_ints=[count - 1])))
     sizes = op.Concat(op.Expand(size, op.Constant(value_ints=[count - 1])), last, axis=0)
-    return list(ctx.tracer.op("Split", [self, sizes], {"axis": dim}, num_outputs=count))
+    return list(ctx.op("Split", [self, sizes], {"axis": dim}, num_outputs=count))

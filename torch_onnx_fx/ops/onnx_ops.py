@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import onnx_ir as ir
 from onnxscript import opset23
 
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.registry import register, wants_context
 
 __all__ = ["onnx_symbolic", "onnx_symbolic_multi_out", "onnx_attention_opset23", "onnx_rotary_embedding_opset23"]
@@ -36,24 +37,23 @@ def _attributes(kwargs: dict[str, Any]) -> dict[str, Any]:
     return attributes
 
 
-def _emit(ctx: Any, inputs: Sequence[ir.Value | None], op_type: str, dtypes: Sequence[int], kwargs: dict[str, Any]) -> Any:
+def _emit(ctx: OpContext, inputs: Sequence[ir.Value | None], op_type: str, dtypes: Sequence[int], kwargs: dict[str, Any]) -> Any:
     domain = kwargs.get("domain", "") or ""
     version = kwargs.get("version")
     if domain not in ("", "ai.onnx"):
-        ctx.tracer.opset_imports.setdefault(domain, version if version is not None else 1)
-    before = len(ctx.tracer.graph)
-    result = ctx.tracer.op(op_type, list(inputs), _attributes(kwargs), domain=domain, num_outputs=len(dtypes), infer=False)
-    produced = list(ctx.tracer.graph)[before:][-1]
+        ctx.import_opset(domain, version if version is not None else 1)
+    result = ctx.op(op_type, list(inputs), _attributes(kwargs), domain=domain, num_outputs=len(dtypes), infer=False)
+    outputs = result if isinstance(result, tuple) else (result,)
     # The declared ONNX types are the outputs' true types (INT4 travels as uint8 in torch).
-    for output, dtype in zip(produced.outputs, dtypes):
+    for output, dtype in zip(outputs, dtypes):
         output.dtype = ir.DataType(dtype)
-    produced.metadata_props.update(zip(kwargs.get("metadata_props_keys", []), kwargs.get("metadata_props_values", [])))
+    outputs[0].producer().metadata_props.update(zip(kwargs.get("metadata_props_keys", []), kwargs.get("metadata_props_values", [])))
     return result
 
 
 @register("onnx_symbolic::_symbolic")
 @wants_context
-def onnx_symbolic(inputs: Sequence[ir.Value | None], op_type: str, onnx_dtype: int, *, ctx: Any, node: Any, **kwargs: Any) -> Any:
+def onnx_symbolic(inputs: Sequence[ir.Value | None], op_type: str, onnx_dtype: int, *, ctx: OpContext, **kwargs: Any) -> Any:
     """_symbolic(Tensor?[] inputs, str op_type, int onnx_dtype, *, SymInt[] shape, str[] attr_keys, ...) -> Tensor"""
     return _emit(ctx, inputs, op_type, [onnx_dtype], kwargs)
 
@@ -61,7 +61,7 @@ def onnx_symbolic(inputs: Sequence[ir.Value | None], op_type: str, onnx_dtype: i
 @register("onnx_symbolic::_symbolic_multi_out")
 @wants_context
 def onnx_symbolic_multi_out(
-    inputs: Sequence[ir.Value | None], op_type: str, onnx_dtypes: Sequence[int], *, ctx: Any, node: Any, **kwargs: Any
+    inputs: Sequence[ir.Value | None], op_type: str, onnx_dtypes: Sequence[int], *, ctx: OpContext, **kwargs: Any
 ) -> Any:
     """_symbolic_multi_out(Tensor?[] inputs, str op_type, int[] onnx_dtypes, *, SymInt[][] shapes, ...) -> Tensor[]"""
     result = _emit(ctx, inputs, op_type, list(onnx_dtypes), kwargs)

@@ -17,6 +17,7 @@ import torch
 
 from torch_onnx_fx.dtypes import SUB_BYTE, onnx_dims, onnx_dtype
 from torch_onnx_fx.errors import TranslationError
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.registry import register, wants_context
 
 __all__ = ["aten_empty_packed"]
@@ -33,19 +34,18 @@ def _creates_sub_byte(node: torch.fx.Node) -> bool:
 
 @register("aten::empty.memory_format", "aten::zeros.default", supports=_creates_sub_byte)
 @wants_context
-def aten_empty_packed(size: Sequence[Any], *, ctx: Any, node: torch.fx.Node, **_: Any) -> ir.Value:
+def aten_empty_packed(size: Sequence[Any], *, ctx: OpContext, **_: Any) -> ir.Value:
     """empty.memory_format(SymInt[] size, *, ScalarType? dtype=None, ...) -> Tensor (and zeros)"""
-    example = node.meta["val"]
+    example = ctx.result
     element = onnx_dtype(example.dtype)
     dims = onnx_dims(example.dtype, [ctx.dim(s) for s in example.shape])
     if not all(isinstance(d, int) for d in dims):
         raise TranslationError(
-            f"{node.target}: creating a {example.dtype} tensor of dynamic shape {dims} is not "
+            f"{ctx.target}: creating a {example.dtype} tensor of dynamic shape {dims} is not "
             "supported; give it a static size."
         )
-    name = node.name
+    name = ctx.name
     value = ir.Value(name=name, type=ir.TensorType(element), shape=ir.Shape(dims))
     # DataType.numpy() is the ml_dtypes type (float4_e2m1fn, int4, …).
     value.const_value = ir.tensor(np.zeros(dims, dtype=element.numpy()), name=name)
-    ctx.tracer.graph.register_initializer(value)
-    return value
+    return ctx.initializer(value)

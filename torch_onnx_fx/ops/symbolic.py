@@ -16,6 +16,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.registry import register, wants_context
 
 __all__ = ["aten_sym_size_int", "aten_sym_numel"]
@@ -125,7 +126,7 @@ def sym_truediv(a: Any, b: Any) -> Any:
 
 
 def _lower_bound(arg: Any) -> Any:
-    """The smallest value the shape environment allows for an FX argument (None if unknown)."""
+    """The smallest value the shape environment allows for an argument's example (None if unknown)."""
     example = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else arg
     if isinstance(example, int):
         return example
@@ -148,7 +149,7 @@ def _non_negative(arg: Any) -> bool:
 
 @register(operator.floordiv)
 @wants_context
-def sym_floordiv(a: Any, b: Any, *, ctx: Any, node: Any) -> Any:
+def sym_floordiv(a: Any, b: Any, *, ctx: OpContext) -> Any:
     """Python floors; ONNX integer Div truncates. ``(a - a mod b) / b`` is exact for both signs;
     for sizes (a >= 0, b > 0 by the shape environment's ranges) truncation is flooring already."""
     if _is_static(a, b):
@@ -156,7 +157,7 @@ def sym_floordiv(a: Any, b: Any, *, ctx: Any, node: Any) -> Any:
     a, b = _common(a, b)
     if isinstance(a, ir.Value) and a.dtype == ir.DataType.FLOAT or isinstance(b, ir.Value) and b.dtype == ir.DataType.FLOAT:
         return op.Floor(op.Div(a, b))
-    dividend, divisor = node.args
+    dividend, divisor = ctx.inputs
     lower = _lower_bound(divisor)
     if _non_negative(dividend) and lower is not None and bool(lower > 0):
         return op.Div(a, b)

@@ -13,8 +13,8 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.errors import TranslationError
-from torch_onnx_fx.tracer import GraphTracer
 
 __all__ = [
     "DOUBLE", "INT64", "INT32", "real_inputs", "rank", "size", "dims", "shaped", "fill", "smaller", "batch_shape",
@@ -193,44 +193,17 @@ def any_true(condition: ir.Value) -> ir.Value:
 
 
 def loop(
-    tracer: GraphTracer,
+    ctx: OpContext,
     count: ir.Value | int,
     states: Sequence[ir.Value],
     body: Callable[..., Sequence[ir.Value]],
     *,
     until: Callable[..., ir.Value] | None = None,
 ) -> list[ir.Value]:
-    """An ONNX ``Loop`` of ``count`` iterations carrying ``states``.
-
-    ``body(i, *states)`` builds one iteration (in the loop's own graph) and returns the new states,
-    which keep their dtypes and shapes. ``until(*new_states)``, if given, is a bool scalar ending
-    the loop early once true. An empty first state (an empty batch) runs no iteration: there is
-    nothing to compute, and ONNX Runtime mishandles some empty tensors (``ArgMax``, ``MatMul``).
-    """
-    graph = ir.Graph([], [], nodes=[], name=tracer.fresh_name("linalg_loop"))
-    inner = tracer.child(graph)
-
-    def typed(hint: str, dtype: ir.DataType, shape: ir.Shape | None) -> ir.Value:
-        value = ir.Value(name=inner.fresh_name(hint), type=ir.TensorType(dtype), shape=shape)
-        graph.inputs.append(value)
-        return value
-
-    iteration = typed("i", INT64, ir.Shape([]))
-    keep_going = typed("cond", ir.DataType.BOOL, ir.Shape([]))
-    carried = [typed("state", s.dtype, s.shape) for s in states]
-    with inner.active():
-        updated = list(body(iteration, *carried))
-        go_on = op.Not(until(*updated)) if until is not None else keep_going
-        for value in [go_on, *updated]:
-            # A body output must be made inside the body.
-            producer = value.producer()
-            graph.outputs.append(value if producer is not None and producer.graph is graph else op.Identity(value))
+    """:meth:`OpContext.loop` over a stack of matrices: an empty first state (an empty batch)
+    runs no iteration — there is nothing to compute, and ONNX Runtime mishandles some empty
+    tensors (``ArgMax``, ``MatMul``)."""
     if isinstance(count, int):
         count = op.Constant(value=ir.tensor(count, dtype=INT64))
     count = op.Mul(count, op.Min(op.Size(states[0]), 1))
-    always = op.Constant(value=ir.tensor(True))
-    results = tracer.op("Loop", [count, always, *states], {"body": ir.AttrGraph("body", graph)}, num_outputs=len(states), infer=False)
-    results = [results] if isinstance(results, ir.Value) else list(results)
-    for result, state in zip(results, states):
-        result.type, result.shape = ir.TensorType(state.dtype), state.shape
-    return results
+    return ctx.loop(count, states, body, until=until)

@@ -7,16 +7,16 @@ come from the two-sided form, singular values from the one-sided form (column no
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.ops.linalg import _matrix as mx
 from torch_onnx_fx.ops.linalg.qr import apply_reflectors, householder_qr
 from torch_onnx_fx.registry import register, wants_context
-from torch_onnx_fx.tracer import GraphTracer
 
 __all__ = [
     "aten_linalg_eigh",
@@ -42,7 +42,7 @@ def _rotation(app: ir.Value, aqq: ir.Value, apq: ir.Value) -> tuple[ir.Value, ir
     return c, op.Mul(t, c)
 
 
-def _jacobi(tracer: GraphTracer, a: ir.Value, two_sided: bool) -> tuple[ir.Value, ir.Value]:
+def _jacobi(ctx: OpContext, a: ir.Value, two_sided: bool) -> tuple[ir.Value, ir.Value]:
     """Cyclic Jacobi on ``(..., m, n)``: returns ``(a', V)`` with ``V`` orthogonal and
 
     * two-sided (``a`` symmetric): ``a' = V^T a V`` diagonal (eigenvalues of ``a``);
@@ -108,7 +108,7 @@ def _jacobi(tracer: GraphTracer, a: ir.Value, two_sided: bool) -> tuple[ir.Value
         off = op.Where(op.Cast(eye, to=ir.DataType.BOOL), 0.0, op.Mul(gram, gram))
         return op.Not(mx.any_true(op.Greater(off, op.Mul(scale, _JACOBI_TOLERANCE**2))))
 
-    return tuple(mx.loop(tracer, count, [a, v], step, until=converged))  # type: ignore[return-value]
+    return tuple(mx.loop(ctx, count, [a, v], step, until=converged))  # type: ignore[return-value]
 
 
 def _sorted_columns(values: ir.Value, vectors: Sequence[ir.Value], count: ir.Value, descending: bool) -> list[ir.Value]:
@@ -120,39 +120,39 @@ def _sorted_columns(values: ir.Value, vectors: Sequence[ir.Value], count: ir.Val
     return [values, *(op.MatMul(matrix, picker) for matrix in vectors)]
 
 
-def _eigh(tracer: GraphTracer, a: ir.Value) -> tuple[ir.Value, ir.Value]:
+def _eigh(ctx: OpContext, a: ir.Value) -> tuple[ir.Value, ir.Value]:
     """Ascending eigenvalues and eigenvectors (as columns) of symmetric ``a``."""
-    diagonal, vectors = _jacobi(tracer, a, two_sided=True)
+    diagonal, vectors = _jacobi(ctx, a, two_sided=True)
     values, vectors = _sorted_columns(mx.diagonal(diagonal), [vectors], mx.size(a, -1), descending=False)
     return values, vectors
 
 
-def _singular(tracer: GraphTracer, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value, bool]:
+def _singular(ctx: OpContext, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value, bool]:
     """One-sided Jacobi on the narrower side of ``a``: ``(W, V, sigma, transposed)`` with
     ``W = B V`` having orthogonal columns of norms ``sigma``, where ``B`` is ``a`` or (``transposed``)
     ``a^T``. Unsorted; for dynamic sizes ``B`` is ``a``."""
     rows, cols = mx.dims(a)[-2:]
     transposed = isinstance(rows, int) and isinstance(cols, int) and rows < cols
-    work, v = _jacobi(tracer, mx.mT(a) if transposed else a, two_sided=False)
+    work, v = _jacobi(ctx, mx.mT(a) if transposed else a, two_sided=False)
     sigma = op.Sqrt(mx.reduce("ReduceSum", op.Mul(work, work), -2))
     return work, v, sigma, transposed
 
 
 @register("aten::_linalg_eigh", supports=mx.real_inputs)
 @wants_context
-def aten_linalg_eigh(A: ir.Value, UPLO: str = "L", compute_v: bool = True, *, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value]:
+def aten_linalg_eigh(A: ir.Value, UPLO: str = "L", compute_v: bool = True, *, ctx: OpContext) -> tuple[ir.Value, ir.Value]:
     """_linalg_eigh(Tensor A, str UPLO="L", bool compute_v=True) -> (Tensor eigenvalues, Tensor eigenvectors)"""
-    values, vectors = _eigh(ctx.tracer, mx.symmetric(mx.double(A), UPLO == "U"))
+    values, vectors = _eigh(ctx, mx.symmetric(mx.double(A), UPLO == "U"))
     return mx.like(values, A), mx.like(vectors, A) if compute_v else mx.empty(A)
 
 
-def _orthonormal_completion(tracer: GraphTracer, q: ir.Value, keep: ir.Value) -> ir.Value:
+def _orthonormal_completion(ctx: OpContext, q: ir.Value, keep: ir.Value) -> ir.Value:
     """A square orthogonal matrix whose first columns are those of ``q (..., r, k)`` flagged by
     ``keep (..., k)`` (orthonormal already); the others come from ``q``'s Householder QR, which
     spans the rest of the space (the flagged columns are sorted first)."""
-    packed, tau = householder_qr(tracer, q)
+    packed, tau = householder_qr(ctx, q)
     rows, cols = mx.size(q, -2), mx.size(q, -1)
-    basis = apply_reflectors(tracer, packed, tau, mx.eye(rows, rows), backwards=True)
+    basis = apply_reflectors(ctx, packed, tau, mx.eye(rows, rows), backwards=True)
     extra = op.Sub(rows, cols)
     rank = mx.rank(q)
     pads = mx.shape_vector(*([0] * (2 * rank - 1)), extra)
@@ -164,11 +164,11 @@ def _orthonormal_completion(tracer: GraphTracer, q: ir.Value, keep: ir.Value) ->
 @register("aten::_linalg_svd", supports=mx.real_inputs)
 @wants_context
 def aten_linalg_svd(
-    A: ir.Value, full_matrices: bool = False, compute_uv: bool = True, *, driver: str | None = None, ctx: Any, node: Any
+    A: ir.Value, full_matrices: bool = False, compute_uv: bool = True, *, driver: str | None = None, ctx: OpContext
 ) -> tuple[ir.Value, ir.Value, ir.Value]:
     """_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> (Tensor U, Tensor S, Tensor Vh)"""
     a = mx.double(A)
-    work, v, sigma, transposed = _singular(ctx.tracer, a)
+    work, v, sigma, transposed = _singular(ctx, a)
     rows, cols = mx.size(work, -2), mx.size(work, -1)
     k = op.Min(rows, cols)
     static_k = mx.smaller(*mx.dims(a)[-2:])
@@ -180,7 +180,7 @@ def aten_linalg_svd(
     # W = B V = U S: the left vectors are W's columns scaled to unit length; those of zero
     # singular values are completed to an orthonormal basis.
     scaled = op.Div(work, op.Unsqueeze(op.Where(op.Equal(sigma, 0.0), 1.0, sigma), [-2]))
-    left = _orthonormal_completion(ctx.tracer, mx.take(scaled, k, -1, static_k), op.Greater(values, 0.0))
+    left = _orthonormal_completion(ctx, mx.take(scaled, k, -1, static_k), op.Greater(values, 0.0))
     if not full_matrices:
         left, v = mx.take(left, k, -1, static_k), mx.take(v, k, -1, static_k)
     u, vh = (v, mx.mT(left)) if transposed else (left, mx.mT(v))
@@ -190,17 +190,17 @@ def aten_linalg_svd(
 @register("aten::linalg_pinv.atol_rtol_tensor", supports=mx.real_inputs)
 @wants_context
 def aten_linalg_pinv(
-    self: ir.Value, *, atol: ir.Value | None = None, rtol: ir.Value | None = None, hermitian: bool = False, ctx: Any, node: Any
+    self: ir.Value, *, atol: ir.Value | None = None, rtol: ir.Value | None = None, hermitian: bool = False, ctx: OpContext
 ) -> ir.Value:
     """linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor"""
     a = mx.double(self)
     if hermitian:
         # Eigenvalues of the lower triangle stand for singular values, with their signs.
-        magnitudes, vectors = _jacobi(ctx.tracer, mx.symmetric(a, upper=False), two_sided=True)
+        magnitudes, vectors = _jacobi(ctx, mx.symmetric(a, upper=False), two_sided=True)
         values = mx.diagonal(magnitudes)
         magnitudes = op.Abs(values)
     else:
-        work, vectors, magnitudes, transposed = _singular(ctx.tracer, a)
+        work, vectors, magnitudes, transposed = _singular(ctx, a)
     largest = mx.reduce("ReduceMax", magnitudes, keepdims=True)
     if rtol is None:
         # Default: eps * max(m, n) in the input's precision, or 0 when a positive atol is given.

@@ -19,6 +19,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.ops.linalg import _matrix as mx
 from torch_onnx_fx.ops.linalg.eigen import aten_linalg_eigh, aten_linalg_pinv, aten_linalg_svd
 from torch_onnx_fx.ops.linalg.matrix_exp import aten_linalg_matrix_exp
@@ -79,43 +80,43 @@ def _only_outputs(*used: int) -> Any:
 @register("aten::_linalg_eigh", complex=True, supports=_only_outputs(0))
 @wants_context
 def aten_linalg_eigvalsh_complex(
-    A: ir.Value, UPLO: str = "L", compute_v: bool = True, *, ctx: Any, node: Any
+    A: ir.Value, UPLO: str = "L", compute_v: bool = True, *, ctx: OpContext
 ) -> tuple[ir.Value, ir.Value]:
     """_linalg_eigh(Tensor A, str UPLO="L", bool compute_v=True) of Hermitian complex matrices:
     the eigenvalues (real), from one triangle of ``A`` as LAPACK reads it (the diagonal's
     imaginary part ignored)"""
-    values, _ = aten_linalg_eigh(_embed(*_hermitian(mx.double(A), UPLO == "U")), "L", False, ctx=ctx, node=node)
+    values, _ = aten_linalg_eigh(_embed(*_hermitian(mx.double(A), UPLO == "U")), "L", False, ctx=ctx)
     return mx.like(_every_other(values), A), mx.empty(A)
 
 
 @register("aten::_linalg_svd", complex=True, supports=_only_outputs(1))
 @wants_context
 def aten_linalg_svdvals_complex(
-    A: ir.Value, full_matrices: bool = False, compute_uv: bool = True, *, driver: str | None = None, ctx: Any, node: Any
+    A: ir.Value, full_matrices: bool = False, compute_uv: bool = True, *, driver: str | None = None, ctx: OpContext
 ) -> tuple[ir.Value, ir.Value, ir.Value]:
     """_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) of
     complex matrices: the singular values (real, descending)"""
-    _, values, _ = aten_linalg_svd(_embed(*_parts(mx.double(A))), False, False, ctx=ctx, node=node)
+    _, values, _ = aten_linalg_svd(_embed(*_parts(mx.double(A))), False, False, ctx=ctx)
     return mx.empty(A), mx.like(_every_other(values), A), mx.empty(A)
 
 
 @register("aten::linalg_pinv.atol_rtol_tensor", complex=True)
 @wants_context
 def aten_linalg_pinv_complex(
-    self: ir.Value, *, atol: ir.Value | None = None, rtol: ir.Value | None = None, hermitian: bool = False, ctx: Any, node: Any
+    self: ir.Value, *, atol: ir.Value | None = None, rtol: ir.Value | None = None, hermitian: bool = False, ctx: OpContext
 ) -> ir.Value:
     """linalg_pinv.atol_rtol_tensor(Tensor self, *, Tensor? atol=None, Tensor? rtol=None, bool hermitian=False) -> Tensor
     of complex matrices: the embedding's pseudo-inverse, with the same singular values and so the
     same cut-off"""
     parts = _hermitian(self, upper=False) if hermitian else _parts(self)
     embedded = _embed(*parts)
-    inverse = aten_linalg_pinv(embedded, atol=atol, rtol=rtol, hermitian=hermitian, ctx=ctx, node=node)
+    inverse = aten_linalg_pinv(embedded, atol=atol, rtol=rtol, hermitian=hermitian, ctx=ctx)
     return _unembed(inverse)
 
 
 @register("aten::linalg_matrix_exp", complex=True)
 @wants_context
-def aten_linalg_matrix_exp_complex(self: ir.Value, *, ctx: Any, node: Any) -> ir.Value:
+def aten_linalg_matrix_exp_complex(self: ir.Value, *, ctx: OpContext) -> ir.Value:
     """linalg_matrix_exp(Tensor self) -> Tensor of complex matrices: the exponential of the
     embedding (a power series, which the embedding keeps term by term)"""
-    return _unembed(aten_linalg_matrix_exp(_embed(*_parts(self)), ctx=ctx, node=node))
+    return _unembed(aten_linalg_matrix_exp(_embed(*_parts(self)), ctx=ctx))

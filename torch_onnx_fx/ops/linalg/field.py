@@ -16,6 +16,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.ops.linalg import _matrix as mx
 from torch_onnx_fx.registry import register, wants_context
 
@@ -179,19 +180,16 @@ REAL = Field()
 COMPLEX = ComplexField()
 
 
-def field_of(node: torch.fx.Node) -> Field:
+def field_of(ctx: OpContext) -> Field:
     """The field of a linear algebra node: complex when its first tensor argument is."""
-    for arg in node.args:
-        example = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+    for example in ctx.inputs:
         if isinstance(example, torch.Tensor):
             return COMPLEX if example.is_complex() else REAL
     return REAL
 
-
-
 def register_real_and_complex(target: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a translation written over a :class:`Field` for real and complex nodes alike
-    (it takes ``ctx`` and ``node``, and ``field_of(node)`` picks the arithmetic)."""
+    (it takes ``ctx``, and ``field_of(ctx)`` picks the arithmetic)."""
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         return register(target, complex=True)(register(target)(wants_context(fn)))

@@ -7,14 +7,13 @@ the compact factor match eager.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.ops.linalg import _matrix as mx
 from torch_onnx_fx.registry import register, wants_context
-from torch_onnx_fx.tracer import GraphTracer
 
 __all__ = [
     "aten_linalg_ldl_factor_ex",
@@ -99,7 +98,7 @@ def _eliminate_two(m: ir.Value, k: ir.Value, k1: ir.Value, rows: ir.Value, indic
     return op.Where(op.And(under, op.Equal(indices, k)), l0, op.Where(op.And(under, op.Equal(indices, k1)), l1, m))
 
 
-def _ldl_factor(tracer: GraphTracer, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+def _ldl_factor(ctx: OpContext, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
     """Bunch-Kaufman ``LDL^T`` of symmetric ``a`` as LAPACK's ``sytrf`` (lower) returns it: the
     compact factor, 1-based pivots (negative for both rows of a 2x2 block) and ``info``.
 
@@ -131,17 +130,17 @@ def _ldl_factor(tracer: GraphTracer, a: ir.Value) -> tuple[ir.Value, ir.Value, i
         info = op.Where(op.And(op.And(one_by_one, singular), op.Equal(info, 0)), op.Add(k, 1), info)
         return [m, pivots, info, two_by_two]
 
-    m, pivots, info, _ = mx.loop(tracer, size, [a, pivots, info, skip], step)
+    m, pivots, info, _ = mx.loop(ctx, size, [a, pivots, info, skip], step)
     return mx.tril(m), pivots, info
 
 
 @register("aten::linalg_ldl_factor_ex", supports=mx.real_inputs)
 @wants_context
 def aten_linalg_ldl_factor_ex(
-    self: ir.Value, *, hermitian: bool = False, check_errors: bool = False, ctx: Any, node: Any
+    self: ir.Value, *, hermitian: bool = False, check_errors: bool = False, ctx: OpContext
 ) -> tuple[ir.Value, ir.Value, ir.Value]:
     """linalg_ldl_factor_ex(Tensor self, *, bool hermitian=False, bool check_errors=False) -> (Tensor LD, Tensor pivots, Tensor info)"""
-    factor, pivots, info = _ldl_factor(ctx.tracer, mx.symmetric(mx.double(self), upper=False))
+    factor, pivots, info = _ldl_factor(ctx, mx.symmetric(mx.double(self), upper=False))
     return mx.like(factor, self), op.Cast(pivots, to=mx.INT32), op.Cast(info, to=mx.INT32)
 
 
@@ -151,7 +150,7 @@ def _swap_rows(b: ir.Value, i: ir.Value, j: ir.Value) -> ir.Value:
     return op.GatherElements(b, op.Expand(op.Unsqueeze(swap, [-1]), op.Shape(b)), axis=-2)
 
 
-def _ldl_solve(tracer: GraphTracer, factor: ir.Value, pivots: ir.Value, b: ir.Value) -> ir.Value:
+def _ldl_solve(ctx: OpContext, factor: ir.Value, pivots: ir.Value, b: ir.Value) -> ir.Value:
     """``X`` with ``A X = B`` from ``_ldl_factor``'s output: ``L D`` forward, then ``L^T`` backward,
     undoing the row exchanges in reverse order. Batches of ``factor``/``pivots`` and ``b`` broadcast."""
     x = mx.broadcast_to_batch(b, factor)
@@ -203,13 +202,13 @@ def _ldl_solve(tracer: GraphTracer, factor: ir.Value, pivots: ir.Value, b: ir.Va
         x = _swap_rows(x, k, op.Where(skip, k, partner))
         return [x, double]
 
-    x, _ = mx.loop(tracer, size, [x, skip], forward)
-    x, _ = mx.loop(tracer, size, [x, skip], backward)
+    x, _ = mx.loop(ctx, size, [x, skip], forward)
+    x, _ = mx.loop(ctx, size, [x, skip], backward)
     return x
 
 
 @register("aten::linalg_ldl_solve", supports=mx.real_inputs)
 @wants_context
-def aten_linalg_ldl_solve(LD: ir.Value, pivots: ir.Value, B: ir.Value, *, hermitian: bool = False, ctx: Any, node: Any) -> ir.Value:
+def aten_linalg_ldl_solve(LD: ir.Value, pivots: ir.Value, B: ir.Value, *, hermitian: bool = False, ctx: OpContext) -> ir.Value:
     """linalg_ldl_solve(Tensor LD, Tensor pivots, Tensor B, *, bool hermitian=False) -> Tensor"""
-    return mx.like(_ldl_solve(ctx.tracer, mx.double(LD), op.Cast(pivots, to=mx.INT64), mx.double(B)), B)
+    return mx.like(_ldl_solve(ctx, mx.double(LD), op.Cast(pivots, to=mx.INT64), mx.double(B)), B)

@@ -15,11 +15,11 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.ops.complex_math import _atan2
 from torch_onnx_fx.ops.linalg import _matrix as mx
-from torch_onnx_fx.ops.linalg.field import COMPLEX, REAL, Field, field_of, register_real_and_complex
+from torch_onnx_fx.ops.linalg.field import REAL, Field, field_of, register_real_and_complex
 from torch_onnx_fx.registry import register, wants_context
-from torch_onnx_fx.tracer import GraphTracer
 
 __all__ = [
     "aten_linalg_lu_factor_ex",
@@ -42,7 +42,7 @@ __all__ = [
 
 
 def _lu_factor(
-    tracer: GraphTracer, a: ir.Value, pivot: bool = True, field: Field = REAL
+    ctx: OpContext, a: ir.Value, pivot: bool = True, field: Field = REAL
 ) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
     """LU with partial pivoting of ``(..., m, n)``, LAPACK's ``getrf``.
 
@@ -79,11 +79,11 @@ def _lu_factor(
         info = op.Where(first_zero, op.Add(j, 1), info)
         return [a, perm, pivots, info]
 
-    lu, perm, pivots, info = mx.loop(tracer, steps, [a, perm, pivots, info], step)
+    lu, perm, pivots, info = mx.loop(ctx, steps, [a, perm, pivots, info], step)
     return lu, pivots, perm, info
 
 
-def _permutation(tracer: GraphTracer, pivots: ir.Value, size: ir.Value) -> ir.Value:
+def _permutation(ctx: OpContext, pivots: ir.Value, size: ir.Value) -> ir.Value:
     """The row permutation that LAPACK's 0-based swap list ``pivots`` applies, as ``perm`` above."""
     rows = op.Range(0, size, 1)
     batch = mx.dims(pivots)[:-1]
@@ -93,11 +93,11 @@ def _permutation(tracer: GraphTracer, pivots: ir.Value, size: ir.Value) -> ir.Va
         swap = mx.swap(rows, j, op.Gather(pivots, mx.at(j), axis=-1))
         return [op.GatherElements(perm, swap, axis=-1)]
 
-    return mx.loop(tracer, mx.size(pivots, -1), [perm], step)[0]
+    return mx.loop(ctx, mx.size(pivots, -1), [perm], step)[0]
 
 
 def _substitute(
-    tracer: GraphTracer, t: ir.Value, b: ir.Value, *, upper: bool, unit: bool = False, field: Field = REAL
+    ctx: OpContext, t: ir.Value, b: ir.Value, *, upper: bool, unit: bool = False, field: Field = REAL
 ) -> ir.Value:
     """``X`` with ``T @ X = B`` for triangular ``T`` (only its triangle is read), batches broadcast."""
     x = mx.broadcast_to_batch(b, t)
@@ -114,11 +114,11 @@ def _substitute(
         x = op.Sub(x, field.mul(op.Where(pending, op.Gather(t, at_j, axis=-1), 0.0), row))
         return [op.Where(op.Unsqueeze(op.Equal(rows, j), [-1]), row, x)]
 
-    return mx.loop(tracer, size, [x], step)[0]
+    return mx.loop(ctx, size, [x], step)[0]
 
 
 def _lu_solve(
-    tracer: GraphTracer, lu: ir.Value, perm: ir.Value, b: ir.Value, *, transposed: bool = False,
+    ctx: OpContext, lu: ir.Value, perm: ir.Value, b: ir.Value, *, transposed: bool = False,
     conjugated: bool = False, field: Field = REAL,
 ) -> ir.Value:
     """``X`` with ``op(A) @ X = B`` from ``A``'s LU factors and permutation, where ``op`` transposes
@@ -127,13 +127,13 @@ def _lu_solve(
         b = field.conj(b)
     rows = mx.one_hot_rows(perm)
     if not transposed:
-        y = _substitute(tracer, lu, op.MatMul(rows, b), upper=False, unit=True, field=field)
-        x = _substitute(tracer, lu, y, upper=True, field=field)
+        y = _substitute(ctx, lu, op.MatMul(rows, b), upper=False, unit=True, field=field)
+        x = _substitute(ctx, lu, y, upper=True, field=field)
     else:
         # A^T = U^T L^T P^T: U^T is lower, L^T upper with a unit diagonal.
         lu_t = mx.mT(lu)
-        y = _substitute(tracer, lu_t, b, upper=False, field=field)
-        x = op.MatMul(mx.mT(rows), _substitute(tracer, lu_t, y, upper=True, unit=True, field=field))
+        y = _substitute(ctx, lu_t, b, upper=False, field=field)
+        x = op.MatMul(mx.mT(rows), _substitute(ctx, lu_t, y, upper=True, unit=True, field=field))
     return field.conj(x) if conjugated else x
 
 
@@ -146,10 +146,10 @@ def _pivots_in(pivots: ir.Value) -> ir.Value:
 
 
 @register_real_and_complex("aten::linalg_lu_factor_ex")
-def aten_linalg_lu_factor_ex(A: ir.Value, *, pivot: bool = True, check_errors: bool = False, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value, ir.Value]:
+def aten_linalg_lu_factor_ex(A: ir.Value, *, pivot: bool = True, check_errors: bool = False, ctx: OpContext) -> tuple[ir.Value, ir.Value, ir.Value]:
     """linalg_lu_factor_ex(Tensor A, *, bool pivot=True, bool check_errors=False) -> (Tensor LU, Tensor pivots, Tensor info)"""
-    field = field_of(node)
-    lu, pivots, _, info = _lu_factor(ctx.tracer, field.enter(A), pivot, field)
+    field = field_of(ctx)
+    lu, pivots, _, info = _lu_factor(ctx, field.enter(A), pivot, field)
     return field.leave(lu, A), _pivots_out(pivots), op.Cast(info, to=mx.INT32)
 
 
@@ -170,20 +170,20 @@ def _permutation_matrix(perm: ir.Value, field: Field) -> ir.Value:
 
 
 @register_real_and_complex("aten::linalg_lu")
-def aten_linalg_lu(A: ir.Value, *, pivot: bool = True, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value, ir.Value]:
+def aten_linalg_lu(A: ir.Value, *, pivot: bool = True, ctx: OpContext) -> tuple[ir.Value, ir.Value, ir.Value]:
     """linalg_lu(Tensor A, *, bool pivot=True) -> (Tensor P, Tensor L, Tensor U)"""
-    field = field_of(node)
-    lu, _, perm, _ = _lu_factor(ctx.tracer, field.enter(A), pivot, field)
+    field = field_of(ctx)
+    lu, _, perm, _ = _lu_factor(ctx, field.enter(A), pivot, field)
     lower, upper = _unpack(lu, field)
     return field.leave(_permutation_matrix(perm, field), A), field.leave(lower, A), field.leave(upper, A)
 
 
 @register_real_and_complex("aten::lu_unpack")
 def aten_lu_unpack(
-    LU_data: ir.Value, LU_pivots: ir.Value, unpack_data: bool = True, unpack_pivots: bool = True, *, ctx: Any, node: Any
+    LU_data: ir.Value, LU_pivots: ir.Value, unpack_data: bool = True, unpack_pivots: bool = True, *, ctx: OpContext
 ) -> tuple[ir.Value, ir.Value, ir.Value]:
     """lu_unpack(Tensor LU_data, Tensor LU_pivots, bool unpack_data=True, bool unpack_pivots=True) -> (Tensor P, Tensor L, Tensor U)"""
-    field = field_of(node)
+    field = field_of(ctx)
     lu = field.enter(LU_data)
     # What is not unpacked comes back empty, as in eager.
     if unpack_data:
@@ -192,33 +192,33 @@ def aten_lu_unpack(
         lower, upper = field.empty(LU_data), field.empty(LU_data)
     if not unpack_pivots:
         return field.empty(LU_data), lower, upper
-    perm = _permutation(ctx.tracer, _pivots_in(LU_pivots), mx.size(field.matrix(lu), -2))
+    perm = _permutation(ctx, _pivots_in(LU_pivots), mx.size(field.matrix(lu), -2))
     return field.leave(_permutation_matrix(perm, field), LU_data), lower, upper
 
 
 @register_real_and_complex("aten::linalg_lu_solve")
 def aten_linalg_lu_solve(
-    LU: ir.Value, pivots: ir.Value, B: ir.Value, *, left: bool = True, adjoint: bool = False, ctx: Any, node: Any
+    LU: ir.Value, pivots: ir.Value, B: ir.Value, *, left: bool = True, adjoint: bool = False, ctx: OpContext
 ) -> ir.Value:
     """linalg_lu_solve(Tensor LU, Tensor pivots, Tensor B, *, bool left=True, bool adjoint=False) -> Tensor"""
-    field = field_of(node)
+    field = field_of(ctx)
     lu, b = field.aligned(field.enter(LU), field.enter(B))
-    perm = _permutation(ctx.tracer, _pivots_in(pivots), mx.size(field.matrix(lu), -1))
+    perm = _permutation(ctx, _pivots_in(pivots), mx.size(field.matrix(lu), -1))
     if left:
-        return field.leave(_lu_solve(ctx.tracer, lu, perm, b, transposed=adjoint, conjugated=adjoint, field=field), B)
+        return field.leave(_lu_solve(ctx, lu, perm, b, transposed=adjoint, conjugated=adjoint, field=field), B)
     # X op(A) = B  <=>  op(A)^T X^T = B^T, and (A^H)^T = conj(A).
-    x = _lu_solve(ctx.tracer, lu, perm, mx.mT(b), transposed=not adjoint, conjugated=adjoint, field=field)
+    x = _lu_solve(ctx, lu, perm, mx.mT(b), transposed=not adjoint, conjugated=adjoint, field=field)
     return field.leave(mx.mT(x), B)
 
 
 @register_real_and_complex("aten::linalg_inv_ex")
-def aten_linalg_inv_ex(A: ir.Value, *, check_errors: bool = False, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value]:
+def aten_linalg_inv_ex(A: ir.Value, *, check_errors: bool = False, ctx: OpContext) -> tuple[ir.Value, ir.Value]:
     """linalg_inv_ex(Tensor A, *, bool check_errors=False) -> (Tensor inverse, Tensor info)"""
-    field = field_of(node)
+    field = field_of(ctx)
     a = field.enter(A)
-    lu, _, perm, info = _lu_factor(ctx.tracer, a, field=field)
+    lu, _, perm, info = _lu_factor(ctx, a, field=field)
     shape = field.matrix(a)
-    inverse = _lu_solve(ctx.tracer, lu, perm, field.identity(mx.size(shape, -1), mx.rank(shape)), field=field)
+    inverse = _lu_solve(ctx, lu, perm, field.identity(mx.size(shape, -1), mx.rank(shape)), field=field)
     return field.leave(inverse, A), op.Cast(info, to=mx.INT32)
 
 
@@ -232,26 +232,26 @@ def _is_vector_rhs(A: ir.Value, B: ir.Value) -> bool:
 
 @register_real_and_complex("aten::_linalg_solve_ex")
 def aten_linalg_solve_ex(
-    A: ir.Value, B: ir.Value, *, left: bool = True, check_errors: bool = False, ctx: Any, node: Any
+    A: ir.Value, B: ir.Value, *, left: bool = True, check_errors: bool = False, ctx: OpContext
 ) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
     """_linalg_solve_ex(Tensor A, Tensor B, *, bool left=True, bool check_errors=False) -> (Tensor result, Tensor LU, Tensor pivots, Tensor info)"""
-    field = field_of(node)
+    field = field_of(ctx)
     a, b = field.enter(A), field.enter(B)
     vector = _is_vector_rhs(field.matrix(a), field.matrix(b))
     a, b = field.aligned(a, mx.shaped(op.Unsqueeze(b, [-1]), [*mx.dims(b), 1]) if vector else b)
-    lu, pivots, perm, info = _lu_factor(ctx.tracer, a, field=field)
+    lu, pivots, perm, info = _lu_factor(ctx, a, field=field)
     if left:
-        x = _lu_solve(ctx.tracer, lu, perm, b, field=field)
+        x = _lu_solve(ctx, lu, perm, b, field=field)
     else:
-        x = mx.mT(_lu_solve(ctx.tracer, lu, perm, mx.mT(b), transposed=True, field=field))
+        x = mx.mT(_lu_solve(ctx, lu, perm, mx.mT(b), transposed=True, field=field))
     x = op.Squeeze(x, [-1]) if vector else x
     return field.leave(x, B), field.leave(lu, A), _pivots_out(pivots), op.Cast(info, to=mx.INT32)
 
 
-def _log_determinant(tracer: GraphTracer, A: ir.Value, field: Field) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+def _log_determinant(ctx: OpContext, A: ir.Value, field: Field) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
     """``(sign, log|det|, LU, pivots)`` of ``A`` from its LU factors, the sign (a unit complex
     number for complex ``A``, 0 for a singular one) in the computing form."""
-    lu, pivots, _, _ = _lu_factor(tracer, field.enter(A), field=field)
+    lu, pivots, _, _ = _lu_factor(ctx, field.enter(A), field=field)
     diagonal = mx.diagonal(lu)
     swapped = op.Cast(op.Not(op.Equal(pivots, op.Range(0, mx.size(pivots, -1), 1))), to=mx.DOUBLE)
     # Each row exchange flips the sign; (-1)^swaps = cos(pi * swaps).
@@ -270,10 +270,10 @@ def _log_determinant(tracer: GraphTracer, A: ir.Value, field: Field) -> tuple[ir
 
 
 @register_real_and_complex("aten::_linalg_slogdet")
-def aten_linalg_slogdet(A: ir.Value, *, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+def aten_linalg_slogdet(A: ir.Value, *, ctx: OpContext) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
     """_linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet, Tensor LU, Tensor pivots)"""
-    field = field_of(node)
-    sign, logabsdet, lu, pivots = _log_determinant(ctx.tracer, A, field)
+    field = field_of(ctx)
+    sign, logabsdet, lu, pivots = _log_determinant(ctx, A, field)
     return field.leave(sign, A), mx.like(logabsdet, A), field.leave(lu, A), _pivots_out(pivots)
 
 
@@ -286,11 +286,11 @@ def _double_input(node: Any) -> bool:
 @register("aten::_linalg_det", supports=_double_input)
 @register("aten::_linalg_det", complex=True)
 @wants_context
-def aten_linalg_det(A: ir.Value, *, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value, ir.Value]:
+def aten_linalg_det(A: ir.Value, *, ctx: OpContext) -> tuple[ir.Value, ir.Value, ir.Value]:
     """_linalg_det(Tensor A) -> (Tensor result, Tensor LU, Tensor pivots) from the LU factors in
     float64: the diagonal's product with the permutation's sign (complex: sign * exp(log|det|))"""
-    field = field_of(node)
-    sign, logabsdet, lu, pivots = _log_determinant(ctx.tracer, A, field)
+    field = field_of(ctx)
+    sign, logabsdet, lu, pivots = _log_determinant(ctx, A, field)
     if field.is_complex:
         det = op.Mul(sign, op.Exp(logabsdet))
     else:
@@ -300,17 +300,17 @@ def aten_linalg_det(A: ir.Value, *, ctx: Any, node: Any) -> tuple[ir.Value, ir.V
 
 @register("aten::linalg_det", "aten::det", supports=_double_input)
 @wants_context
-def aten_linalg_det_double(A: ir.Value, *, ctx: Any, node: Any) -> ir.Value:
+def aten_linalg_det_double(A: ir.Value, *, ctx: OpContext) -> ir.Value:
     """linalg_det(Tensor A) -> Tensor of float64 matrices (torchlib's ``Det`` has no float64
     kernel in ONNX Runtime)"""
-    return aten_linalg_det(A, ctx=ctx, node=node)[0]
+    return aten_linalg_det(A, ctx=ctx)[0]
 
 
 @register("aten::logdet", supports=_double_input)
 @wants_context
-def aten_logdet_double(self: ir.Value, *, ctx: Any, node: Any) -> ir.Value:
+def aten_logdet_double(self: ir.Value, *, ctx: OpContext) -> ir.Value:
     """logdet(Tensor self) -> Tensor of float64 matrices: log(det), NaN for a negative one"""
-    return op.Log(aten_linalg_det(self, ctx=ctx, node=node)[0])
+    return op.Log(aten_linalg_det(self, ctx=ctx)[0])
 
 
 # -- triangular systems and Cholesky -----------------------------------------------------------------
@@ -318,34 +318,34 @@ def aten_logdet_double(self: ir.Value, *, ctx: Any, node: Any) -> ir.Value:
 
 @register_real_and_complex("aten::linalg_solve_triangular")
 def aten_linalg_solve_triangular(
-    self: ir.Value, B: ir.Value, *, upper: bool, left: bool = True, unitriangular: bool = False, ctx: Any, node: Any
+    self: ir.Value, B: ir.Value, *, upper: bool, left: bool = True, unitriangular: bool = False, ctx: OpContext
 ) -> ir.Value:
     """linalg_solve_triangular(Tensor self, Tensor B, *, bool upper, bool left=True, bool unitriangular=False) -> Tensor"""
-    field = field_of(node)
+    field = field_of(ctx)
     a, b = field.aligned(field.enter(self), field.enter(B))
     if left:
-        x = _substitute(ctx.tracer, a, b, upper=upper, unit=unitriangular, field=field)
+        x = _substitute(ctx, a, b, upper=upper, unit=unitriangular, field=field)
     else:
         # X A = B  <=>  A^T X^T = B^T, and A^T is triangular the other way.
-        x = mx.mT(_substitute(ctx.tracer, mx.mT(a), mx.mT(b), upper=not upper, unit=unitriangular, field=field))
+        x = mx.mT(_substitute(ctx, mx.mT(a), mx.mT(b), upper=not upper, unit=unitriangular, field=field))
     return field.leave(x, B)
 
 
 @register_real_and_complex("aten::triangular_solve")
 def aten_triangular_solve(
-    self: ir.Value, A: ir.Value, upper: bool = True, transpose: bool = False, unitriangular: bool = False, *, ctx: Any, node: Any
+    self: ir.Value, A: ir.Value, upper: bool = True, transpose: bool = False, unitriangular: bool = False, *, ctx: OpContext
 ) -> tuple[ir.Value, ir.Value]:
     """triangular_solve(Tensor self, Tensor A, bool upper=True, bool transpose=False, bool unitriangular=False) -> (Tensor solution, Tensor cloned_coefficient)"""
-    field = field_of(node)
+    field = field_of(ctx)
     a, b = field.aligned(field.enter(A), field.enter(self))
     coefficient = mx.broadcast_to_batch(a, b)
     if transpose:  # a plain transpose, complex too
         a, upper = mx.mT(a), not upper
-    x = _substitute(ctx.tracer, a, b, upper=upper, unit=unitriangular, field=field)
+    x = _substitute(ctx, a, b, upper=upper, unit=unitriangular, field=field)
     return field.leave(x, self), field.leave(coefficient, A)
 
 
-def _cholesky(tracer: GraphTracer, a: ir.Value, field: Field = REAL) -> tuple[ir.Value, ir.Value]:
+def _cholesky(ctx: OpContext, a: ir.Value, field: Field = REAL) -> tuple[ir.Value, ir.Value]:
     """The lower Cholesky factor of self-adjoint ``a`` and LAPACK's ``info`` (first non-positive
     minor); only the real part of each diagonal element is read, as LAPACK does."""
     shape = field.matrix(a)
@@ -366,31 +366,31 @@ def _cholesky(tracer: GraphTracer, a: ir.Value, field: Field = REAL) -> tuple[ir
         failed = op.And(op.Equal(info, 0), op.Not(op.Squeeze(op.Greater(head, 0.0), [-2, -1])))
         return [a, op.Where(failed, op.Add(j, 1), info)]
 
-    factor, info = mx.loop(tracer, size, [a, info], step)
+    factor, info = mx.loop(ctx, size, [a, info], step)
     return mx.tril(factor), info
 
 
 @register_real_and_complex("aten::linalg_cholesky_ex")
-def aten_linalg_cholesky_ex(self: ir.Value, *, upper: bool = False, check_errors: bool = False, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value]:
+def aten_linalg_cholesky_ex(self: ir.Value, *, upper: bool = False, check_errors: bool = False, ctx: OpContext) -> tuple[ir.Value, ir.Value]:
     """linalg_cholesky_ex(Tensor self, *, bool upper=False, bool check_errors=False) -> (Tensor L, Tensor info)"""
-    field = field_of(node)
-    lower, info = _cholesky(ctx.tracer, field.self_adjoint(field.enter(self), upper), field)
+    field = field_of(ctx)
+    lower, info = _cholesky(ctx, field.self_adjoint(field.enter(self), upper), field)
     return field.leave(field.adjoint(lower) if upper else lower, self), op.Cast(info, to=mx.INT32)
 
 
 @register_real_and_complex("aten::cholesky")
-def aten_cholesky(self: ir.Value, upper: bool = False, *, ctx: Any, node: Any) -> ir.Value:
+def aten_cholesky(self: ir.Value, upper: bool = False, *, ctx: OpContext) -> ir.Value:
     """cholesky(Tensor self, bool upper=False) -> Tensor"""
-    return aten_linalg_cholesky_ex(self, upper=upper, ctx=ctx, node=node)[0]
+    return aten_linalg_cholesky_ex(self, upper=upper, ctx=ctx)[0]
 
 
 @register_real_and_complex("aten::cholesky_inverse")
-def aten_cholesky_inverse(self: ir.Value, upper: bool = False, *, ctx: Any, node: Any) -> ir.Value:
+def aten_cholesky_inverse(self: ir.Value, upper: bool = False, *, ctx: OpContext) -> ir.Value:
     """cholesky_inverse(Tensor self, bool upper=False) -> Tensor"""
-    field = field_of(node)
+    field = field_of(ctx)
     factor = field.enter(self)
     shape = field.matrix(factor)
-    inverse = _substitute(ctx.tracer, factor, field.identity(mx.size(shape, -1), mx.rank(shape)), upper=upper, field=field)
+    inverse = _substitute(ctx, factor, field.identity(mx.size(shape, -1), mx.rank(shape)), upper=upper, field=field)
     # (L L^H)^-1 = L^-H L^-1 and (U^H U)^-1 = U^-1 U^-H.
     if upper:
         result = field.matmul(inverse, field.adjoint(inverse))
@@ -400,10 +400,10 @@ def aten_cholesky_inverse(self: ir.Value, upper: bool = False, *, ctx: Any, node
 
 
 @register_real_and_complex("aten::cholesky_solve")
-def aten_cholesky_solve(self: ir.Value, input2: ir.Value, upper: bool = False, *, ctx: Any, node: Any) -> ir.Value:
+def aten_cholesky_solve(self: ir.Value, input2: ir.Value, upper: bool = False, *, ctx: OpContext) -> ir.Value:
     """cholesky_solve(Tensor self, Tensor input2, bool upper=False) -> Tensor"""
-    field = field_of(node)
+    field = field_of(ctx)
     factor, b = field.aligned(field.enter(input2), field.enter(self))
     lower = field.adjoint(factor) if upper else factor
-    y = _substitute(ctx.tracer, lower, b, upper=False, field=field)
-    return field.leave(_substitute(ctx.tracer, field.adjoint(lower), y, upper=True, field=field), self)
+    y = _substitute(ctx, lower, b, upper=False, field=field)
+    return field.leave(_substitute(ctx, field.adjoint(lower), y, upper=True, field=field), self)

@@ -7,11 +7,10 @@ loop runs for the largest count and leaves a matrix alone once it has had its sh
 from __future__ import annotations
 
 import math
-from typing import Any
-
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.ops.linalg import _matrix as mx
 from torch_onnx_fx.registry import register, wants_context
 
@@ -28,7 +27,7 @@ _MAX_SQUARINGS = 60
 
 @register("aten::linalg_matrix_exp", supports=mx.real_inputs)
 @wants_context
-def aten_linalg_matrix_exp(self: ir.Value, *, ctx: Any, node: Any) -> ir.Value:
+def aten_linalg_matrix_exp(self: ir.Value, *, ctx: OpContext) -> ir.Value:
     """linalg_matrix_exp(Tensor self) -> Tensor"""
     a = mx.double(self)
     n = mx.size(a, -1)
@@ -48,5 +47,5 @@ def aten_linalg_matrix_exp(self: ir.Value, *, ctx: Any, node: Any) -> ir.Value:
     def square(i: ir.Value, y: ir.Value) -> list[ir.Value]:
         return [op.Where(op.Less(i, halvings), op.MatMul(y, y), y)]
 
-    (result,) = mx.loop(ctx.tracer, squarings, [mx.shaped(op.Expand(power, op.Shape(a)), mx.dims(a))], square)
+    (result,) = mx.loop(ctx, squarings, [mx.shaped(op.Expand(power, op.Shape(a)), mx.dims(a))], square)
     return mx.like(result, self)

@@ -7,14 +7,13 @@ the packed factor, ``tau``, Q and R all match eager. Complex matrices compute in
 
 from __future__ import annotations
 
-from typing import Any
 
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.ops.linalg import _matrix as mx
 from torch_onnx_fx.ops.linalg.field import REAL, Field, field_of, register_real_and_complex
-from torch_onnx_fx.tracer import GraphTracer
 
 __all__ = [
     "householder_qr",
@@ -40,7 +39,7 @@ def _reflect(c: ir.Value, v: ir.Value, scale: ir.Value, field: Field) -> ir.Valu
     return op.Sub(c, field.mul(field.mul(scale, v), projection))
 
 
-def householder_qr(tracer: GraphTracer, a: ir.Value, field: Field = REAL) -> tuple[ir.Value, ir.Value]:
+def householder_qr(ctx: OpContext, a: ir.Value, field: Field = REAL) -> tuple[ir.Value, ir.Value]:
     """Householder QR in LAPACK's packed form (``geqrf``): R on and above the diagonal, the
     reflectors' tails below it, and their scales ``tau``."""
     shape = field.matrix(a)
@@ -73,12 +72,12 @@ def householder_qr(tracer: GraphTracer, a: ir.Value, field: Field = REAL) -> tup
         tau = op.Where(op.Equal(taken, j), op.Squeeze(scale, [-1]), tau)
         return [a, tau]
 
-    packed, tau = mx.loop(tracer, steps, [a, tau], step)
+    packed, tau = mx.loop(ctx, steps, [a, tau], step)
     return packed, tau
 
 
 def apply_reflectors(
-    tracer: GraphTracer, packed: ir.Value, tau: ir.Value, c: ir.Value, backwards: bool, field: Field = REAL
+    ctx: OpContext, packed: ir.Value, tau: ir.Value, c: ir.Value, backwards: bool, field: Field = REAL
 ) -> ir.Value:
     """``Q C = H_0 @ H_1 @ ... @ C`` (``backwards``: the last reflector is applied first) or
     ``Q^H C = ... H_1^H @ H_0^H @ C``."""
@@ -94,56 +93,56 @@ def apply_reflectors(
         scale = op.Unsqueeze(op.Gather(tau, mx.at(j), axis=-1), [-1])
         return [_reflect(c, _reflector_vector(packed, j, rows, field), scale if backwards else field.conj(scale), field)]
 
-    return mx.loop(tracer, count, [c], step)[0]
+    return mx.loop(ctx, count, [c], step)[0]
 
 
 @register_real_and_complex("aten::geqrf")
-def aten_geqrf(self: ir.Value, *, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value]:
+def aten_geqrf(self: ir.Value, *, ctx: OpContext) -> tuple[ir.Value, ir.Value]:
     """geqrf(Tensor self) -> (Tensor a, Tensor tau)"""
-    field = field_of(node)
-    packed, tau = householder_qr(ctx.tracer, field.enter(self), field)
+    field = field_of(ctx)
+    packed, tau = householder_qr(ctx, field.enter(self), field)
     return field.leave(packed, self), field.leave(tau, self)
 
 
 @register_real_and_complex("aten::linalg_householder_product")
-def aten_linalg_householder_product(input: ir.Value, tau: ir.Value, *, ctx: Any, node: Any) -> ir.Value:
+def aten_linalg_householder_product(input: ir.Value, tau: ir.Value, *, ctx: OpContext) -> ir.Value:
     """linalg_householder_product(Tensor input, Tensor tau) -> Tensor"""
-    field = field_of(node)
+    field = field_of(ctx)
     packed = field.enter(input)
     shape = field.matrix(packed)
     identity = field.from_real(mx.eye(mx.size(shape, -2), mx.size(shape, -1)), mx.rank(shape))
-    return field.leave(apply_reflectors(ctx.tracer, packed, field.enter(tau), identity, True, field), input)
+    return field.leave(apply_reflectors(ctx, packed, field.enter(tau), identity, True, field), input)
 
 
 @register_real_and_complex("aten::ormqr")
 def aten_ormqr(
-    self: ir.Value, input2: ir.Value, input3: ir.Value, left: bool = True, transpose: bool = False, *, ctx: Any, node: Any
+    self: ir.Value, input2: ir.Value, input3: ir.Value, left: bool = True, transpose: bool = False, *, ctx: OpContext
 ) -> ir.Value:
     """ormqr(Tensor self, Tensor input2, Tensor input3, bool left=True, bool transpose=False) -> Tensor"""
-    field = field_of(node)
+    field = field_of(ctx)
     packed, tau, c = field.enter(self), field.enter(input2), field.enter(input3)
     # Q C applies the last reflector first, Q^H C the first; C Q = (Q^H C^H)^H, C Q^H = (Q C^H)^H.
     backwards = left != transpose
     if left:
-        return field.leave(apply_reflectors(ctx.tracer, packed, tau, c, backwards, field), input3)
-    return field.leave(field.adjoint(apply_reflectors(ctx.tracer, packed, tau, field.adjoint(c), backwards, field)), input3)
+        return field.leave(apply_reflectors(ctx, packed, tau, c, backwards, field), input3)
+    return field.leave(field.adjoint(apply_reflectors(ctx, packed, tau, field.adjoint(c), backwards, field)), input3)
 
 
 @register_real_and_complex("aten::linalg_qr")
-def aten_linalg_qr(A: ir.Value, mode: str = "reduced", *, ctx: Any, node: Any) -> tuple[ir.Value, ir.Value]:
+def aten_linalg_qr(A: ir.Value, mode: str = "reduced", *, ctx: OpContext) -> tuple[ir.Value, ir.Value]:
     """linalg_qr(Tensor A, str mode="reduced") -> (Tensor Q, Tensor R)"""
-    field = field_of(node)
-    packed, tau = householder_qr(ctx.tracer, field.enter(A), field)
+    field = field_of(ctx)
+    packed, tau = householder_qr(ctx, field.enter(A), field)
     shape = field.matrix(packed)
     m, n = mx.size(shape, -2), mx.size(shape, -1)
     rows, cols = mx.dims(shape)[-2:]
     r = mx.tril(packed, upper=True)
     if mode == "complete":
-        q = apply_reflectors(ctx.tracer, packed, tau, field.from_real(mx.eye(m, m), mx.rank(shape)), True, field)
+        q = apply_reflectors(ctx, packed, tau, field.from_real(mx.eye(m, m), mx.rank(shape)), True, field)
         return field.leave(q, A), field.leave(r, A)
     k, static_k = op.Min(m, n), mx.smaller(rows, cols)
     r = field.leave(mx.take(r, k, -2, static_k), A)
     if mode == "r":
         return field.empty(A), r
-    q = apply_reflectors(ctx.tracer, packed, tau, field.from_real(mx.eye(m, k), mx.rank(shape)), True, field)
+    q = apply_reflectors(ctx, packed, tau, field.from_real(mx.eye(m, k), mx.rank(shape)), True, field)
     return field.leave(q, A), r

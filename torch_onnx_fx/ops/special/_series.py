@@ -14,8 +14,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import onnx_ir as ir
-import torch
 from onnxscript import opset18 as op
+
+from torch_onnx_fx.op_context import OpContext
 
 __all__ = [
     "FLOAT", "DOUBLE", "EULER_GAMMA", "SQRT_PI", "INF", "NAN", "working", "restore", "elementwise", "tensors",
@@ -113,30 +114,13 @@ def expm1(u: ir.Value) -> ir.Value:
 
 
 def loop(
-    ctx: Any,
+    ctx: OpContext,
     count: ir.Value,
     state: Sequence[ir.Value],
     body: Callable[[ir.Value, list[ir.Value]], Sequence[ir.Value]],
 ) -> list[ir.Value]:
     """``state = body(iteration, state)`` repeated ``count`` times, as an ONNX ``Loop``."""
-    sub = ctx.new_subgraph("loop_body")
-    iteration = sub.make_input(torch.tensor(0), "iteration")
-    condition = sub.make_input(torch.tensor(True), "condition")
-    carried = []
-    for value in state:
-        inner = sub.make_input(None, "carried")
-        inner.type = value.type
-        carried.append(inner)
-    with sub.tracer.active():
-        updated = list(body(iteration, carried))
-    graph = sub.finish([condition, *updated], [torch.tensor(True), *([None] * len(updated))])
-    outputs = ctx.tracer.op(
-        "Loop", [count, None, *state], {"body": ir.AttrGraph("body", graph)}, num_outputs=len(state), infer=False
-    )
-    outputs = list(outputs) if isinstance(outputs, tuple) else [outputs]
-    for outer, initial in zip(outputs, state):
-        outer.type, outer.shape = initial.type, initial.shape
-    return outputs
+    return ctx.loop(count, state, lambda iteration, *carried: body(iteration, list(carried)))
 
 
 def trip_count(steps: ir.Value, limit: int) -> ir.Value:

@@ -15,6 +15,7 @@ import numpy as np
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.ops.special._series import (
     DOUBLE,
     INF,
@@ -142,7 +143,7 @@ _ZETA_EPSILON = 1.11022302462515654042e-16
 _ZETA_MAX_TERMS = 1 << 20
 
 
-def _zeta(ctx: Any, x: ir.Value, q: ir.Value) -> ir.Value:
+def _zeta(ctx: OpContext, x: ir.Value, q: ir.Value) -> ir.Value:
     """Hurwitz zeta(x, q) = sum_k (q + k)^-x, in float64.
 
     Follows the scheme eager uses: sum the terms up to q + m > 9 (m >= 9), stopping early once a
@@ -211,7 +212,7 @@ def prims_digamma(self: ir.Value) -> ir.Value:
 
 @register("aten::polygamma")
 @wants_context
-def aten_polygamma(n: int, self: ir.Value, *, ctx: Any, node: Any) -> ir.Value:
+def aten_polygamma(n: int, self: ir.Value, *, ctx: OpContext) -> ir.Value:
     """polygamma(int n, Tensor self) -> Tensor
 
     n = 0 is digamma and n = 1 trigamma; higher orders are (-1)^(n+1) n! zeta(n + 1, x), the
@@ -228,7 +229,7 @@ def aten_polygamma(n: int, self: ir.Value, *, ctx: Any, node: Any) -> ir.Value:
 
 @register("prims::zeta")
 @wants_context
-def prims_zeta(self: Any, other: Any, *, ctx: Any, node: Any) -> ir.Value:
+def prims_zeta(self: Any, other: Any, *, ctx: OpContext) -> ir.Value:
     """zeta(Tensor self, Tensor other) -> Tensor: the Hurwitz zeta function zeta(self, other).
 
     Either argument may arrive as a Python number (from special.zeta's scalar overloads).

@@ -16,6 +16,7 @@ import onnx_ir as ir
 from onnx_ir.tensor_adapters import from_torch_dtype
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.ops.special._series import DOUBLE, FLOAT, constant, loop, trip_count
 from torch_onnx_fx.registry import register, wants_context
 
@@ -134,14 +135,14 @@ _RECURRENCES = {
 _MAX_DEGREE = 1 << 24
 
 
-def _orthogonal_polynomial(ctx: Any, node: Any, x: Any, n: Any, recurrence: _Recurrence) -> ir.Value:
+def _orthogonal_polynomial(ctx: OpContext, x: Any, n: Any, recurrence: _Recurrence) -> ir.Value:
     """P_n(x) elementwise for tensors x and n: a Loop over k = 2 .. max(n) carries the
     recurrence for every element and keeps each element's value at k = n.
 
     n is truncated to an integer as eager does; negative n (and NaN, and values beyond int64,
     which eager's conversion turns negative) give 0.
     """
-    dtype = from_torch_dtype(node.meta["val"].dtype)
+    dtype = from_torch_dtype(ctx.result.dtype)
     work = DOUBLE if dtype == DOUBLE else FLOAT
     x = op.Cast(x, to=work) if isinstance(x, ir.Value) else op.Constant(value=np.asarray(x, dtype=work.numpy()))
     n = op.Cast(n, to=work) if isinstance(n, ir.Value) else op.Constant(value=np.asarray(n, dtype=work.numpy()))
@@ -171,8 +172,8 @@ def _polynomial_translation(name: str) -> Callable[..., ir.Value]:
     recurrence = _RECURRENCES[name]
 
     @wants_context
-    def translation(x: Any, n: Any, *, ctx: Any, node: Any) -> ir.Value:
-        return _orthogonal_polynomial(ctx, node, x, n, recurrence)
+    def translation(x: Any, n: Any, *, ctx: OpContext) -> ir.Value:
+        return _orthogonal_polynomial(ctx, x, n, recurrence)
 
     translation.__name__ = translation.__qualname__ = f"aten_special_{name}"
     translation.__doc__ = f"special_{name}(Tensor x, Tensor n) -> Tensor (and the .x_scalar, .n_scalar overloads)"
