@@ -72,3 +72,14 @@ def no_translation(x: torch.Tensor, scale: float) -> torch.Tensor:
 @no_translation.register_fake
 def _(x: torch.Tensor, scale: float) -> torch.Tensor:
     return torch.empty_like(x)
+
+
+class Fn(torch.nn.Module):
+    """A module calling ``fn``: export takes modules, tests are easiest written as functions."""
+
+    def __init__(self, fn: Any):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: Any) -> Any:
+        return self.fn(*args)

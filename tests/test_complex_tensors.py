@@ -7,16 +7,7 @@ import pytest
 import torch
 
 import torch_onnx_fx
-from helpers import assert_matches_eager
-
-
-class Fn(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        return self.fn(*args)
+from helpers import Fn, assert_matches_eager
 
 
 INDEX = torch.tensor([[0, 1, 2, 0], [2, 1, 0, 1]])

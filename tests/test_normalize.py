@@ -117,3 +117,22 @@ def test_joined_tensors_take_the_result_dtype():
     ]:
         program = assert_matches_eager(function, args)
         onnx.checker.check_model(program.model_proto, full_check=True)
+
+
+def test_effectful_calls_lose_their_token():
+    # linalg.inv's error check is wrapped in with_effects after decomposition; the pass calls it
+    # directly and the token chain collapses to the program's token input.
+    from torch_onnx_fx.normalize import EffectTokenPass
+
+    class Inverse(torch.nn.Module):
+        def forward(self, x):
+            return torch.linalg.inv(x)
+
+    program = torch.export.export(Inverse(), (torch.randn(2, 3, 3),)).run_decompositions()
+    module = program.graph_module
+    effects = torch.ops.higher_order.with_effects
+    assert any(n.target is effects for n in module.graph.nodes)
+    result = EffectTokenPass()(module)
+    assert result.modified
+    assert not any(n.target is effects for n in module.graph.nodes)
+    assert not EffectTokenPass()(module).modified

@@ -21,7 +21,7 @@ import torch
 from onnx_ir.tensor_adapters import TorchTensor
 from torch.export import graph_signature as gs
 
-from torch_onnx_fx import annotate, promotion, zero_dim
+from torch_onnx_fx import annotate, call_adapters
 from torch_onnx_fx.dtypes import SUB_BYTE, is_carried, onnx_dims, onnx_dtype
 from torch_onnx_fx.errors import MissingTranslationError, TranslationError, UnsupportedArgumentError
 from torch_onnx_fx.registry import TranslationTable, choose
@@ -357,12 +357,6 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
             ctx.values[node] = source[index]
         return
     node_args, node_kwargs = node.args, node.kwargs
-    effect_token = target is _WITH_EFFECTS
-    if effect_token:
-        # with_effects(token, op, *args) orders side-effecting ops through a token. ONNX graphs
-        # have no side effects to order, so the wrapped op is translated on its own and the
-        # token becomes nothing (token inputs and outputs are left out of the graph).
-        target, node_args = node_args[1], node_args[2:]
     candidates = ctx.table.candidates(target, node)
     if not candidates:
         raise missing_translation_error({target: node}, ctx.table)
@@ -372,23 +366,14 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
     args = [_convert_argument(ctx, a) for a in node_args]
     kwargs = {k: _convert_argument(ctx, v) for k, v in node_kwargs.items()}
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
-    rule = promotion.promotion_rule(target)
-    if rule is not None:
-        # Tensor operands were promoted by the normalize stage; numbers and sizes are done here.
-        args = promotion.promote_scalars(rule, args, example_args, ctx.cast)
-    if translation.complex:
-        args = _complex_scalars(ctx, translation, args, example_args)
-    rank_one = zero_dim.needs_rank_one(target, example_args)
-    if rank_one:
-        args = zero_dim.lift_arguments(ctx.tracer, args, example_args)
+    call = call_adapters.Call(target, translation, args, example_args, node.meta.get("val"), ctx.tracer)
+    for adapter in call_adapters.ADAPTERS:
+        adapter.before(call)
     if getattr(translation.function, "_torch_onnx_fx_wants_context", False):
         kwargs["ctx"] = _op_context(ctx, node, target, example_args, example_kwargs)
-    result = ctx.tracer.call(translation.function, args, kwargs)
-    if rank_one:
-        result = zero_dim.restore(ctx.tracer, result, node.meta.get("val"))
-    if effect_token:
-        inner = result if isinstance(result, (list, tuple)) else ([] if result is None else [result])
-        result = (None, *inner)
+    result = ctx.tracer.call(translation.function, call.args, kwargs)
+    for adapter in reversed(call_adapters.ADAPTERS):
+        result = adapter.after(call, result)
     _bind_result(ctx, node, result)
 
 
@@ -405,38 +390,6 @@ def _op_context(
         argument_names=tuple(a.name for a in schema.arguments) if schema is not None else (),
         _walk=ctx,
     )
-
-
-def _complex_scalars(ctx: TranslationContext, translation: Any, args: list[Any], example_args: Sequence[Any]) -> list[Any]:
-    """Python numbers meeting complex tensors become ``[real, imag]`` constants.
-
-    Complex translations work on the real representation (trailing dim 2); a scalar must be in
-    the same form to broadcast against it.
-    """
-    signature = translation.signature
-    if signature is None:
-        return args
-    params = list(signature.params)
-    # Only parameters sharing a type constraint with a complex tensor argument are complex.
-    complex_constraints = {
-        param.type_constraint.name: example
-        for param, example in zip(params, example_args)
-        if isinstance(param, ir.schemas.Parameter) and isinstance(example, torch.Tensor) and example.is_complex()
-    }
-    if not complex_constraints:
-        return args
-    real_dtype = onnx_dtype(next(iter(complex_constraints.values())).real.dtype)
-    converted = list(args)
-    for i, (param, value) in enumerate(zip(params, args)):
-        if (
-            isinstance(param, ir.schemas.Parameter)
-            and param.type_constraint.name in complex_constraints
-            and isinstance(value, (int, float, complex))
-            and not isinstance(value, bool)
-        ):
-            number = complex(value)
-            converted[i] = ctx.tracer.constant([number.real, number.imag], real_dtype)
-    return converted
 
 
 def _translation_error(node: torch.fx.Node, exc: Exception, ctx: TranslationContext) -> TranslationError:
