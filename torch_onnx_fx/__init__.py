@@ -17,6 +17,7 @@ from torch_onnx_fx.errors import (
     SaveError,
     StateDictMismatchError,
     TranslationError,
+    WeightsFileError,
     UnsupportedArgumentError,
     VerificationError,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "ArgumentTypeError",
     "InputMismatchError",
     "StateDictMismatchError",
+    "WeightsFileError",
     "SaveError",
     "OnnxRuntimeError",
     "VerificationError",

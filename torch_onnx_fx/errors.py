@@ -17,6 +17,7 @@ __all__ = [
     "ArgumentTypeError",
     "InputMismatchError",
     "StateDictMismatchError",
+    "WeightsFileError",
     "SaveError",
     "VerificationError",
     "OnnxRuntimeError",
@@ -55,6 +56,11 @@ class StateDictMismatchError(UnsupportedArgumentError):
         self.missing = list(missing or [])
         self.unexpected = list(unexpected or [])
         self.mismatched = list(mismatched or [])
+
+
+class WeightsFileError(UnsupportedArgumentError):
+    """``ONNXProgram.apply_weights`` was given weight files it cannot read: a missing path, a
+    folder without ``.safetensors`` files, a file that is not safetensors, a tensor in two shards."""
 
 
 class SaveError(OnnxExporterError, OSError):

@@ -20,7 +20,7 @@ from torch_onnx_fx.dtypes import as_complex
 from torch_onnx_fx.capture import STRATEGY_NAMES
 from torch_onnx_fx.errors import ArgumentTypeError, InputMismatchError, OnnxRuntimeError, UnsupportedArgumentError
 from torch_onnx_fx.feeds import check_feeds
-from torch_onnx_fx import saving, weights
+from torch_onnx_fx import safetensors_files, saving, weights
 from torch_onnx_fx.progress import SaveProgress
 from torch_onnx_fx.signature import OutputEntry, ProgramSignature
 
@@ -270,8 +270,14 @@ class ONNXProgram:
                 callback=SaveProgress(enabled=self.verbose) if is_path else None,
             )
 
-    def apply_weights(self, state_dict: Mapping[str, torch.Tensor], *, strict: bool = True) -> None:
+    def apply_weights(
+        self, state_dict: Mapping[str, torch.Tensor] | str | os.PathLike[str] | Sequence[str | os.PathLike[str]], *, strict: bool = True
+    ) -> None:
         """Replace the model's weights by the tensors in ``state_dict`` (matched by state-dict name).
+
+        ``state_dict`` is a dict of tensors, or safetensors files: a file, a list of shards, a
+        folder, or a sharded checkpoint's ``*.safetensors.index.json``. Files are memory-mapped,
+        not read: ``save(external_data=True)`` then streams each weight from disk to disk.
 
         Every key is checked before anything is replaced (see :mod:`torch_onnx_fx.weights`): with
         ``strict`` (the default) the dict must hold every weight the graph uses and nothing else;
@@ -279,6 +285,8 @@ class ONNXProgram:
         must match either way; a mismatch raises :class:`StateDictMismatchError` listing the keys.
         """
         _check_flag("apply_weights", "strict", strict)
+        if safetensors_files.is_weights_source(state_dict):
+            state_dict = safetensors_files.load(state_dict)  # type: ignore[arg-type]
         weight_names = self.signature.state_names if self.signature is not None else None
         weights.apply_weights(self.model, state_dict, weight_names, strict=strict)
         self.release()
