@@ -248,3 +248,25 @@ def test_a_model_built_on_meta_exports_with_the_default_optimizer_then_takes_its
     with torch.no_grad():
         expected = real(tokens).logits
     torch.testing.assert_close(program(tokens)[0], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_meta_weights_used_transposed_are_stored_transposed():
+    # A Linear on a 3-d input reads its weight through a Transpose; with real weights the
+    # optimizer stores the weight transposed, and it must for meta weights too, or the Transpose
+    # runs at every inference once apply_weights fills them in.
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(8, 16)
+            self.b = torch.nn.Linear(16, 4)
+
+        def forward(self, x):
+            return self.b(torch.relu(self.a(x)))
+
+    with torch.device("meta"):
+        meta = Net()
+    program = torch_onnx_fx.export(meta, (torch.randn(2, 3, 8, device="meta"),), verbose=False)
+    assert "Transpose" not in [node.op_type for node in program.model.graph]
+    real = Net()
+    program.apply_weights(real.state_dict())
+    assert_matches_eager(real, (torch.randn(2, 3, 8),), program=program)

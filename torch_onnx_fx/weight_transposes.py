@@ -35,8 +35,7 @@ def without_data(value: ir.Value) -> bool:
 
 
 def _torch_value(value: ir.Value) -> torch.Tensor | None:
-    """The weight's tensor when it holds real data (meta and fake weights are left alone: their
-    transposes run in the graph until apply_weights gives them values; so are other tensor
+    """The weight's tensor when it holds real data (not meta or fake weights; nor other tensor
     subclasses, whose transposed copy might not be a plain tensor)."""
     raw = getattr(value.const_value, "raw", None)
     if not isinstance(raw, torch.Tensor) or without_data(value):
@@ -66,7 +65,10 @@ class FoldWeightTransposesPass(ir.passes.InPlacePass):
             # embedding) would double its memory. onnxscript's folder has the same rule.
             if len(source.uses()) != 1:
                 continue
-            tensor = _torch_value(source)
+            # A weight without data (meta, fake) is stored transposed without data too: its
+            # Transpose would otherwise run at every inference once apply_weights fills it.
+            empty = without_data(source)
+            tensor = source.const_value.raw if empty else _torch_value(source)  # type: ignore[union-attr]
             if tensor is None:
                 continue
             perm_attribute = node.attributes.get("perm")
@@ -74,12 +76,17 @@ class FoldWeightTransposesPass(ir.passes.InPlacePass):
             output = node.outputs[0]
             if output.is_graph_output():
                 continue
+            shape = [tensor.shape[axis] for axis in perm]
             stored = ir.Value(
                 name=f"{name}.transposed" if perm == [1, 0] else f"{name}.permuted_{'_'.join(map(str, perm))}",
                 type=output.type or source.type,
-                shape=ir.Shape(tensor.permute(perm).shape),
+                shape=ir.Shape(shape),
             )
-            stored.const_value = TorchTensor(tensor.detach().permute(perm).contiguous(), name=stored.name)
+            if empty:
+                permuted = torch.empty(shape, dtype=tensor.dtype, device="meta")
+            else:
+                permuted = tensor.detach().permute(perm).contiguous()
+            stored.const_value = TorchTensor(permuted, name=stored.name)
             stored.metadata_props[WEIGHT_KEY] = name
             stored.metadata_props[PERM_KEY] = ",".join(map(str, perm))
             graph.register_initializer(stored)
