@@ -5,12 +5,13 @@ Run it in the torchvision environment (docs/benchmarks.md: ``torch==2.14.1 torch
     python tools/detection_check.py [--models fasterrcnn_mobilenet_v3_large_320_fpn,...]
 
 No weights can be downloaded, so each model gets random weights scaled to keep activations alive
-(He-like convolutions) and a classifier whose scores are spread out (a real model's are; random
-ones tie, and tied detections come out in an order neither eager nor ONNX Runtime defines). Each
-model is exported once (static 256 x 256 input) and run on noise images, which give detections,
-and on a model copy with an unreachable score threshold, which gives none. Detections are compared
-as sets: every eager detection must have an exported one of the same label within 1e-5 in score
-and 0.01 px per box coordinate. Results: ``tools/results/detection.jsonl`` and
+(He-like convolutions) and classifiers rescaled so that scores are spread out (a real model's
+are; random ones saturate or tie, and tied detections come out in an order neither eager nor
+ONNX Runtime defines). Each model is exported once (static 256 x 256 input) and run on noise
+images, which give detections, and on a model copy with an unreachable score threshold, which
+gives none. Detections are compared as sets: every eager detection must have an exported one of
+the same label whose score and box coordinates are within rtol 1e-3 / atol 1e-5 (the tolerance
+of torchvision's own ONNX tests). Results: ``tools/results/detection.jsonl`` and
 ``docs/coverage_detection.md``.
 """
 
@@ -36,7 +37,22 @@ MODELS = (
 )
 
 
+def _classifiers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The layers producing class logits (a Linear for R-CNNs, convolutions for one-stage models)."""
+    predictor = getattr(getattr(model, "roi_heads", None), "box_predictor", None)
+    if predictor is not None:
+        return [predictor.cls_score]
+    head = model.head.classification_head
+    if not hasattr(head, "module_list"):
+        return [head.cls_logits]
+    # SSD: one block per feature level, ending in the convolution giving the logits.
+    return [[m for m in block.modules() if isinstance(m, torch.nn.Conv2d)][-1] for block in head.module_list]
+
+
 def build(name: str, score_thresh: float) -> torch.nn.Module:
+    """The model with random weights that detect: He-like layers keep activations alive, and each
+    classifier is rescaled so its logits spread with a standard deviation of 3 on a noise image —
+    scores neither all equal (random classifiers saturate or tie) nor all below the threshold."""
     import torchvision
 
     torch.manual_seed(0)
@@ -49,19 +65,44 @@ def build(name: str, score_thresh: float) -> torch.nn.Module:
                 module.weight.normal_(0, 1.0 / max(1, module.weight[0].numel()) ** 0.5)
         predictor = getattr(getattr(model, "roi_heads", None), "box_predictor", None)
         if predictor is not None:
-            predictor.cls_score.weight.normal_(0, 10.0)
-            predictor.cls_score.bias[1:4] = 4.0
             predictor.bbox_pred.weight.normal_(0, 0.01)
+        outputs: dict[torch.nn.Module, list[torch.Tensor]] = {}
+        hooks = [c.register_forward_hook(lambda m, i, o: outputs.setdefault(m, []).append(o)) for c in _classifiers(model)]
+        model([torch.rand(3, 256, 256, generator=torch.Generator().manual_seed(1))])
+        for hook in hooks:
+            hook.remove()
+        for layer, logits in outputs.items():
+            spread = torch.cat([t.flatten() for t in logits]).std().clamp(min=1e-6)
+            layer.weight.mul_(3.0 / spread)
     return model
 
 
-def matched(expected: dict[str, torch.Tensor], actual: list[torch.Tensor]) -> tuple[int, int]:
-    """(eager detections, those without an exported detection of the same label, score and box)."""
-    boxes, labels, scores = actual[0], actual[1], actual[2]
-    missing = 0
-    for box, label, score in zip(expected["boxes"], expected["labels"], expected["scores"]):
-        same = (labels == label) & ((scores - score).abs() <= 1e-5) & ((boxes - box).abs().max(-1).values <= 0.01)
-        missing += int(not bool(same.any()))
+# torchvision's own ONNX export tests compare detections with rtol 1e-3, atol 1e-5: float32
+# through a ResNet-50 and box decoding (exp of deltas) drifts by ~1e-5 relative (seen: scores
+# 2e-5 apart, a box 0.015 px apart).
+_RTOL, _ATOL = 1e-3, 1e-5
+
+
+def matched(expected: dict[str, torch.Tensor], actual: list[torch.Tensor]) -> tuple[int, list[dict[str, Any]]]:
+    """(eager detections, those without an exported detection of the same label, score and box,
+    each with its rank, score and the nearest exported detection of its label).
+    The exported outputs come in the order of eager's dict (boxes, labels, scores for R-CNNs;
+    boxes, scores, labels for RetinaNet and FCOS)."""
+    named = dict(zip(expected, actual))
+    boxes, labels, scores = named["boxes"], named["labels"], named["scores"]
+    missing = []
+    for rank, (box, label, score) in enumerate(zip(expected["boxes"], expected["labels"], expected["scores"])):
+        close_score = (scores - score).abs() <= _ATOL + _RTOL * score.abs()
+        close_box = ((boxes - box).abs() <= _ATOL + _RTOL * box.abs()).all(-1)
+        same = labels == label
+        if not bool((same & close_score & close_box).any()):
+            distance = (boxes - box).abs().max(-1).values + 1e9 * (~same)
+            nearest = int(distance.argmin()) if distance.numel() else -1
+            missing.append({
+                "rank": rank, "of": int(expected["scores"].numel()), "score": round(float(score), 6),
+                "nearest_box_px": round(float(distance[nearest]), 4) if nearest >= 0 else None,
+                "nearest_score_diff": float((scores[nearest] - score).abs()) if nearest >= 0 else None,
+            })
     return int(expected["scores"].numel()), missing
 
 
@@ -86,15 +127,16 @@ def check(name: str, images: int) -> dict[str, Any]:
             expected = model(image)[0]
         runs.append(matched(expected, program(image)))
     record["detections"] = [n for n, _ in runs]
-    record["unmatched"] = [m for _, m in runs]
+    record["unmatched"] = [len(m) for _, m in runs]
+    record["unmatched_detail"] = [d for _, m in runs for d in m]
     # None: the same export with a threshold no score reaches (an ONNX model made from it).
     silent = build(name, 1.01)
     none_program = torch_onnx_fx.export(silent, (example,), verbose=False)
     image = [torch.rand(3, 256, 256)]
     with torch.no_grad():
         expected = silent(image)[0]
-    outputs = none_program(image)
-    record["none_case"] = {"eager": int(expected["scores"].numel()), "onnx": int(outputs[2].numel())}
+    outputs = dict(zip(expected, none_program(image)))
+    record["none_case"] = {"eager": int(expected["scores"].numel()), "onnx": int(outputs["scores"].numel())}
     ok = record["none_case"] == {"eager": 0, "onnx": 0} and sum(record["detections"]) > 0
     record["status"] = "pass" if ok and not any(record["unmatched"]) else "mismatch"
     return record
@@ -107,7 +149,7 @@ def render(records: list[dict[str, Any]]) -> str:
         "Generated by `python tools/detection_check.py` in the torchvision environment. Random weights "
         "scaled to keep activations alive and a classifier with spread-out scores; static 256 x 256 input. "
         "*detections* per noise image, *unmatched*: eager detections with no exported detection of the same "
-        "label within 1e-5 in score and 0.01 px; *none*: a copy with an unreachable score threshold "
+        "label with score and box within rtol 1e-3 / atol 1e-5 (torchvision's ONNX tests' tolerance); *none*: a copy with an unreachable score threshold "
         "(eager / ONNX detections). torch.onnx fails every one of these at capture "
         "(`GuardOnDataDependentSymNode` in the box filtering).",
         "",
@@ -120,6 +162,23 @@ def render(records: list[dict[str, Any]]) -> str:
             f"| {r['model']} | {r['status']} | {r.get('export_seconds', '–')} | {r.get('nodes', '–')} | "
             f"{r.get('detections', '–')} | {r.get('unmatched', '–')} | {none.get('eager', '–')} / {none.get('onnx', '–')} |"
         )
+    details = [(r["model"], d) for r in records for d in r.get("unmatched_detail", [])]
+    if details:
+        lines += [
+            "",
+            "## Unmatched detections",
+            "",
+            "Each eager detection without a counterpart, with the nearest exported detection of its label. "
+            "A nearest box of equal score is an NMS tie, which eager and ONNX Runtime break differently; "
+            "otherwise an overlap within float32 rounding of the NMS threshold is the likely cause, not "
+            "traced further here.",
+            "",
+        ]
+        lines += [
+            f"- {model}: rank {d['rank']} of {d['of']}, score {d['score']}: nearest exported box {d['nearest_box_px']} px "
+            f"away, score difference {d['nearest_score_diff']:.2g}"
+            for model, d in details
+        ]
     failures = [r for r in records if r.get("error")]
     if failures:
         lines += ["", "## Errors", ""] + [f"- {r['model']}: {r['error']}" for r in failures]
