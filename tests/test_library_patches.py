@@ -65,3 +65,22 @@ def test_faster_rcnn_is_captured_through_its_data_dependent_filtering():
         expected = model(images)[0]
     actual = program(images)
     assert [tuple(t.shape) for t in actual] == [tuple(t.shape) for t in expected.values()]
+
+
+@pytest.mark.parametrize("count", [0, 1, 7])
+def test_paste_masks_patch_pastes_what_torchvision_pastes(count):
+    from torchvision.models.detection import roi_heads, transform
+
+    from torch_onnx_fx import library_patches
+
+    generator = torch.Generator().manual_seed(count)
+    masks = torch.rand(count, 1, 28, 28, generator=generator)
+    corner = torch.rand(count, 2, generator=generator) * 200 - 20  # some boxes cross the border
+    boxes = torch.cat([corner, corner + torch.rand(count, 2, generator=generator) * 80], 1)
+    expected = roi_heads.paste_masks_in_image(masks, boxes, (180, 240))
+    with library_patches.applied() as names:
+        assert "torchvision.models.detection.roi_heads.paste_masks_in_image" in names
+        patched = transform.paste_masks_in_image(masks, boxes, (180, 240))
+    assert transform.paste_masks_in_image is roi_heads.paste_masks_in_image  # restored
+    # ATen's bilinear kernel sums the four taps in another order: float32 rounding apart.
+    torch.testing.assert_close(patched, expected, rtol=0, atol=1e-5)

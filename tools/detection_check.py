@@ -95,14 +95,31 @@ def matched(expected: dict[str, torch.Tensor], actual: list[torch.Tensor]) -> tu
         close_score = (scores - score).abs() <= _ATOL + _RTOL * score.abs()
         close_box = ((boxes - box).abs() <= _ATOL + _RTOL * box.abs()).all(-1)
         same = labels == label
-        if not bool((same & close_score & close_box).any()):
+        candidates = same & close_score & close_box
+        if "masks" in named and bool(candidates.any()):
+            # Mask R-CNN: the matched detection's mask (probabilities) must match too.
+            reference = expected["masks"][rank]
+            close_mask = ((named["masks"] - reference).abs() <= _ATOL + _RTOL * reference.abs()).flatten(1).all(1)
+            candidates = candidates & close_mask
+        if not bool(candidates.any()):
             distance = (boxes - box).abs().max(-1).values + 1e9 * (~same)
             nearest = int(distance.argmin()) if distance.numel() else -1
-            missing.append({
+            detail = {
                 "rank": rank, "of": int(expected["scores"].numel()), "score": round(float(score), 6),
                 "nearest_box_px": round(float(distance[nearest]), 4) if nearest >= 0 else None,
                 "nearest_score_diff": float((scores[nearest] - score).abs()) if nearest >= 0 else None,
-            })
+            }
+            if "masks" in named and nearest >= 0:
+                difference = (named["masks"][nearest] - expected["masks"][rank]).abs()
+                detail["nearest_mask_diff"] = round(float(difference.max()), 4)
+                detail["nearest_mask_pixels_off"] = int((difference > 1e-3).sum())
+                # torchvision pastes a 28 x 28 mask padded to 30 x 30 at its box widened by 30/28,
+                # truncated to int64 pixels: does that rounding put the two masks apart?
+                from torchvision.models.detection.roi_heads import expand_boxes
+
+                pasted_at = [expand_boxes(b[None], 30 / 28).to(torch.int64) for b in (box, boxes[nearest])]
+                detail["pasted_at_different_pixels"] = bool((pasted_at[0] != pasted_at[1]).any())
+            missing.append(detail)
     return int(expected["scores"].numel()), missing
 
 
@@ -171,12 +188,16 @@ def render(records: list[dict[str, Any]]) -> str:
             "Each eager detection without a counterpart, with the nearest exported detection of its label. "
             "A nearest box of equal score is an NMS tie, which eager and ONNX Runtime break differently; "
             "otherwise an overlap within float32 rounding of the NMS threshold is the likely cause, not "
-            "traced further here.",
+            "traced further here. torchvision pastes each mask at its box's corners truncated to integer "
+            "pixels; where two boxes a fraction of a pixel apart truncate differently, the whole mask "
+            "moves by a pixel (marked below).",
             "",
         ]
         lines += [
             f"- {model}: rank {d['rank']} of {d['of']}, score {d['score']}: nearest exported box {d['nearest_box_px']} px "
             f"away, score difference {d['nearest_score_diff']:.2g}"
+            + (f", mask: {d['nearest_mask_pixels_off']} pixels differ, by up to {d['nearest_mask_diff']}" if "nearest_mask_diff" in d else "")
+            + (", pasted at different integer pixels" if d.get("pasted_at_different_pixels") else "")
             for model, d in details
         ]
     failures = [r for r in records if r.get("error")]

@@ -73,11 +73,56 @@ def _multiscale_roi_align(original: Any) -> Any:
     return multiscale_roi_align
 
 
+def _paste_masks_in_image(original: Any) -> Any:
+    roi_heads = sys.modules["torchvision.models.detection.roi_heads"]
+
+    def paste_masks_in_image(masks: torch.Tensor, boxes: torch.Tensor, img_shape: Any, padding: int = 1) -> torch.Tensor:
+        # torchvision pastes one mask at a time (a loop over a data-dependent count): each mask
+        # is resized to its box with bilinear interpolation (align_corners=False) and written
+        # into an empty image. Here every image pixel reads its source position in its box's
+        # mask directly, with ATen's source-index rule, for all masks at once.
+        masks, scale = roi_heads.expand_masks(masks, padding=padding)
+        boxes = roi_heads.expand_boxes(boxes, scale).to(dtype=torch.int64)
+        im_h, im_w = int(img_shape[0]), int(img_shape[1])
+        size = masks.shape[-1]
+        left, top, right, bottom = boxes.unbind(1)
+
+        def axis(start: torch.Tensor, end: torch.Tensor, limit: int) -> tuple[torch.Tensor, ...]:
+            coords = torch.arange(limit, device=boxes.device)
+            length = (end - start + 1).clamp(min=1)
+            inside = (coords >= start.clamp(min=0)[:, None]) & (coords < (end + 1).clamp(max=limit)[:, None])
+            ratio = size / length.to(masks.dtype)
+            source = ((coords - start[:, None]).to(masks.dtype) + 0.5) * ratio[:, None] - 0.5
+            source = source.clamp(min=0)
+            low = source.to(torch.int64).clamp(max=size - 1)
+            high = (low + 1).clamp(max=size - 1)
+            return inside, low, high, source - low.to(masks.dtype)
+
+        inside_y, low_y, high_y, frac_y = axis(top, bottom, im_h)
+        inside_x, low_x, high_x, frac_x = axis(left, right, im_w)
+        plane = masks[:, 0]
+        index = torch.arange(plane.shape[0], device=boxes.device)[:, None, None]
+
+        def at(rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+            return plane[index, rows[:, :, None], cols[:, None, :]]
+
+        fy, fx = frac_y[:, :, None], frac_x[:, None, :]
+        top_row = (1 - fx) * at(low_y, low_x) + fx * at(low_y, high_x)
+        bottom_row = (1 - fx) * at(high_y, low_x) + fx * at(high_y, high_x)
+        pasted = (1 - fy) * top_row + fy * bottom_row
+        keep = inside_y[:, :, None] & inside_x[:, None, :]
+        return torch.where(keep, pasted, torch.zeros((), dtype=pasted.dtype))[:, None]
+
+    return paste_masks_in_image
+
+
 PATCHES: tuple[Patch, ...] = (
     Patch("torchvision.ops.boxes", "batched_nms", _batched_nms,
           "branches on boxes.numel() == 0 and on > 4000 boxes (a data-dependent count)"),
     Patch("torchvision.ops.poolers", "_multiscale_roi_align", _multiscale_roi_align,
           "takes len() of the filtered proposals, which has no value during capture"),
+    Patch("torchvision.models.detection.roi_heads", "paste_masks_in_image", _paste_masks_in_image,
+          "pastes masks one by one in a Python loop over the detections"),
 )
 
 # Modules that imported a patched function by name and call it through their own globals.
@@ -87,6 +132,7 @@ _IMPORTERS = {
                                                "torchvision.models.detection.retinanet",
                                                "torchvision.models.detection.fcos",
                                                "torchvision.models.detection.ssd"),
+    ("torchvision.models.detection.roi_heads", "paste_masks_in_image"): ("torchvision.models.detection.transform",),
 }
 
 
