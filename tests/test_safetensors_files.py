@@ -94,3 +94,15 @@ def test_bad_files_are_refused_before_anything_changes(tmp_path):
     save_file(wrong, str(tmp_path / "wrong.safetensors"))
     with pytest.raises(torch_onnx_fx.StateDictMismatchError, match="b.bias"):
         program.apply_weights(tmp_path / "wrong.safetensors")
+
+
+def test_files_and_a_dict_together(tmp_path):
+    # A checkpoint lacks non-persistent buffers; the list form adds them from a dict.
+    real = Net()
+    state = real.state_dict()
+    save_file({k: v.contiguous() for k, v in state.items() if k != "scale"}, str(tmp_path / "model.safetensors"))
+    program = _meta_program()
+    with pytest.raises(torch_onnx_fx.StateDictMismatchError, match="scale"):
+        program.apply_weights(tmp_path / "model.safetensors")
+    program.apply_weights([tmp_path / "model.safetensors", {"scale": state["scale"]}])
+    assert_matches_eager(real, (torch.randn(2, 8),), program=program)

@@ -276,8 +276,9 @@ class ONNXProgram:
         """Replace the model's weights by the tensors in ``state_dict`` (matched by state-dict name).
 
         ``state_dict`` is a dict of tensors, or safetensors files: a file, a list of shards, a
-        folder, or a sharded checkpoint's ``*.safetensors.index.json``. Files are memory-mapped,
-        not read: ``save(external_data=True)`` then streams each weight from disk to disk.
+        folder, or a sharded checkpoint's ``*.safetensors.index.json`` — in a list, with dicts
+        for what the files lack (a meta-built model's non-persistent buffers). Files are
+        memory-mapped, not read: ``save(external_data=True)`` then streams each weight from disk.
 
         Every key is checked before anything is replaced (see :mod:`torch_onnx_fx.weights`): with
         ``strict`` (the default) the dict must hold every weight the graph uses and nothing else;

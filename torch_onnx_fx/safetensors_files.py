@@ -15,7 +15,7 @@ import math
 import mmap
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import torch
 
@@ -34,22 +34,32 @@ _MAX_HEADER = 100 * 1024 * 1024
 
 
 def is_weights_source(value: Any) -> bool:
-    """Whether ``value`` names files (a path, or a list of paths) rather than being a state dict."""
+    """Whether ``value`` names files (a path, or a list of paths and state dicts) rather than
+    being a state dict itself."""
     if isinstance(value, (str, os.PathLike)):
         return True
-    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, (str, os.PathLike)) for v in value)
+    return (
+        isinstance(value, (list, tuple)) and bool(value)
+        and all(isinstance(v, (str, os.PathLike, Mapping)) for v in value)
+        and any(isinstance(v, (str, os.PathLike)) for v in value)
+    )
 
 
-def load(source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]) -> dict[str, torch.Tensor]:
-    """Every tensor of the files ``source`` names, by name, memory-mapped. A name in two files
-    is an error (shards of one checkpoint never repeat one)."""
+def load(source: str | os.PathLike[str] | Iterable[str | os.PathLike[str] | Mapping[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """Every tensor of the files ``source`` names, by name, memory-mapped; state dicts in a list
+    are taken as they are (a checkpoint lacks the non-persistent buffers a meta-built model still
+    needs, such as rotary frequencies). A name given twice is an error (shards of one checkpoint
+    never repeat one)."""
     tensors: dict[str, torch.Tensor] = {}
-    origin: dict[str, Path] = {}
-    for path in _files(source):
-        for name, tensor in _read(path).items():
-            if name in tensors:
-                raise WeightsFileError(f"apply_weights: {name!r} is in both {origin[name]} and {path}.")
-            tensors[name], origin[name] = tensor, path
+    origin: dict[str, Any] = {}
+    items = list(source) if isinstance(source, (list, tuple)) else [source]
+    for item in items:
+        parts = [("a state dict", dict(item))] if isinstance(item, Mapping) else [(path, _read(path)) for path in _files(item)]
+        for where, found in parts:
+            for name, tensor in found.items():
+                if name in tensors:
+                    raise WeightsFileError(f"apply_weights: {name!r} is in both {origin[name]} and {where}.")
+                tensors[name], origin[name] = tensor, where
     return tensors
 
 

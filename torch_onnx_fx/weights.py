@@ -56,7 +56,9 @@ def _stored(tensor: torch.Tensor, perm: list[int] | None = None) -> torch.Tensor
     real pairs (trailing dim 2)."""
     tensor = tensor.detach()
     if perm is not None:
-        tensor = tensor.permute(perm).contiguous()
+        # A view, not a copy: a memory-mapped checkpoint stays on disk until save() writes each
+        # weight (a contiguous copy here would hold every transposed weight in memory at once).
+        tensor = tensor.permute(perm)
     return torch.view_as_real(tensor) if tensor.is_complex() else tensor
 
 
