@@ -38,8 +38,9 @@ class Subgraph:
         return self._walk.make_input(example, hint)
 
     def typed_input(self, hint: str, dtype: ir.DataType, shape: ir.Shape | None) -> ir.Value:
-        value = ir.Value(name=self._walk.tracer.fresh_name(hint), type=ir.TensorType(dtype), shape=shape)
-        self._walk.tracer.graph.inputs.append(value)
+        """A new input of the subgraph of an ONNX type (a loop counter, a carried state)."""
+        value = self._walk.make_input(None, hint)
+        value.type, value.shape = ir.TensorType(dtype), shape
         return value
 
     def building(self) -> Any:

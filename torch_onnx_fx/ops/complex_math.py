@@ -159,6 +159,17 @@ def _reciprocal(z: ir.Value) -> ir.Value:
     return _div(_operand(1.0, z), z)
 
 
+def _nonzero(z: ir.Value) -> ir.Value:
+    """Where either part is nonzero: a complex number's truth value."""
+    zero = _const(0.0, z)
+    return op.Or(op.Not(op.Equal(_re(z), zero)), op.Not(op.Equal(_im(z), zero)))
+
+
+def _in_dtype(z: ir.Value, dtype: Any) -> ir.Value:
+    """``z`` converted to the complex ``dtype`` argument of a reduction (None: as it is)."""
+    return z if dtype is None else op.Cast(z, to=_REAL_PART[ir.DataType(dtype)])
+
+
 def _complex_rank(z: ir.Value) -> int:
     if z.shape is None:
         raise TranslationError(f"complex tensor {z.name} needs a known rank")
@@ -479,8 +490,7 @@ def aten_convert_complex(self: ir.Value, *args: Any, ctx: OpContext, **kwargs: A
         return op.Cast(self, to=target)
     if source.is_complex():
         if result.dtype == torch.bool:
-            zero = _const(0.0, self)
-            return op.Or(op.Not(op.Equal(_re(self), zero)), op.Not(op.Equal(_im(self), zero)))
+            return _nonzero(self)
         return op.Cast(_re(self), to=target)
     return _real_to_complex(op.Cast(self, to=target))
 
@@ -671,26 +681,26 @@ def aten_abs_complex(self: ir.Value) -> ir.Value:
 @register("aten::cumsum", complex=True)
 def aten_cumsum_complex(self: ir.Value, dim: int, *, dtype: Any = None) -> ir.Value:
     """cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor: both parts add up"""
-    if dtype is not None:
-        self = op.Cast(self, to=_REAL_PART[ir.DataType(dtype)])
+    self = _in_dtype(self, dtype)
     return op.CumSum(self, int64(_dim(dim, _complex_rank(self))))
 
 
 @register("aten::nonzero", complex=True)
 def aten_nonzero_complex(self: ir.Value) -> ir.Value:
     """nonzero(Tensor self) -> Tensor: where either part is nonzero"""
-    zero = _const(0.0, self)
-    present = op.Or(op.Not(op.Equal(_re(self), zero)), op.Not(op.Equal(_im(self), zero)))
+    present = _nonzero(self)
     if _complex_rank(self) == 0:
         present = op.Reshape(present, ints(1))
         return op.Transpose(op.Slice(op.NonZero(present), ints(0), ints(0), ints(0)), perm=[1, 0])
     return op.Transpose(op.NonZero(present), perm=[1, 0])
 
 
-def _torchlib(name: str) -> Any:
+def _torchlib(name: str, *, complex: bool = False) -> Any:
+    """torchlib's translation of ``name`` (its complex overload with ``complex``)."""
     from onnxscript.function_libs.torch_lib import registration
 
-    return registration.default_registry[name].overloads[0]
+    entry = registration.default_registry[name]
+    return (entry.complex if complex else entry.overloads)[0]
 
 
 @register("aten::index.Tensor", "aten::_unsafe_index.Tensor", complex=True)
@@ -723,8 +733,7 @@ def _reduced_axes(dim: Any, rank: int) -> list[int]:
 
 def _complex_reduction(reduce: str, self: ir.Value, dim: Any, keepdim: bool, dtype: Any) -> ir.Value:
     rank = _complex_rank(self)
-    if dtype is not None:
-        self = op.Cast(self, to=_REAL_PART[ir.DataType(dtype)])
+    self = _in_dtype(self, dtype)
     axes = _reduced_axes(dim, rank)
     if not axes:
         return op.Identity(self)

@@ -22,7 +22,8 @@ from torch_onnx_fx.errors import TranslationError
 from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.ops._tensors import int64, ints
 from torch_onnx_fx.ops.complex_math import (
-    _complex_rank, _dim, _filled, _im, _join, _mul, _operand, _re, _size_tensor, _torchlib, aten_mm_complex,
+    _complex_rank, _dim, _filled, _in_dtype, _join, _mul, _nonzero, _operand, _re, _size_tensor, _torchlib,
+    aten_mm_complex,
 )
 from torch_onnx_fx.ops.indexing import aten_nonzero_static
 from torch_onnx_fx.ops.linalg import _matrix as mx
@@ -112,9 +113,7 @@ def aten_prod_complex(self: ir.Value, *args: Any, ctx: OpContext, **kwargs: Any)
     values = ctx.arguments((self, *args), kwargs)
     dim = values.get("dim", values.get("dims"))
     keepdim = bool(values.get("keepdim", False))
-    dtype = values.get("dtype", values.get("output_dtype"))
-    if dtype is not None and ir.DataType(dtype) in (ir.DataType.COMPLEX64, ir.DataType.COMPLEX128):
-        self = op.Cast(self, to=ir.DataType.FLOAT if ir.DataType(dtype) == ir.DataType.COMPLEX64 else ir.DataType.DOUBLE)
+    self = _in_dtype(self, values.get("dtype", values.get("output_dtype")))
     rank = _complex_rank(self)
     x, axis = _product_axis(self, dim)
     product = _running_products(ctx, x, axis, keep_all=False)
@@ -128,8 +127,7 @@ def aten_prod_complex(self: ir.Value, *args: Any, ctx: OpContext, **kwargs: Any)
 def aten_cumprod_complex(self: ir.Value, dim: int, *, dtype: Any = None, ctx: OpContext) -> ir.Value:
     """cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor: every prefix's complex
     product, in sequence"""
-    if dtype is not None and ir.DataType(dtype) in (ir.DataType.COMPLEX64, ir.DataType.COMPLEX128):
-        self = op.Cast(self, to=ir.DataType.FLOAT if ir.DataType(dtype) == ir.DataType.COMPLEX64 else ir.DataType.DOUBLE)
+    self = _in_dtype(self, dtype)
     rank = _complex_rank(self)
     if rank == 0:
         return op.Identity(self)
@@ -217,11 +215,6 @@ def aten_put_complex(self: ir.Value, index: ir.Value, source: ir.Value, accumula
     updates = op.Reshape(source, ints(-1, 2))
     out = op.ScatterND(flat, op.Unsqueeze(positions, ints(-1)), updates, reduction="add" if accumulate else "none")
     return op.Reshape(out, op.Shape(self))
-
-
-def _nonzero(z: ir.Value) -> ir.Value:
-    zero = op.CastLike(0.0, z)
-    return op.Or(op.Not(op.Equal(_re(z), zero)), op.Not(op.Equal(_im(z), zero)))
 
 
 def _truth(value: Any) -> ir.Value:

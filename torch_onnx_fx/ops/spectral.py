@@ -11,6 +11,7 @@ import numpy as np
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.ops.complex_math import _torchlib
 from torch_onnx_fx.registry import register
 
 __all__ = ["aten_stft", "aten_fft_c2c_complex"]
@@ -81,7 +82,5 @@ def aten_fft_c2c_complex(self: ir.Value, dim: list[int], normalization: int, for
     torchlib's ONNX ``DFT``, computed in float64: ONNX Runtime sums lengths that are not powers of
     two term by term in the input's precision, about ten times farther from the exact result than
     PyTorch's FFT in float32 (stft of a complex signal, n_fft=10: 5.5e-5 against 4.5e-6)."""
-    from onnxscript.function_libs.torch_lib import registration
-
-    translation = registration.default_registry["aten::_fft_c2c"].complex[0]
+    translation = _torchlib("aten::_fft_c2c", complex=True)
     return op.CastLike(translation(op.Cast(self, to=ir.DataType.DOUBLE), dim, normalization, forward), self)

@@ -20,6 +20,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.op_context import OpContext
+from torch_onnx_fx.ops.complex_math import _im, _join, _re
 from torch_onnx_fx.ops.linalg import _matrix as mx
 from torch_onnx_fx.ops.linalg.eigen import aten_linalg_eigh, aten_linalg_pinv, aten_linalg_svd
 from torch_onnx_fx.ops.linalg.matrix_exp import aten_linalg_matrix_exp
@@ -31,9 +32,8 @@ __all__ = [
 
 
 def _parts(z: ir.Value) -> tuple[ir.Value, ir.Value]:
-    re, im = op.Gather(z, 0, axis=-1), op.Gather(z, 1, axis=-1)
     dims = mx.dims(z)[:-1]
-    return mx.shaped(re, dims), mx.shaped(im, dims)
+    return mx.shaped(_re(z), dims), mx.shaped(_im(z), dims)
 
 
 def _embed(re: ir.Value, im: ir.Value) -> ir.Value:
@@ -50,7 +50,7 @@ def _unembed(m: ir.Value) -> ir.Value:
     left = op.Gather(m, op.Range(0, cols, 1), axis=-1)
     re = op.Gather(left, op.Range(0, rows, 1), axis=-2)
     im = op.Gather(left, op.Range(rows, op.Mul(rows, 2), 1), axis=-2)
-    return op.Concat(op.Unsqueeze(re, [-1]), op.Unsqueeze(im, [-1]), axis=-1)
+    return _join(re, im)
 
 
 def _hermitian(z: ir.Value, upper: bool) -> tuple[ir.Value, ir.Value]:

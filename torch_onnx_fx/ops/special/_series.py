@@ -16,11 +16,9 @@ import numpy as np
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.op_context import OpContext
-
 __all__ = [
     "FLOAT", "DOUBLE", "EULER_GAMMA", "SQRT_PI", "INF", "NAN", "working", "restore", "elementwise", "tensors",
-    "constant", "sum_of_powers", "log1p", "expm1", "loop", "trip_count",
+    "constant", "sum_of_powers", "log1p", "expm1", "trip_count",
 ]
 
 FLOAT = ir.DataType.FLOAT
@@ -108,19 +106,6 @@ def expm1(u: ir.Value) -> ir.Value:
     near = op.And(op.Less(op.Abs(u), 0.5), op.Not(op.Equal(e, 1.0)))
     corrected = op.Mul(e_minus_one, op.Div(u, op.Where(near, log_e, 1.0)))
     return op.Where(op.Equal(e, 1.0), u, op.Where(near, corrected, e_minus_one))
-
-
-# -- loops over data-dependent step counts ----------------------------------------------------------
-
-
-def loop(
-    ctx: OpContext,
-    count: ir.Value,
-    state: Sequence[ir.Value],
-    body: Callable[[ir.Value, list[ir.Value]], Sequence[ir.Value]],
-) -> list[ir.Value]:
-    """``state = body(iteration, state)`` repeated ``count`` times, as an ONNX ``Loop``."""
-    return ctx.loop(count, state, lambda iteration, *carried: body(iteration, list(carried)))
 
 
 def trip_count(steps: ir.Value, limit: int) -> ir.Value:

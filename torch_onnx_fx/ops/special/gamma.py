@@ -22,7 +22,6 @@ from torch_onnx_fx.ops.special._series import (
     NAN,
     constant,
     elementwise,
-    loop,
     restore,
     sum_of_powers,
     tensors,
@@ -171,11 +170,11 @@ def _zeta(ctx: OpContext, x: ir.Value, q: ir.Value) -> ir.Value:
     terms = op.Where(negative, op.Add(op.Floor(op.Sub(9.0, safe_q)), 1.0), 9.0)
     terms = op.Min(terms, float(_ZETA_MAX_TERMS))
 
-    def extra_term(iteration: ir.Value, state: list[ir.Value]) -> list[ir.Value]:
+    def extra_term(iteration: ir.Value, total: ir.Value, done: ir.Value) -> list[ir.Value]:
         k = op.Add(op.Cast(iteration, to=DOUBLE), 10.0)
-        return list(add_term(state[0], state[1], op.Pow(op.Add(q, k), minus_x), op.LessOrEqual(k, terms)))
+        return list(add_term(total, done, op.Pow(op.Add(q, k), minus_x), op.LessOrEqual(k, terms)))
 
-    total, done = loop(ctx, trip_count(op.Sub(terms, 9.0), _ZETA_MAX_TERMS), [total, done], extra_term)
+    total, done = ctx.loop(trip_count(op.Sub(terms, 9.0), _ZETA_MAX_TERMS), [total, done], extra_term)
     # Euler-Maclaurin tail at w = q + m, whose term is already in the sum.
     w = op.Add(q, terms)
     b = op.Pow(w, minus_x)

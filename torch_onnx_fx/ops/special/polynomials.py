@@ -17,7 +17,7 @@ from onnx_ir.tensor_adapters import from_torch_dtype
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.op_context import OpContext
-from torch_onnx_fx.ops.special._series import DOUBLE, FLOAT, constant, loop, trip_count
+from torch_onnx_fx.ops.special._series import DOUBLE, FLOAT, constant, trip_count
 from torch_onnx_fx.registry import register, wants_context
 
 __all__ = [
@@ -154,14 +154,13 @@ def _orthogonal_polynomial(ctx: OpContext, x: Any, n: Any, recurrence: _Recurren
     first = recurrence.first(argument)
     value = op.Where(op.Equal(n, 0.0), 1.0, op.Where(op.Equal(n, 1.0), first, 0.0))
 
-    def step(iteration: ir.Value, state: list[ir.Value]) -> list[ir.Value]:
-        p, q, value = state
+    def step(iteration: ir.Value, p: ir.Value, q: ir.Value, value: ir.Value) -> list[ir.Value]:
         k = op.Add(op.Cast(iteration, to=work), 2.0)
         r = recurrence.step(k, argument, p, q)
         return [op.Identity(q), r, op.Where(op.Equal(n, k), r, value)]
 
     count = trip_count(op.Sub(op.Min(n, float(_MAX_DEGREE)), 1.0), _MAX_DEGREE)
-    _, _, value = loop(ctx, count, [_one(x), first, value], step)
+    _, _, value = ctx.loop(count, [_one(x), first, value], step)
     if recurrence.special is not None:
         value = recurrence.special(x, n, value)
     value = op.Where(op.Less(n, 0.0), 0.0, value)
