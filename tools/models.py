@@ -609,6 +609,26 @@ def _indices(batch: int, n: int) -> torch.Tensor:
     return torch.stack([torch.randint(0, n, (n,), generator=generator) for _ in range(batch)])
 
 
+def calibrate(model: torch.nn.Module, batch: Callable[[], tuple], steps: int = 2) -> torch.nn.Module:
+    """Make an untrained network's outputs informative, in place; returns it in eval mode.
+
+    Untrained, BatchNorm statistics (mean 0, var 1) do not fit the activations, which shrink layer
+    by layer (mobilenet_v3's logits were ~1e-9, below any absolute tolerance): they are re-estimated
+    on ``steps`` random batches. Linear layers initialised to zero (ViT's head) get small weights.
+    """
+    for module in model.modules():
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+            module.reset_running_stats()
+            module.momentum = None  # a cumulative average over the calibration batches
+        if isinstance(module, torch.nn.Linear) and not module.weight.any():
+            torch.nn.init.normal_(module.weight, std=0.02)
+    model.train()
+    with torch.no_grad():
+        for _ in range(steps):
+            model(*batch())
+    return model.eval()
+
+
 # torchvision's classifiers as published, random weights. torchvision pins torch 2.14.1, so they are
 # in the corpus only where it is importable (a separate environment: see docs/coverage.md).
 _TORCHVISION_MODELS = (
@@ -623,20 +643,7 @@ def _torchvision_case(builder: str) -> ModelCase:
 
         torch.manual_seed(0)
         model = getattr(torchvision.models, builder)(weights=None)
-        # Make the logits informative. Untrained, their BatchNorm statistics (mean 0, var 1) do not
-        # fit the activations, which shrink layer by layer (mobilenet_v3's logits were ~1e-9, below
-        # any absolute tolerance); calibrate them on random images. ViT's head starts at zero.
-        for module in model.modules():
-            if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
-                module.reset_running_stats()
-                module.momentum = None  # a cumulative average over the calibration batches
-            if isinstance(module, torch.nn.Linear) and not module.weight.any():
-                torch.nn.init.normal_(module.weight, std=0.02)
-        model.train()
-        with torch.no_grad():
-            for _ in range(2):
-                model(torch.randn(8, 3, 224, 224))
-        model.eval()
+        calibrate(model, lambda: (torch.randn(8, 3, 224, 224),))
         return model, (_randn(2, 3, 224, 224),), {}, ({0: "batch"},)
 
     # Full-size networks (1.5M to 86M parameters): far beyond the CI budget.

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import importlib
 import importlib.util
 import json
 import math
@@ -70,6 +71,62 @@ TORCHVISION_MODELS = tuple(
         "densenet121",
     )
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class Generated:
+    """A generated corpus: the module listing its cases (``cases()``, ``by_name(name)``), the
+    prefix of its case names, where its results and page go, and what its page says of it."""
+
+    key: str
+    module: str
+    prefix: str
+    title: str
+    intro: str
+    environment: str = ""
+
+    @property
+    def json(self) -> Path:
+        return REPO / "tools" / "results" / f"modelsweep_{self.key}.jsonl"
+
+    @property
+    def page(self) -> Path:
+        return REPO / "docs" / f"coverage_{self.key}.md"
+
+
+_VISION_ENV = (
+    "It needs torchvision, which requires torch 2.14.1: it runs from a separate environment, "
+    "`python -m venv /tmp/vision && /tmp/vision/bin/pip install torch==2.14.1 torchvision==0.29.1 timm "
+    "&& /tmp/vision/bin/pip install -e '.[test]'`, with `/tmp/vision/bin/python` in place of `python` below."
+)
+
+GENERATED = {
+    "transformers": Generated(
+        "transformers", "tools.generated_models", "hf-", "Generated transformers corpus",
+        "Every (model type, task head) of transformers' auto mappings (`tools/generated_models.py`: base model, "
+        "causal LM, masked LM, sequence classification, seq2seq LM, image classification), built offline from its "
+        "config class with small sizes and random weights, called with token ids and an attention mask (batch and "
+        "sequence dynamic) or pixel values (batch dynamic). Models that cannot be built from a config offline, or "
+        "that eager PyTorch cannot run on those inputs, are `build_failed`: listed, not counted in the pass rate.",
+    ),
+    "torchvision": Generated(
+        "torchvision", "tools.torchvision_models", "tv-", "Generated torchvision corpus",
+        "Every model of `torchvision.models.list_models()` (`tools/torchvision_models.py`): classification, "
+        "quantized (built with `quantize=True`), segmentation, video and optical flow, random weights with "
+        "BatchNorm statistics calibrated on random inputs, called on random inputs of the published size with "
+        "a dynamic batch (2, then 3), compared with eager at rtol 1e-3 / atol 1e-5 (torchvision's own ONNX-test "
+        "tolerance). The detection models are checked by `tools/detection_check.py` as sets of detections, on "
+        "images with and without detections: see [detection models](coverage_detection.md).",
+        _VISION_ENV,
+    ),
+    "timm": Generated(
+        "timm", "tools.timm_models", "timm-", "Generated timm corpus",
+        "The first variant of every model family (module) of `timm.list_models()` (`tools/timm_models.py`), "
+        "random weights with BatchNorm statistics calibrated on random images, called on random images of its "
+        "published input size with a dynamic batch (2, then 3), compared with eager at rtol 1e-3 / atol 1e-5.",
+        _VISION_ENV,
+    ),
+}
 
 
 @dataclasses.dataclass
@@ -214,8 +271,9 @@ def run_case(case: Any, exporter: str, on_stage: Any = lambda record: None) -> R
 _PRELOAD = [
     "torch", "transformers", "onnxruntime", "onnxscript", "onnxscript.function_libs.torch_lib.ops",
     "torch.onnx._internal.exporter._core", "torch_onnx_fx", "torch_onnx_fx.ops", "tools.models", "tools.modelsweep",
-    "tools.generated_models",
-]
+    "tools.generated_models", "torchvision", "timm", "diffusers", "tools.torchvision_models", "tools.timm_models",
+    "tools.diffusers_models",
+]  # the fork server skips those that are not installed here
 
 
 def _worker(model: str, exporter: str, connection: Any, log_path: str) -> None:
@@ -229,11 +287,10 @@ def _worker(model: str, exporter: str, connection: Any, log_path: str) -> None:
 
 
 def find_case(name: str) -> Any:
-    """A case of either corpus by name: generated transformers cases are named ``hf-...``."""
-    if name.startswith("hf-"):
-        from tools.generated_models import by_name as generated
-
-        return generated(name)
+    """A case of any corpus by name: generated cases carry their corpus's prefix (``hf-``, ``tv-``...)."""
+    for corpus in GENERATED.values():
+        if name.startswith(corpus.prefix):
+            return importlib.import_module(corpus.module).by_name(name)
     from tools.models import by_name
 
     return by_name(name)
@@ -295,10 +352,9 @@ def _run_header(run: int, command: str, timeout_s: float) -> dict[str, Any]:
         "timeout_s": timeout_s,
         "transformers": transformers.__version__,
     }
-    if importlib.util.find_spec("torchvision") is not None:
-        import torchvision
-
-        header["torchvision"] = torchvision.__version__
+    for library in ("torchvision", "timm", "diffusers"):
+        if importlib.util.find_spec(library) is not None:
+            header[library] = importlib.import_module(library).__version__
     return header
 
 
@@ -411,15 +467,6 @@ def _torchvision_section(runs: Sequence[dict[str, Any]], records: Sequence[Recor
     return out + _failures("#### torchvision failures", records)
 
 
-_GENERATED_INTRO = (
-    "Every (model type, task head) of transformers' auto mappings (`tools/generated_models.py`: base model, "
-    "causal LM, masked LM, sequence classification, seq2seq LM, image classification), built offline from its "
-    "config class with small sizes and random weights, called with token ids and an attention mask (batch and "
-    "sequence dynamic) or pixel values (batch dynamic). Models that cannot be built from a config offline, or "
-    "that eager PyTorch cannot run on those inputs, are `build_failed`: listed, not counted in the pass rate."
-)
-
-
 def render_section(
     runs: Sequence[dict[str, Any]],
     records: Sequence[Record],
@@ -428,11 +475,11 @@ def render_section(
     corpus: str = "models",
 ) -> str:
     """The ``## Model corpus`` section, markers included; ``vision_*`` are the torchvision models'
-    runs and records, from their own environment. ``corpus="transformers"`` renders the generated
-    transformers corpus instead."""
+    runs and records, from their own environment. A ``corpus`` named in ``GENERATED`` renders that
+    generated corpus instead."""
     pairs = _pairs(records)
     families = collections.Counter(pair[next(iter(pair))].family for pair in pairs.values())
-    generated = corpus == "transformers"
+    generated = GENERATED.get(corpus)
     counted = [r for r in records if r.status != "build_failed"]
     rates = {
         e: (sum(r.status == "pass" for r in counted if r.exporter == e), sum(r.exporter == e for r in counted))
@@ -440,18 +487,19 @@ def render_section(
     }
     out = [
         START_MARKER,
-        "## Generated transformers corpus" if generated else "## Model corpus",
+        f"## {generated.title}" if generated else "## Model corpus",
         "",
         "Generated by `tools/modelsweep.py`; do not edit this section by hand. Regenerate it with:",
         "",
         "```bash",
-        "python tools/modelsweep.py --corpus transformers" if generated else "python tools/modelsweep.py",
+        f"python tools/modelsweep.py --corpus {corpus}" if generated else "python tools/modelsweep.py",
         "```",
         "",
     ]
     if generated:
         out += [
-            _GENERATED_INTRO,
+            generated.intro,
+            *(["", generated.environment] if generated.environment else []),
             "",
             "Pass rate over the models that build: "
             + ", ".join(f"{e} {p}/{n} ({100 * p / n:.1f}%)" if n else f"{e} –" for e, (p, n) in rates.items()) + ".",
@@ -533,14 +581,10 @@ def write_section(page: Path, section: str) -> None:
     page.write_text(text)
 
 
-GENERATED_JSON = REPO / "tools" / "results" / "modelsweep_transformers.jsonl"
-GENERATED_PAGE = REPO / "docs" / "coverage_transformers.md"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", choices=("models", "transformers"), default="models",
-                        help="the hand-picked corpus of tools/models.py, or the generated transformers corpus")
+    parser.add_argument("--corpus", choices=("models", *GENERATED), default="models",
+                        help="the hand-picked corpus of tools/models.py, or a generated one")
     parser.add_argument("--models", help="comma-separated corpus names; merged into the existing results")
     parser.add_argument("--sample", type=int, default=1, help="keep every N-th model of the corpus (a quick measurement)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per model and exporter")
@@ -548,13 +592,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="the page whose model section is written (default: per corpus)")
     parser.add_argument("--render-only", action="store_true", help="rewrite the section from --json, run nothing")
     options = parser.parse_args(argv)
-    generated = options.corpus == "transformers"
-    options.json = options.json or (GENERATED_JSON if generated else DEFAULT_JSON)
-    options.out = options.out or (GENERATED_PAGE if generated else DEFAULT_PAGE)
+    generated = GENERATED.get(options.corpus)
+    options.json = options.json or (generated.json if generated else DEFAULT_JSON)
+    options.out = options.out or (generated.page if generated else DEFAULT_PAGE)
     if generated:
-        from tools.generated_models import cases
-
-        CORPUS = cases()
+        CORPUS = importlib.import_module(generated.module).cases()
     else:
         from tools.models import CORPUS
     if options.json.resolve() == TORCHVISION_JSON and options.out.resolve() == DEFAULT_PAGE:
