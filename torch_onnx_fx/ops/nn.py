@@ -25,7 +25,7 @@ __all__ = [
     "aten_pdist_forward",
     "transformers_grouped_mm_fallback",
     "aten_im2col",
-    "aten_sdpa_any_rank",
+    "aten_sdpa",
 ]
 
 
@@ -151,58 +151,6 @@ def aten_im2col(
     return op.Reshape(patches, op.Concat(leading, op.Constant(value_ints=[rows, table.shape[1]]), axis=0))
 
 
-def _not_4d_attention(node: Any) -> bool:
-    example = arg_example(node)
-    return isinstance(example, torch.Tensor) and example.dim() != 4
-
-
-@register("aten::scaled_dot_product_attention", supports=_not_4d_attention)
-def aten_sdpa_any_rank(
-    query: ir.Value,
-    key: ir.Value,
-    value: ir.Value,
-    attn_mask: ir.Value | None = None,
-    dropout_p: float = 0.0,
-    is_causal: bool = False,
-    scale: float | None = None,
-    enable_gqa: bool = False,
-) -> ir.Value:
-    """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None,
-    float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor
-
-    For query/key/value of rank other than 4 (torchlib's translation requires [B, H, L, E]),
-    written out: softmax(q k^T * scale + mask) v over the last two dims, any leading dims.
-    """
-    if dropout_p:
-        raise ValueError("scaled_dot_product_attention with dropout_p > 0 is random; export the model in eval mode")
-    if enable_gqa:
-        raise ValueError("enable_gqa needs [B, H, L, E] inputs")
-    head_dim = query.shape[-1]
-    if scale is None:
-        if not isinstance(head_dim, int):
-            scale_value = op.Div(op.CastLike(1.0, query), op.Sqrt(op.CastLike(op.Shape(query, start=-1), query)))
-        else:
-            scale_value = op.CastLike(1.0 / float(np.sqrt(head_dim)), query)
-    else:
-        scale_value = op.CastLike(scale, query)
-    rank = key.shape.rank()
-    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
-    scores = op.Mul(op.MatMul(query, op.Transpose(key, perm=perm)), scale_value)
-    if is_causal:
-        # query i sees keys j <= i (top-left aligned, as ATen does for L != S).
-        rows = op.Shape(query, start=-2, end=-1)
-        cols = op.Shape(key, start=-2, end=-1)
-        ones = op.Expand(op.Constant(value=ir.tensor(np.array(True))), op.Concat(rows, cols, axis=0))
-        allowed = op.Cast(op.Trilu(op.Cast(ones, to=ir.DataType.INT64), upper=0), to=ir.DataType.BOOL)
-        attn_mask = allowed if attn_mask is None else op.And(allowed, attn_mask)
-    if attn_mask is not None:
-        if attn_mask.dtype == ir.DataType.BOOL:
-            scores = op.Where(attn_mask, scores, op.CastLike(float("-inf"), scores))
-        else:
-            scores = op.Add(scores, op.CastLike(attn_mask, scores))
-    return op.MatMul(op.Softmax(scores, axis=-1), value)
-
-
 def _attention_op_fits(node: Any) -> bool:
     """sdpa that ONNX's Attention (opset 23) computes exactly: [B, H, L, E] inputs, no dropout,
     a boolean mask or one of the query's dtype."""
@@ -232,7 +180,8 @@ def aten_sdpa_opset23(
     float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor
 
     One standard Attention node: same masks (True attends; float masks add), same top-left
-    causal alignment, grouped K/V heads from the shapes. Only non-default attributes are set.
+    causal alignment, grouped K/V heads from the shapes, zeros for a fully masked query row.
+    Only non-default attributes are set. Registered first: preferred where the opset has it.
     """
     attributes: dict[str, Any] = {}
     if is_causal:
@@ -241,6 +190,74 @@ def aten_sdpa_opset23(
         attributes["scale"] = float(scale)
     output, *_ = opset23.Attention(query, key, value, attn_mask, **attributes)
     return output
+
+
+def _repeat_heads(x: ir.Value, query: ir.Value) -> ir.Value:
+    """enable_gqa: each of x's heads (dim -3) repeated for the query heads that share it, in
+    place (ATen's repeat_interleave), as one Expand of a new axis and a Reshape."""
+    rank = x.shape.rank()
+    heads, kv_heads = query.shape[-3], x.shape[-3]
+    if not (isinstance(heads, int) and isinstance(kv_heads, int)):
+        raise ValueError("scaled_dot_product_attention with enable_gqa needs static head counts")
+    if heads == kv_heads:
+        return x
+    grouped = op.Unsqueeze(x, op.Constant(value_ints=[rank - 2]))  # [..., Hkv, 1, S, E]
+    repeated = op.Expand(grouped, op.Constant(value_ints=[1] * (rank - 2) + [heads // kv_heads, 1, 1]))
+    shape = op.Concat(op.Shape(x, end=rank - 3), op.Constant(value_ints=[heads]), op.Shape(x, start=rank - 2), axis=0)
+    return op.Reshape(repeated, shape)
+
+
+@register("aten::scaled_dot_product_attention")
+def aten_sdpa(
+    query: ir.Value,
+    key: ir.Value,
+    value: ir.Value,
+    attn_mask: ir.Value | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> ir.Value:
+    """scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None,
+    float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor
+
+    softmax(q k^T * scale + mask) v over the last two dims, any leading dims. A query row whose
+    keys are all masked out gives zeros, as ATen does: with a boolean mask the weights are
+    masked again after the Softmax (torchlib's translation fills masked scores with the lowest
+    float instead, so such a row averages every value: silently wrong on padded positions);
+    with a float mask a row of -inf gives NaN weights, replaced by zeros.
+    """
+    if dropout_p:
+        raise ValueError("scaled_dot_product_attention with dropout_p > 0 is random; export the model in eval mode")
+    if enable_gqa:
+        key, value = _repeat_heads(key, query), _repeat_heads(value, query)
+    head_dim = query.shape[-1]
+    if scale is None:
+        if not isinstance(head_dim, int):
+            scale_value = op.Div(op.CastLike(1.0, query), op.Sqrt(op.CastLike(op.Shape(query, start=-1), query)))
+        else:
+            scale_value = op.CastLike(1.0 / float(np.sqrt(head_dim)), query)
+    else:
+        scale_value = op.CastLike(scale, query)
+    rank = key.shape.rank()
+    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+    scores = op.Mul(op.MatMul(query, op.Transpose(key, perm=perm)), scale_value)
+    if is_causal:
+        # query i sees keys j <= i (top-left aligned, as ATen does for L != S).
+        rows = op.Shape(query, start=-2, end=-1)
+        cols = op.Shape(key, start=-2, end=-1)
+        ones = op.Expand(op.Constant(value=ir.tensor(np.array(True))), op.Concat(rows, cols, axis=0))
+        allowed = op.Cast(op.Trilu(op.Cast(ones, to=ir.DataType.INT64), upper=0), to=ir.DataType.BOOL)
+        attn_mask = allowed if attn_mask is None else op.And(allowed, attn_mask)
+    if attn_mask is None:
+        weights = op.Softmax(scores, axis=-1)
+    elif attn_mask.dtype == ir.DataType.BOOL:
+        zero = op.CastLike(0.0, scores)
+        weights = op.Where(attn_mask, op.Softmax(op.Where(attn_mask, scores, op.CastLike(float("-inf"), scores)), axis=-1), zero)
+    else:
+        weights = op.Softmax(op.Add(scores, op.CastLike(attn_mask, scores)), axis=-1)
+        weights = op.Where(op.IsNaN(weights), op.CastLike(0.0, weights), weights)
+    return op.MatMul(weights, value)
 
 
 def _lstm_without_projections(node: Any) -> bool:

@@ -1,0 +1,78 @@
+"""scaled_dot_product_attention against eager, at the default opset (written out) and at
+opset 23 (one Attention node): masks that leave a query row nothing to attend to, grouped K/V
+heads, float masks with -inf rows, causal and scaled variants.
+
+A fully masked query row is what left-padded batches give every causal language model on its
+padding positions: ATen returns zeros there. Filling masked scores with the lowest float (as
+torchlib does) averages every value instead, a silently wrong number.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from helpers import assert_matches_eager
+
+
+class Attention(torch.nn.Module):
+    def __init__(self, **options):
+        super().__init__()
+        self.options = options
+
+    def forward(self, q, k, v, mask=None):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **self.options)
+
+
+def _qkv(heads=4, kv_heads=4, rows=5, cols=6):
+    generator = torch.Generator().manual_seed(0)
+    return (
+        torch.randn(2, heads, rows, 8, generator=generator),
+        torch.randn(2, kv_heads, cols, 8, generator=generator),
+        torch.randn(2, kv_heads, cols, 8, generator=generator),
+    )
+
+
+def _bool_mask(rows=5, cols=6):
+    mask = torch.rand(2, 1, rows, cols, generator=torch.Generator().manual_seed(1)) > 0.3
+    mask[0, :, 0, :] = False  # a query row with nothing to attend to
+    mask[1, :, 2:4, :] = False
+    return mask
+
+
+def _float_mask(rows=5, cols=6):
+    mask = torch.zeros(2, 1, rows, cols)
+    mask[0, :, 1, :] = float("-inf")  # every key masked out
+    mask[1, :, :, 3] = float("-inf")
+    return mask + torch.randn(2, 1, rows, cols, generator=torch.Generator().manual_seed(2))
+
+
+CASES = {
+    "bool-mask-fully-masked-rows": (Attention().eval(), lambda: (*_qkv(), _bool_mask())),
+    "float-mask-inf-rows": (Attention().eval(), lambda: (*_qkv(), _float_mask())),
+    "gqa-bool-mask": (Attention(enable_gqa=True).eval(), lambda: (*_qkv(heads=4, kv_heads=2), _bool_mask())),
+    "gqa-causal": (Attention(enable_gqa=True, is_causal=True).eval(), lambda: _qkv(heads=6, kv_heads=2, rows=6)),
+    "causal-scaled": (Attention(is_causal=True, scale=0.2).eval(), lambda: _qkv(rows=4)),
+    "no-mask": (Attention().eval(), lambda: _qkv()),
+}
+
+
+@pytest.mark.parametrize("opset", [None, 23], ids=["default-opset", "opset23"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_attention_matches_eager(name, opset):
+    module, inputs = CASES[name]
+    options = {} if opset is None else {"opset_version": opset}
+    program = assert_matches_eager(module, inputs(), **options)
+    ops = {node.op_type for node in program.model_proto.graph.node}
+    # Both translations are exercised: the written-out one below opset 23, the Attention node at it.
+    assert ("Attention" in ops) == (opset == 23)
+
+
+def test_fully_masked_row_is_zero():
+    """The property itself, not only agreement: nothing to attend to gives exactly zeros."""
+    q, k, v = _qkv()
+    mask = _bool_mask()
+    program = assert_matches_eager(Attention().eval(), (q, k, v, mask))
+    (out,) = program(q, k, v, mask)
+    assert torch.equal(out[0, :, 0], torch.zeros_like(out[0, :, 0]))
