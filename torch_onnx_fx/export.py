@@ -17,6 +17,7 @@ import torch
 
 from torch_onnx_fx import annotate, capture, decompose, downgrade, naming, normalize, runtime_kernels, optimize as optimize_stage, options as options_module, translate
 from torch_onnx_fx import _state, dtypes
+from torch_onnx_fx import fusion as fusion_stage
 from torch_onnx_fx.dynamic_shapes import prepare_dynamic_shapes
 from torch_onnx_fx.options import DEFAULT_OPSET, TORCHLIB_OPSET, UNSET
 from torch_onnx_fx.program import ONNXProgram
@@ -55,6 +56,7 @@ def export(
     custom_translation_table: Mapping[Any, Any] | None = None,
     report: bool = False,
     optimize: bool = True,
+    fusion: str = "standard",
     verify: bool = False,
     profile: bool = False,
     dump_exported_program: bool = False,
@@ -75,7 +77,9 @@ def export(
     Returns an :class:`ONNXProgram`. When ``f`` is given the model is also saved there, honouring
     ``external_data``, ``export_params`` and ``keep_initializers_as_inputs``. The graph's outputs
     are the model's outputs (``None`` left out); ``state_outputs=True`` appends the new values of
-    buffers and inputs the model mutates.
+    buffers and inputs the model mutates. ``fusion`` (not a torch.onnx argument) chooses fused
+    operators: ``"standard"`` (default) those of the ONNX standard where the opset has them (opset 23:
+    Attention, RMSNormalization, RotaryEmbedding), ``"none"`` none (see :mod:`torch_onnx_fx.fusion`).
     """
     legacy = dict(
         training=training, operator_export_type=operator_export_type, do_constant_folding=do_constant_folding,
@@ -88,7 +92,7 @@ def export(
         custom_translation_table=custom_translation_table, report=report, optimize=optimize, verify=verify,
         profile=profile, dump_exported_program=dump_exported_program, artifacts_dir=artifacts_dir,
         export_params=export_params, keep_initializers_as_inputs=keep_initializers_as_inputs,
-        dynamic_axes=dynamic_axes, state_outputs=state_outputs, legacy=legacy,
+        dynamic_axes=dynamic_axes, state_outputs=state_outputs, legacy=legacy, fusion=fusion,
     )
     progress = Progress(enabled=opts.verbose is not False)
     from torch_onnx_fx import diagnostics
@@ -123,7 +127,7 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
     session.captured(captured)
     # Opsets below 18 are built at 18 and rewritten at the end (torch_onnx_fx.downgrade).
     build_opset = max(opts.opset_version, downgrade.BUILD_OPSET)
-    table = TranslationTable(opts.custom_translation_table, build_opset)
+    table = TranslationTable(opts.custom_translation_table, build_opset, fused_translations=opts.fusion != "none")
 
     with progress.phase("decompose") as phase:
         decomposed = decompose.decompose(captured.exported_program, table)
@@ -155,13 +159,17 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
 
     with progress.phase("optimize") as phase:
         optimize_stage.finalize(model_ir)
+        fused: dict[str, int] = {}
         if opts.optimize:
             optimize_stage.optimize(model_ir, weights=signature.state_names)
+            fused = fusion_stage.fuse(model_ir, opts.fusion)
         if opts.opset_version < build_opset:
             downgrade.DowngradeOpsetPass(opts.opset_version)(model_ir)
             optimize_stage.finalize(model_ir)
         runtime_kernels.KernelGapPass()(model_ir)
         phase.detail = f"{len(model_ir.graph)} nodes" + ("" if opts.optimize else " (optimize=False)")
+        if fused:
+            phase.detail += "; fused " + ", ".join(f"{n} {name}" for name, n in fused.items())
     graph.opset_imports.update(opts.extra_opsets)
     model_ir.ir_version = dtypes.ir_version_for(model_ir)
 

@@ -68,6 +68,7 @@ class ExportOptions:
     output_names: Sequence[str] | None
     custom_translation_table: Mapping[Any, Any] | None
     optimize: bool
+    fusion: str
     state_outputs: bool
     extra_opsets: dict[str, int]
     verbose: bool | None
@@ -211,6 +212,16 @@ def _check_types(arguments: Mapping[str, Any]) -> None:
     _names("output_names", arguments["output_names"])
 
 
+def _check_fusion(fusion: Any) -> None:
+    from torch_onnx_fx.fusion import FUSIONS
+
+    if fusion not in FUSIONS:
+        raise UnsupportedArgumentError(
+            f"export(..., fusion={fusion!r}): expected one of {', '.join(map(repr, FUSIONS))} (the default "
+            "'standard' uses the ONNX standard's fused operators where the opset has them; see docs/fusion.md)."
+        )
+
+
 def _check_call(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], dynamic_shapes: Any) -> None:
     """The model can be called with ``args``/``kwargs``, and a dict of ``dynamic_shapes`` names its
     parameters: a wrong call is named here, not after a capture attempt by every strategy."""
@@ -270,6 +281,7 @@ def resolve(
     dynamic_axes: Mapping[str, Any] | None,
     state_outputs: bool,
     legacy: Mapping[str, Any],
+    fusion: str = "standard",
 ) -> ExportOptions:
     """Normalise ``export``'s arguments; raise :class:`UnsupportedArgumentError` for bad ones."""
     _check_types(dict(
@@ -303,6 +315,7 @@ def resolve(
         )
     extra_opsets = _legacy_arguments(legacy)
     opset = _opset(opset_version)
+    _check_fusion(fusion)
     if dynamic_shapes is not None and dynamic_axes is not None:
         raise UnsupportedArgumentError("Pass either dynamic_shapes or the legacy dynamic_axes, not both.")
     if f is None and (not export_params or keep_initializers_as_inputs):
@@ -343,6 +356,7 @@ def resolve(
         output_names=output_names,
         custom_translation_table=custom_translation_table,
         optimize=optimize,
+        fusion=fusion,
         state_outputs=bool(state_outputs),
         extra_opsets=extra_opsets,
         verbose=verbose,

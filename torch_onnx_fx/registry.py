@@ -233,8 +233,10 @@ def _custom_entries(value: Any) -> list[Translation]:
 class TranslationTable:
     """The table one export dispatches through."""
 
-    def __init__(self, custom: Mapping[Any, Any] | None = None, opset_version: int = 18):
+    def __init__(self, custom: Mapping[Any, Any] | None = None, opset_version: int = 18, fused_translations: bool = True):
         self.opset_version = opset_version
+        # fusion="none": translations to one fused operator (Attention) are never chosen.
+        self.fused_translations = fused_translations
         self._builtin = builtin_table()
         self._custom: dict[Any, list[Translation]] = {}
         for target, value in (custom or {}).items():
@@ -258,7 +260,10 @@ class TranslationTable:
 
     def candidates(self, target: Any, node: torch.fx.Node | None = None) -> list[Translation]:
         """Every usable translation for ``target`` (and ``node``, when given), in preference order."""
-        usable = [t for t in self._registered(target) if t.min_opset <= self.opset_version]
+        usable = [
+            t for t in self._registered(target)
+            if t.min_opset <= self.opset_version and (self.fused_translations or not t.fused)
+        ]
         if node is None:
             return usable
         # The structural rule of complex support (as torch.onnx's dispatcher has it): a node with a
