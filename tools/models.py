@@ -49,6 +49,9 @@ class ModelCase:
     rtol: float = 1e-4
     atol: float = 1e-5
     ci: bool = True
+    # Where rtol/atol fail, compare both results with eager in float64 instead: passes when the
+    # ONNX outputs are as close to it as eager's float32 ones (deep random-weight vision nets).
+    float64_reference: bool = False
 
 
 VOCAB = 100

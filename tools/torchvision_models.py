@@ -12,7 +12,9 @@ Detection models take a list of images and return a list of dicts; they are chec
 ``tools/detection_check.py`` (as sets of detections, with and without detections) and listed here
 only by name, so that every name of ``list_models()`` is accounted for.
 
-Outputs are compared at rtol 1e-3 / atol 1e-5, the tolerance of torchvision's own ONNX tests.
+Outputs are compared at rtol 1e-3 / atol 1e-5, the tolerance of torchvision's own ONNX tests, or,
+where that fails, with eager in float64: as close to it as eager's float32 outputs pass
+(atol 1e-4 for RAFT's iterated flows, see ``_case``).
 Cases are named ``tv-<builder>``; the sweep is ``python tools/modelsweep.py --corpus torchvision``
 run in the torchvision environment (torch 2.14.1, see docs/coverage_torchvision.md).
 """
@@ -86,7 +88,11 @@ def _case(name: str, kind: str) -> ModelCase:
             calibrate(model, lambda: tuple(torch.randn(2 if kind == "video" else 4, *shape) for _ in range(arity)))
         return model, inputs(2), {}, tuple({0: "batch"} for _ in range(arity))
 
-    return ModelCase(f"tv-{name}", build, kind, lambda: (inputs(3), {}), rtol=RTOL, atol=ATOL, ci=False)
+    # RAFT refines its flow 12 times, each output adding to the last, flows of up to ~20 pixels:
+    # float32 rounding grows to ~2e-6 of the magnitude by the last (3.7e-5 absolute, measured
+    # for our graph), which an absolute 1e-5 cannot hold.
+    atol = 1e-4 if kind == "optical-flow" else ATOL
+    return ModelCase(f"tv-{name}", build, kind, lambda: (inputs(3), {}), rtol=RTOL, atol=atol, ci=False, float64_reference=True)
 
 
 def detection_models() -> list[str]:
