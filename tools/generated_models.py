@@ -72,23 +72,25 @@ def small_config(config: Any) -> Any:
     return config
 
 
-def _text(batch: int, length: int, pad: bool) -> dict[str, torch.Tensor]:
+def _text(batch: int, length: int, pad: bool, left: bool = False) -> dict[str, torch.Tensor]:
+    """Token ids and a mask; with ``pad`` row ``i`` has ``i`` padding tokens, at the start when
+    ``left`` (causal LMs are batched that way: the padding rows then attend to nothing)."""
     generator = torch.Generator().manual_seed(batch * 1000 + length)
     ids = torch.randint(3, VOCAB, (batch, length), generator=generator)
     mask = torch.ones(batch, length, dtype=torch.int64)
     if pad:
         for row in range(1, batch):
-            mask[row, length - row:] = 0
+            mask[row, slice(0, row) if left else slice(length - row, length)] = 0
     return {"input_ids": ids, "attention_mask": mask}
 
 
-def _inputs(model: Any, encoder_decoder: bool) -> tuple[Callable[[], dict], Callable[[], dict], dict] | None:
+def _inputs(model: Any, encoder_decoder: bool, left: bool = False) -> tuple[Callable[[], dict], Callable[[], dict], dict] | None:
     """(example inputs, second inputs of other sizes, dynamic shapes) for the model's main input."""
     name = getattr(model, "main_input_name", "input_ids")
     if name == "input_ids":
         shapes: dict[str, Any] = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"}}
         if not encoder_decoder:
-            return (lambda: _text(2, 8, False)), (lambda: _text(3, 5, True)), shapes
+            return (lambda: _text(2, 8, False)), (lambda: _text(3, 5, True, left)), shapes
         shapes["decoder_input_ids"] = {0: "batch", 1: "target"}
 
         def with_decoder(batch: int, length: int, target: int, pad: bool) -> dict[str, torch.Tensor]:
@@ -134,7 +136,9 @@ def _case(model_type: str, task: str, class_name: Any) -> ModelCase:
             for parameter in model.parameters():
                 if parameter.dim() >= 2 and not parameter.any():
                     parameter.normal_(0.0, 0.02)
-        inputs = _inputs(model, bool(getattr(config, "is_encoder_decoder", False)) or task == "seq2seq-lm")
+        inputs = _inputs(
+            model, bool(getattr(config, "is_encoder_decoder", False)) or task == "seq2seq-lm", left=task == "causal-lm",
+        )
         if inputs is None:
             raise ValueError(f"{class_names[0]} takes {getattr(model, 'main_input_name', '?')}, not token ids or pixels")
         example, second, shapes = inputs

@@ -71,12 +71,15 @@ def _tokens(batch: int, length: int) -> torch.Tensor:
     return torch.randint(3, VOCAB, (batch, length), generator=generator)
 
 
-def _text(batch: int, length: int, *, pad: bool = False) -> dict[str, torch.Tensor]:
-    """``input_ids`` and ``attention_mask``; with ``pad`` row ``i`` ends in ``i`` padding tokens."""
+def _text(batch: int, length: int, *, pad: bool = False, left: bool = False) -> dict[str, torch.Tensor]:
+    """``input_ids`` and ``attention_mask``; with ``pad`` row ``i`` ends in ``i`` padding tokens
+    (begins with them when ``left``: how decoders are batched for generation, and what leaves
+    the padding positions' query rows nothing to attend to)."""
     attention_mask = torch.ones(batch, length, dtype=torch.int64)
     if pad:
         for row in range(1, batch):
-            attention_mask[row, length - row :] = 0
+            padding = slice(0, row) if left else slice(length - row, length)
+            attention_mask[row, padding] = 0
     return {"input_ids": _tokens(batch, length), "attention_mask": attention_mask}
 
 
@@ -132,7 +135,7 @@ def _text_case(
     """Called with ``input_ids``/``attention_mask`` of dynamic batch and sequence."""
     return _transformers_case(
         name, family, model_class, config_class, config,
-        lambda: _text(2, 8), lambda: _text(3, 5, pad=True), TEXT_SHAPES, ci=ci,
+        lambda: _text(2, 8), lambda: _text(3, 5, pad=True, left=family == "decoder"), TEXT_SHAPES, ci=ci,
     )
 
 
