@@ -307,16 +307,18 @@ def aten_unique_consecutive(
     return values, inverse if return_inverse else empty, counts if return_counts else empty
 
 
-@register("aten::squeeze.dims", complex=True)
-@register("aten::squeeze.dims")
+@register("aten::squeeze.dims", "aten::squeeze.dim", complex=True)
+@register("aten::squeeze.dims", "aten::squeeze.dim")
 @wants_context
-def aten_squeeze_dims(self: ir.Value, dim: list[int], *, ctx: OpContext) -> ir.Value:
-    """squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)
+def aten_squeeze_dims(self: ir.Value, dim: list[int] | int, *, ctx: OpContext) -> ir.Value:
+    """squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a); squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)
 
     Squeezes only the listed dims of size 1 (others are left alone, and an empty list squeezes
-    nothing); which ones those are is known from the FX example. torchlib has no translation and
-    torch's decomposition ends in an aliasing prims::view_of that cannot be functionalized.
+    nothing); which ones those are is known from the FX example. torchlib has no translation of
+    squeeze.dims, and its squeeze.dim squeezes the dim whatever its size: a Squeeze of a dim of
+    16 (diffusers' PixArt) is an invalid graph, where ATen returns the tensor unchanged.
     """
+    dim = [dim] if isinstance(dim, int) else dim
     shape = ctx.inputs[0].shape
     rank = len(shape)
     axes = sorted({d % rank for d in dim if rank and isinstance(shape[d % rank], int) and shape[d % rank] == 1})
