@@ -25,6 +25,12 @@ FACTORY = textwrap.dedent(
     def conv():
         return torch.nn.Conv2d(3, 32, 3)  # weights big enough to go to the external file
 
+    def attention():
+        class Attention(torch.nn.Module):
+            def forward(self, q):
+                return torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+        return Attention(), (torch.randn(1, 2, 4, 8),)
+
     def broken():
         class Bad(torch.nn.Module):
             def forward(self, x):
@@ -66,6 +72,17 @@ def test_export_with_input_shapes_dynamic_axes_and_external_data(workdir):
     assert os.path.exists(os.path.join(workdir, "c.onnx.data"))
     inspected = run("inspect", "c.onnx", cwd=workdir)
     assert "external data: c.onnx.data" in inspected.stdout and "ai.onnx=18" in inspected.stdout
+
+
+@pytest.mark.parametrize("fusion, fused", [("standard", True), ("none", False)])
+def test_export_fusion(workdir, fusion, fused):
+    result = run(
+        "export", "factory.py:attention", "-o", "a.onnx", "--opset", "23", "--fusion", fusion, "--verify", "--quiet",
+        cwd=workdir,
+    )
+    assert result.returncode == 0, result.stderr
+    ops = {node.op_type for node in onnx.load(os.path.join(workdir, "a.onnx")).graph.node}
+    assert ("Attention" in ops) == fused
 
 
 def test_verify_against_factory_and_saved_program(workdir):

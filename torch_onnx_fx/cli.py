@@ -112,7 +112,7 @@ def cmd_export(options: argparse.Namespace) -> int:
     try:
         program = torch_onnx_fx.export(
             model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, opset_version=options.opset,
-            optimize=not options.no_optimize, verify=options.verify, report=options.report,
+            optimize=not options.no_optimize, fusion=options.fusion, verify=options.verify, report=options.report,
             artifacts_dir=options.artifacts_dir, verbose=not options.quiet,
         )
     except torch_onnx_fx.OnnxExporterError as exc:
@@ -245,6 +245,8 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--dynamic", action="append", default=[], metavar="INPUT:AXIS:NAME", help="mark an axis dynamic, e.g. 0:0:batch (repeatable)")
     export.add_argument("--opset", type=int, default=None, help="ONNX opset (default: torch_onnx_fx.DEFAULT_OPSET)")
     export.add_argument("--no-optimize", action="store_true", help="skip the optimizer")
+    export.add_argument("--fusion", choices=("standard", "none"), default="standard",
+                        help="fused ONNX operators where the opset has them (standard, the default) or none")
     export.add_argument("--verify", action="store_true", help="compare with PyTorch; exit 1 on mismatch")
     export.add_argument("--report", action="store_true", help="write a Markdown report into --artifacts-dir")
     export.add_argument("--artifacts-dir", default=".", help="where reports go (default .)")
