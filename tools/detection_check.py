@@ -30,10 +30,11 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "tools" / "results" / "detection.jsonl"
 PAGE = REPO / "docs" / "coverage_detection.md"
+# Every detection model of torchvision.models.list_models().
 MODELS = (
     "fasterrcnn_mobilenet_v3_large_320_fpn", "fasterrcnn_mobilenet_v3_large_fpn", "fasterrcnn_resnet50_fpn",
-    "retinanet_resnet50_fpn", "ssdlite320_mobilenet_v3_large", "fcos_resnet50_fpn", "maskrcnn_resnet50_fpn",
-    "keypointrcnn_resnet50_fpn",
+    "fasterrcnn_resnet50_fpn_v2", "retinanet_resnet50_fpn", "retinanet_resnet50_fpn_v2", "ssdlite320_mobilenet_v3_large",
+    "ssd300_vgg16", "fcos_resnet50_fpn", "maskrcnn_resnet50_fpn", "maskrcnn_resnet50_fpn_v2", "keypointrcnn_resnet50_fpn",
 )
 
 
@@ -220,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         print(json.dumps(record), flush=True)
         records.append(record)
+    # Merged into the earlier results: a run of some models keeps the others'.
+    earlier = [json.loads(line) for line in RESULTS.read_text().splitlines() if line.strip()] if RESULTS.exists() else []
+    by_model = {r["model"]: r for r in earlier} | {r["model"]: r for r in records}
+    records = sorted(by_model.values(), key=lambda r: MODELS.index(r["model"]) if r["model"] in MODELS else len(MODELS))
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text("".join(json.dumps(r) + "\n" for r in records))
     PAGE.write_text(render(records))

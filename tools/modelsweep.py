@@ -21,6 +21,11 @@ Regenerate (about 20 minutes on 2 cores)::
 section's chart from the same file. The torchvision models need another torch, so they are swept
 from their own environment into their own file, ``tools/results/modelsweep_torchvision.jsonl``,
 which every rendering reads for the section's "torchvision models" table (see its how-to).
+
+``--corpus transformers|torchvision|timm|diffusers`` sweeps a generated corpus instead (``GENERATED``:
+every transformers architecture per task head, every torchvision model, the first variant of every
+timm family, diffusers' denoisers and autoencoders), each into its own results file and page; every
+run also rewrites the per-source table of ``docs/coverage.md``.
 """
 
 from __future__ import annotations
