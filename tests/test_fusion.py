@@ -85,3 +85,30 @@ def test_rms_normalization_only_where_exact(dim, scale_shape, fused):
 def test_unknown_fusion_is_refused():
     with pytest.raises(UnsupportedArgumentError, match="fusion='fast'"):
         export(torch.nn.ReLU(), (torch.randn(2),), fusion="fast")
+
+
+class _Rotary(torch.nn.Module):
+    """transformers' rotary embedding, or (split != half) a variant RotaryEmbedding does not compute."""
+
+    def __init__(self, split_at_half: bool) -> None:
+        super().__init__()
+        self.split_at_half = split_at_half
+
+    def forward(self, x, positions):
+        dim = x.shape[-1]
+        frequencies = positions[None, :, None].float() * torch.arange(dim // 2).float()[None, None, :] * 0.1
+        angles = torch.cat((frequencies, frequencies), dim=-1)
+        cos, sin = angles.cos().unsqueeze(1), angles.sin().unsqueeze(1)
+        cut = dim // 2 if self.split_at_half else dim // 4
+        rotated = torch.cat((-x[..., cut:], x[..., :cut]), dim=-1)
+        return x * cos + rotated * sin
+
+
+@pytest.mark.parametrize("split_at_half, fused", [(True, True), (False, False)], ids=["halves", "quarter-split"])
+def test_rotary_embedding_only_where_exact(split_at_half, fused):
+    x, positions = torch.randn(3, 2, 5, 8), torch.arange(5)
+    program = assert_matches_eager(
+        _Rotary(split_at_half).eval(), (x, positions), opset_version=23, dynamic_shapes=({0: "batch"}, None),
+        more_inputs=[((torch.randn(2, 2, 5, 8), positions), {})],
+    )
+    assert ("RotaryEmbedding" in _ops(program)) == fused

@@ -720,10 +720,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     generated = GENERATED.get(options.corpus)
     options.json = options.json or (generated.json if generated else DEFAULT_JSON)
     options.out = options.out or (generated.page if generated else DEFAULT_PAGE)
-    if generated:
-        CORPUS = importlib.import_module(generated.module).cases()
-    else:
+    def corpus() -> list[Any]:
+        # Listed only to run: a generated corpus's library (torchvision, timm) may be missing
+        # from the environment that renders its page.
+        if generated:
+            return importlib.import_module(generated.module).cases()
         from tools.models import CORPUS
+
+        return CORPUS
     if options.json.resolve() == TORCHVISION_JSON and options.out.resolve() == DEFAULT_PAGE:
         parser.error(
             f"--json {options.json} holds only the torchvision models: write their page elsewhere (--out "
@@ -732,7 +736,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     runs, records = read_results(options.json)
     if not options.render_only:
-        known = {case.name: case for case in CORPUS}
+        known = {case.name: case for case in corpus()}
         names = options.models.split(",") if options.models else list(known)[:: max(1, options.sample)]
         unknown = [name for name in names if name not in known]
         if unknown:

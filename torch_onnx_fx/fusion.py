@@ -133,6 +133,10 @@ class _RotaryEmbedding(pattern.RewriteRuleClassBase):
         dim = x.shape[3]
         if not isinstance(dim, int) or dim % 2 or freqs.shape[2] != dim // 2:
             return result.fail("the head size must be static and even, the frequencies half of it")
+        # The caches are [B, S, D/2]: one frequency row per position of x, shared by the batch or
+        # given per batch row (not broadcast along the sequence).
+        if freqs.shape[1] != x.shape[2] or freqs.shape[0] not in (1, x.shape[0]):
+            return result.fail("the frequencies must be [1 or B, S, D/2] for x [B, H, S, D]")
         for name in ("cos_cat", "sin_cat", "rotated"):
             axis = values[name].producer().attributes.get("axis")
             if axis is None or axis.as_int() not in (-1, 2 if name != "rotated" else 3):
