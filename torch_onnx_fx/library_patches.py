@@ -116,6 +116,81 @@ def _paste_masks_in_image(original: Any) -> Any:
     return paste_masks_in_image
 
 
+def _longformer_self_attention(original: Any) -> Any:
+    import math
+
+    def forward(self, hidden_states, attention_mask=None, is_index_masked=None, is_index_global_attn=None,  # type: ignore[no-untyped-def]
+                is_global_attn=None, output_attentions=False):
+        # Longformer gathers the global tokens into a compact, data-dependently sized set (their
+        # count per row, nonzero indices) and skips that work when a batch has none (``.item()``).
+        # Here every position is a global-key slot, those that are not global are masked out
+        # (their softmax weight is exactly 0, as the padding slots of the compact set are), and
+        # the global queries' full attention is computed for every position and kept where the
+        # position is global. The same numbers, with sizes known at capture, at the cost of
+        # quadratic time and memory in the sequence (the original is linear in it).
+        if output_attentions:
+            return original(self, hidden_states, attention_mask, is_index_masked, is_index_global_attn,
+                            is_global_attn, output_attentions)
+        heads, head_dim, window = self.num_heads, self.head_dim, self.one_sided_attn_window_size
+        hidden = hidden_states.transpose(0, 1)  # [S, B, E]
+        seq_len, batch, embed = hidden.shape
+        query = (self.query(hidden) / math.sqrt(head_dim)).view(seq_len, batch, heads, head_dim).transpose(0, 1)
+        key = self.key(hidden).view(seq_len, batch, heads, head_dim).transpose(0, 1)
+        value = self.value(hidden).view(seq_len, batch, heads, head_dim).transpose(0, 1)  # [B, S, H, D]
+        lowest = torch.finfo(query.dtype).min
+
+        # The band: column j of row i is key i - w + j, -inf outside the sequence, as Longformer's
+        # sliding chunks lay it out ([B, S, H, 2w+1]); here gathered from all query-key products
+        # (its chunking divides sizes through tensors, which capture cannot size by).
+        keys = torch.arange(seq_len, device=query.device)[:, None] + torch.arange(2 * window + 1, device=query.device) - window
+        inside = (keys >= 0) & (keys < seq_len)
+        keys = keys.clamp(0, seq_len - 1)
+        products = torch.einsum("blhd,bshd->blhs", query, key)  # [B, S, H, S]
+        band = products.gather(-1, keys[None, :, None, :].expand(batch, seq_len, heads, -1))
+        removed = (attention_mask != 0).type_as(query).masked_fill(attention_mask != 0, lowest)  # [B, S]
+        band = band + removed[:, keys][:, :, None, :]
+        local = torch.where(inside[None, :, None, :], band, float("-inf"))
+        to_global = products
+        to_global = torch.where(is_index_global_attn[:, None, None, :], to_global, lowest)
+        scores = torch.cat((to_global, local), dim=-1)
+        probs = torch.nn.functional.softmax(scores, dim=-1, dtype=torch.float32)
+        probs = torch.masked_fill(probs, is_index_masked[:, :, None, None], 0.0).type_as(scores)
+        probs = torch.nn.functional.dropout(probs, p=self.dropout, training=self.training)
+        from_global = torch.matmul(probs[..., :seq_len].transpose(1, 2), value.transpose(1, 2)).transpose(1, 2)
+        # The band's weights put back at their keys (0 outside it), times the values.
+        band_weights = torch.where(inside[None, :, None, :], probs[..., seq_len:], 0.0)
+        spread = torch.zeros_like(products, dtype=probs.dtype).scatter_add(
+            -1, keys[None, :, None, :].expand(batch, seq_len, heads, -1), band_weights,
+        )
+        from_local = torch.matmul(spread.transpose(1, 2), value.transpose(1, 2)).transpose(1, 2)
+        output = (from_global + from_local).transpose(0, 1).reshape(seq_len, batch, embed)
+
+        global_query = (self.query_global(hidden) / math.sqrt(head_dim)).view(seq_len, batch * heads, head_dim).transpose(0, 1)
+        global_key = self.key_global(hidden).view(seq_len, batch * heads, head_dim).transpose(0, 1)
+        global_value = self.value_global(hidden).view(seq_len, batch * heads, head_dim).transpose(0, 1)
+        global_scores = torch.bmm(global_query, global_key.transpose(1, 2)).view(batch, heads, seq_len, seq_len)
+        global_scores = global_scores.masked_fill(is_index_masked[:, None, None, :], lowest)
+        global_probs = torch.nn.functional.softmax(global_scores.view(batch * heads, seq_len, seq_len), dim=-1, dtype=torch.float32)
+        global_probs = torch.nn.functional.dropout(global_probs.type_as(global_scores), p=self.dropout, training=self.training)
+        global_output = torch.bmm(global_probs, global_value).view(batch, heads, seq_len, head_dim)
+        global_output = global_output.permute(2, 0, 1, 3).reshape(seq_len, batch, embed)
+        output = torch.where(is_index_global_attn.transpose(0, 1)[:, :, None], global_output, output)
+        return (output.transpose(0, 1),)
+
+    return forward
+
+
+def _longformer_no_window_padding(original: Any) -> Any:
+    def pad_to_window_size(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, pad_token_id):  # type: ignore[no-untyped-def]
+        # Longformer pads the sequence to a multiple of its window for its chunked attention; the
+        # replacement above needs no such multiple, and padding keys are masked out (weight 0),
+        # so the real positions come out the same. Padding would make capture guard on the
+        # length modulo the window, which an exported graph cannot check.
+        return 0, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds
+
+    return pad_to_window_size
+
+
 PATCHES: tuple[Patch, ...] = (
     Patch("torchvision.ops.boxes", "batched_nms", _batched_nms,
           "branches on boxes.numel() == 0 and on > 4000 boxes (a data-dependent count)"),
@@ -123,6 +198,11 @@ PATCHES: tuple[Patch, ...] = (
           "takes len() of the filtered proposals, which has no value during capture"),
     Patch("torchvision.models.detection.roi_heads", "paste_masks_in_image", _paste_masks_in_image,
           "pastes masks one by one in a Python loop over the detections"),
+    Patch("transformers.models.longformer.modeling_longformer", "LongformerSelfAttention.forward",
+          _longformer_self_attention,
+          "gathers global tokens into a set of data-dependent size and branches on whether there are any"),
+    Patch("transformers.models.longformer.modeling_longformer", "LongformerModel._pad_to_window_size",
+          _longformer_no_window_padding, "pads to a multiple of the window: a guard on the length modulo the window"),
 )
 
 # Modules that imported a patched function by name and call it through their own globals.
@@ -144,10 +224,18 @@ def applied() -> Iterator[list[str]]:
     try:
         for patch in PATCHES:
             module = sys.modules.get(patch.module)
-            if module is None or not hasattr(module, patch.attribute):
+            owner_name, _, attribute = patch.attribute.rpartition(".")
+            owner = getattr(module, owner_name, None) if owner_name else module
+            if owner is None or not hasattr(owner, attribute):
                 continue
-            original = getattr(module, patch.attribute)
+            original = getattr(owner, attribute)
             replacement = patch.make(original)
+            if owner is not module:
+                # A method: replaced on its class, which every instance reads it through.
+                undo.append((owner, attribute, original))
+                setattr(owner, attribute, replacement)
+                names.append(f"{patch.module}.{patch.attribute}")
+                continue
             for holder_name in (patch.module, *_IMPORTERS.get((patch.module, patch.attribute), ())):
                 holder = sys.modules.get(holder_name)
                 if holder is None:

@@ -1,0 +1,61 @@
+"""Longformer: global attention of data-dependent count exports (a capture-time replacement of its
+self-attention, torch_onnx_fx.library_patches) and matches eager with and without global tokens.
+
+torch.onnx fails at capture (GuardOnDataDependentSymNode: the count of global tokens sizes a
+tensor, and the sliding-window chunking divides sizes through tensors).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers import assert_matches_eager
+
+transformers = pytest.importorskip("transformers")
+
+
+def _model():
+    config = transformers.LongformerConfig(
+        vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=64,
+        attention_window=4, max_position_embeddings=128, pad_token_id=1,
+    )
+    torch.manual_seed(0)
+    return transformers.LongformerModel(config).eval()
+
+
+def _inputs(batch: int, length: int, global_tokens: list[int], padding: int = 0) -> dict[str, torch.Tensor]:
+    ids = torch.randint(3, 100, (batch, length), generator=torch.Generator().manual_seed(length))
+    mask = torch.ones(batch, length, dtype=torch.int64)
+    if padding:
+        mask[-1, -padding:] = 0
+    global_mask = torch.zeros(batch, length, dtype=torch.int64)
+    for row, count in enumerate(global_tokens):
+        global_mask[row, :count] = 1
+    return {"input_ids": ids, "attention_mask": mask, "global_attention_mask": global_mask}
+
+
+_SHAPES = {name: {0: "batch", 1: "sequence"} for name in ("input_ids", "attention_mask", "global_attention_mask")}
+
+
+def test_self_attention_replacement_equals_the_original_in_eager():
+    from torch_onnx_fx import library_patches
+
+    model = _model()
+    # Rows with different global counts (one with none), padding, a length needing window padding.
+    for inputs in (_inputs(3, 16, [2, 0, 5], padding=3), _inputs(2, 13, [0, 0]), _inputs(2, 8, [8, 1])):
+        with torch.no_grad():
+            expected = model(**inputs).last_hidden_state
+            with library_patches.applied() as names:
+                assert any(name.endswith("LongformerSelfAttention.forward") for name in names)
+                patched = model(**inputs).last_hidden_state
+        torch.testing.assert_close(patched, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("global_tokens", [[2, 1], [0, 0]], ids=["global", "no-global"])
+def test_longformer_exports_and_matches_eager(global_tokens):
+    # Lengths that are and are not multiples of the window (eager pads those to one).
+    assert_matches_eager(
+        _model(), (), _inputs(2, 16, global_tokens, padding=2), dynamic_shapes=_SHAPES,
+        more_inputs=[((), _inputs(3, 24, [3, 0, 1], padding=5)), ((), _inputs(2, 13, [1, 0]))],
+    )
