@@ -59,3 +59,22 @@ def test_longformer_exports_and_matches_eager(global_tokens):
         _model(), (), _inputs(2, 16, global_tokens, padding=2), dynamic_shapes=_SHAPES,
         more_inputs=[((), _inputs(3, 24, [3, 0, 1], padding=5)), ((), _inputs(2, 13, [1, 0]))],
     )
+
+
+def test_led_encoder_with_global_attention_exports_and_matches_eager():
+    config = transformers.LEDConfig(
+        vocab_size=100, d_model=32, encoder_layers=2, decoder_layers=1, encoder_attention_heads=4,
+        decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, attention_window=4,
+        max_encoder_position_embeddings=64, max_decoder_position_embeddings=64,
+    )
+    torch.manual_seed(0)
+    model = transformers.LEDModel(config).eval()
+
+    def inputs(batch, length, target, global_tokens):
+        encoder = _inputs(batch, length, global_tokens, padding=2)
+        return {**encoder, "decoder_input_ids": torch.randint(3, 100, (batch, target), generator=torch.Generator().manual_seed(target))}
+
+    assert_matches_eager(
+        model, (), inputs(2, 16, 5, [1, 0]), dynamic_shapes={**_SHAPES, "decoder_input_ids": {0: "batch", 1: "target"}},
+        more_inputs=[((), inputs(3, 13, 4, [2, 0, 3]))],
+    )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import logging
 import sys
 from typing import Any, Callable, Iterator
@@ -181,12 +182,15 @@ def _longformer_self_attention(original: Any) -> Any:
 
 
 def _longformer_no_window_padding(original: Any) -> Any:
-    def pad_to_window_size(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, pad_token_id):  # type: ignore[no-untyped-def]
-        # Longformer pads the sequence to a multiple of its window for its chunked attention; the
-        # replacement above needs no such multiple, and padding keys are masked out (weight 0),
-        # so the real positions come out the same. Padding would make capture guard on the
-        # length modulo the window, which an exported graph cannot check.
-        return 0, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds
+    def pad_to_window_size(self, *inputs, **keyword_inputs):  # type: ignore[no-untyped-def]
+        # Longformer (and LED's encoder) pad the sequence to a multiple of the window for their
+        # chunked attention; the replacement above needs no such multiple, and padding keys are
+        # masked out (weight 0), so the real positions come out the same. Padding would make
+        # capture guard on the length modulo the window, which an exported graph cannot check.
+        # Returned as the original returns them: the padding length, then the tensors it padded.
+        names = [n for n in inspect.signature(original).parameters if n not in ("self", "pad_token_id")]
+        bound = dict(zip(names, inputs)) | {k: v for k, v in keyword_inputs.items() if k in names}
+        return (0, *(bound.get(name) for name in names))
 
     return pad_to_window_size
 
@@ -203,6 +207,11 @@ PATCHES: tuple[Patch, ...] = (
           "gathers global tokens into a set of data-dependent size and branches on whether there are any"),
     Patch("transformers.models.longformer.modeling_longformer", "LongformerModel._pad_to_window_size",
           _longformer_no_window_padding, "pads to a multiple of the window: a guard on the length modulo the window"),
+    # LED's encoder is Longformer's, under other names.
+    Patch("transformers.models.led.modeling_led", "LEDEncoderSelfAttention.forward", _longformer_self_attention,
+          "as LongformerSelfAttention.forward"),
+    Patch("transformers.models.led.modeling_led", "LEDEncoder._pad_to_window_size", _longformer_no_window_padding,
+          "as LongformerModel._pad_to_window_size"),
 )
 
 # Modules that imported a patched function by name and call it through their own globals.
