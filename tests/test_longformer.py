@@ -65,7 +65,7 @@ def test_led_encoder_with_global_attention_exports_and_matches_eager():
     config = transformers.LEDConfig(
         vocab_size=100, d_model=32, encoder_layers=2, decoder_layers=1, encoder_attention_heads=4,
         decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64, attention_window=4,
-        max_encoder_position_embeddings=64, max_decoder_position_embeddings=64,
+        max_encoder_position_embeddings=64, max_decoder_position_embeddings=64, use_cache=False,
     )
     torch.manual_seed(0)
     model = transformers.LEDModel(config).eval()
