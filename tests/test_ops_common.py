@@ -45,6 +45,7 @@ CASES = {
  "gru": (torch.nn.GRU(4, 5, batch_first=True).eval(), lambda: (torch.randn(2, 3, 4),)),
  "mha_mask": (torch.nn.MultiheadAttention(8, 2, batch_first=True).eval(), lambda: (torch.randn(2, 3, 8), torch.randn(2, 3, 8), torch.randn(2, 3, 8))),
  # squeeze of a dim that is not 1 returns the tensor (diffusers' PixArt): no Squeeze node may be emitted.
+ "is_all_true": (lambda x: (torch.ops.aten._is_all_true(x > -2), torch.ops.aten._is_all_true(x > 0), torch.ops.aten._is_all_true(x[:0] > 0)), lambda: (torch.randn(3, 4),)),
  "squeeze_not_one": (lambda x: (x.squeeze(1) * 2, x.squeeze(0), x.squeeze(-1)), lambda: (torch.randn(1, 4, 3),)),
  "sdpa_causal": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), lambda: (torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4), torch.randn(1, 2, 5, 4))),
  "adaptive_max": (lambda x: F.adaptive_max_pool2d(x, (2, 3)), lambda: (torch.randn(1, 2, 6, 6),)),

@@ -139,9 +139,10 @@ def aten_any(self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value
     return _any_of(_nonzero(self), _rank_of(self), dim, keepdim)
 
 
-@register("aten::all", "aten::all.dim", "aten::all.dims")
+@register("aten::all", "aten::all.dim", "aten::all.dims", "aten::_is_all_true")
 def aten_all(self: ir.Value, dim: Any = None, keepdim: bool = False) -> ir.Value:
-    """all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor: True when empty"""
+    """all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor: True when empty;
+    _is_all_true(Tensor self) -> Tensor (of a bool tensor, transformers' VITS) is its full form"""
     return _all_of(_nonzero(self), _rank_of(self), dim, keepdim)
 
 
