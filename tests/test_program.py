@@ -270,3 +270,34 @@ def test_meta_weights_used_transposed_are_stored_transposed():
     real = Net()
     program.apply_weights(real.state_dict())
     assert_matches_eager(real, (torch.randn(2, 3, 8),), program=program)
+
+
+class _ClippedLinear(torch.nn.Module):
+    """timm's Gemma 4 ViT: 0-d buffers as clamp bounds, equal in every module."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8, bias=False)
+        self.register_buffer("low", torch.tensor(-float("inf")))
+        self.register_buffer("high", torch.tensor(float("inf")))
+
+    def forward(self, x):
+        return torch.clamp(self.linear(torch.clamp(x, self.low, self.high)), self.low, self.high)
+
+
+def test_weights_used_as_clamp_bounds_stay_weights():
+    """The optimizer may not turn a weight into a constant of its own (a Min/Max-to-Clip rewrite
+    did, merging equal bounds across modules: an invalid graph in Gemma 4, and apply_weights
+    could no longer change the bound)."""
+
+    model = torch.nn.Sequential(_ClippedLinear(), _ClippedLinear()).eval()
+    x = torch.randn(2, 8)
+    program = torch_onnx_fx.export(model, (x,), dynamic_shapes=({0: "batch"},), verbose=False)
+    onnx.checker.check_model(program.model_proto, full_check=True)
+    torch.testing.assert_close(program(x)[0], model(x))
+    state = {name: value.clone() for name, value in model.state_dict().items()}
+    state["1.high"] = torch.tensor(0.25)
+    model.load_state_dict(state)
+    program.apply_weights(state)
+    torch.testing.assert_close(program(x)[0], model(x))
+    assert float(program(x)[0].max()) <= 0.25

@@ -58,8 +58,10 @@ def _weights_kept(model: ir.Model, weights: Collection[str]) -> Iterator[None]:
     empty = [value for value in graph.initializers.values() if without_data(value)]
     named = {id(value) for value in kept}
     kept += [value for value in empty if id(value) not in named]
-    # The folder reads small inputs' values too (a shape argument): data-less tensors hide theirs.
-    hidden = {value: value.const_value for value in empty}
+    # Rewrite rules and the folder read a graph input's value when it has one (a 0-d buffer as a
+    # clamp bound became a new constant, shared by every module with an equal bound, and an
+    # invalid graph in timm's Gemma 4 ViT): every kept weight hides its value while they run.
+    hidden = {value: value.const_value for value in kept}
     if not kept:
         yield
         return
