@@ -207,7 +207,14 @@ def _repeat_heads(x: ir.Value, query: ir.Value) -> ir.Value:
     return op.Reshape(repeated, shape)
 
 
-@register("aten::scaled_dot_product_attention")
+def _without_dropout(node: Any) -> bool:
+    """Dropout in attention is random: torchlib's translation (torch.onnx's) is kept for it, so an
+    export torch.onnx accepts is accepted too; no ONNX graph can match a random eager result."""
+    dropout = node.args[4] if len(node.args) > 4 else node.kwargs.get("dropout_p", 0.0)
+    return not dropout
+
+
+@register("aten::scaled_dot_product_attention", supports=_without_dropout)
 def aten_sdpa(
     query: ir.Value,
     key: ir.Value,
@@ -227,8 +234,6 @@ def aten_sdpa(
     float instead, so such a row averages every value: silently wrong on padded positions);
     with a float mask a row of -inf gives NaN weights, replaced by zeros.
     """
-    if dropout_p:
-        raise ValueError("scaled_dot_product_attention with dropout_p > 0 is random; export the model in eval mode")
     if enable_gqa:
         key, value = _repeat_heads(key, query), _repeat_heads(value, query)
     head_dim = query.shape[-1]
