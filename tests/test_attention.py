@@ -54,6 +54,8 @@ CASES = {
     "gqa-bool-mask": (Attention(enable_gqa=True).eval(), lambda: (*_qkv(heads=4, kv_heads=2), _bool_mask())),
     "gqa-causal": (Attention(enable_gqa=True, is_causal=True).eval(), lambda: _qkv(heads=6, kv_heads=2, rows=6)),
     "causal-scaled": (Attention(is_causal=True, scale=0.2).eval(), lambda: _qkv(rows=4)),
+    # ATen accepts a float mask together with is_causal; And of a float mask was an invalid graph.
+    "causal-float-mask": (Attention(is_causal=True).eval(), lambda: (*_qkv(), _float_mask())),
     "no-mask": (Attention().eval(), lambda: _qkv()),
 }
 

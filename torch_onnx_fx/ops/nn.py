@@ -253,7 +253,12 @@ def aten_sdpa(
         cols = op.Shape(key, start=-2, end=-1)
         ones = op.Expand(op.Constant(value=ir.tensor(np.array(True))), op.Concat(rows, cols, axis=0))
         allowed = op.Cast(op.Trilu(op.Cast(ones, to=ir.DataType.INT64), upper=0), to=ir.DataType.BOOL)
-        attn_mask = allowed if attn_mask is None else op.And(allowed, attn_mask)
+        if attn_mask is None or attn_mask.dtype == ir.DataType.BOOL:
+            attn_mask = allowed if attn_mask is None else op.And(allowed, attn_mask)
+        else:
+            # A float mask with is_causal (ATen accepts both): the keys ahead get -inf added.
+            ahead = op.Where(allowed, op.CastLike(0.0, attn_mask), op.CastLike(float("-inf"), attn_mask))
+            attn_mask = op.Add(attn_mask, ahead)
     if attn_mask is None:
         weights = op.Softmax(scores, axis=-1)
     elif attn_mask.dtype == ir.DataType.BOOL:
