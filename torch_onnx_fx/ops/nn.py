@@ -151,18 +151,24 @@ def aten_im2col(
     return op.Reshape(patches, op.Concat(leading, op.Constant(value_ints=[rows, table.shape[1]]), axis=0))
 
 
+def _without_dropout(node: Any) -> bool:
+    """Dropout in attention is random: torchlib's translation (torch.onnx's) is kept for it, so an
+    export torch.onnx accepts is accepted too; no ONNX graph can match a random eager result."""
+    dropout = node.args[4] if len(node.args) > 4 else node.kwargs.get("dropout_p", 0.0)
+    return not dropout
+
+
 def _attention_op_fits(node: Any) -> bool:
     """sdpa that ONNX's Attention (opset 23) computes exactly: [B, H, L, E] inputs, no dropout,
     a boolean mask or one of the query's dtype."""
     query = arg_example(node)
     if not isinstance(query, torch.Tensor) or query.dim() != 4:
         return False
-    dropout = node.args[4] if len(node.args) > 4 else node.kwargs.get("dropout_p", 0.0)
     mask = arg_example(node, 3)
     if mask is None and isinstance(node.kwargs.get("attn_mask"), torch.fx.Node):
         mask = node.kwargs["attn_mask"].meta.get("val")
     mask_ok = mask is None or mask.dtype in (torch.bool, query.dtype)
-    return dropout == 0.0 and mask_ok
+    return _without_dropout(node) and mask_ok
 
 
 @register("aten::scaled_dot_product_attention", min_opset=23, supports=_attention_op_fits, fused=True)
@@ -205,13 +211,6 @@ def _repeat_heads(x: ir.Value, query: ir.Value) -> ir.Value:
     repeated = op.Expand(grouped, op.Constant(value_ints=[1] * (rank - 2) + [heads // kv_heads, 1, 1]))
     shape = op.Concat(op.Shape(x, end=rank - 3), op.Constant(value_ints=[heads]), op.Shape(x, start=rank - 2), axis=0)
     return op.Reshape(repeated, shape)
-
-
-def _without_dropout(node: Any) -> bool:
-    """Dropout in attention is random: torchlib's translation (torch.onnx's) is kept for it, so an
-    export torch.onnx accepts is accepted too; no ONNX graph can match a random eager result."""
-    dropout = node.args[4] if len(node.args) > 4 else node.kwargs.get("dropout_p", 0.0)
-    return not dropout
 
 
 @register("aten::scaled_dot_product_attention", supports=_without_dropout)
