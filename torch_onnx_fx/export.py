@@ -56,7 +56,7 @@ def export(
     custom_translation_table: Mapping[Any, Any] | None = None,
     report: bool = False,
     optimize: bool = True,
-    fusion: str = "standard",
+    fusion: str = fusion_stage.DEFAULT_FUSION,
     verify: bool = False,
     profile: bool = False,
     dump_exported_program: bool = False,

@@ -33,7 +33,7 @@ __all__ = ["FUSIONS", "DEFAULT_FUSION", "FUSED_OPERATORS", "FUSED_OPSET", "fuse"
 
 FUSIONS = ("none", "standard")
 DEFAULT_FUSION = "standard"
-# The opset that defines them.
+# The standard's fused operators, and the opset that defines them.
 FUSED_OPERATORS = ("Attention", "RMSNormalization", "RotaryEmbedding")
 FUSED_OPSET = 23
 

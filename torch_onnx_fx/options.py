@@ -23,6 +23,7 @@ import onnx
 import torch
 
 from torch_onnx_fx.dynamic_shapes import forward_signature, from_dynamic_axes
+from torch_onnx_fx.fusion import DEFAULT_FUSION, FUSIONS
 from torch_onnx_fx.errors import ArgumentTypeError, UnsupportedArgumentError
 from torch_onnx_fx.exportable import export_recipe
 
@@ -213,12 +214,10 @@ def _check_types(arguments: Mapping[str, Any]) -> None:
 
 
 def _check_fusion(fusion: Any) -> None:
-    from torch_onnx_fx.fusion import FUSIONS
-
     if fusion not in FUSIONS:
         raise UnsupportedArgumentError(
             f"export(..., fusion={fusion!r}): expected one of {', '.join(map(repr, FUSIONS))} (the default "
-            "'standard' uses the ONNX standard's fused operators where the opset has them; see docs/fusion.md)."
+            f"{DEFAULT_FUSION!r} uses the ONNX standard's fused operators where the opset has them; see docs/fusion.md)."
         )
 
 
@@ -281,7 +280,7 @@ def resolve(
     dynamic_axes: Mapping[str, Any] | None,
     state_outputs: bool,
     legacy: Mapping[str, Any],
-    fusion: str = "standard",
+    fusion: str = DEFAULT_FUSION,
 ) -> ExportOptions:
     """Normalise ``export``'s arguments; raise :class:`UnsupportedArgumentError` for bad ones."""
     _check_types(dict(
