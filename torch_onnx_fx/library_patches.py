@@ -146,13 +146,12 @@ def _longformer_self_attention(original: Any) -> Any:
         keys = torch.arange(seq_len, device=query.device)[:, None] + torch.arange(2 * window + 1, device=query.device) - window
         inside = (keys >= 0) & (keys < seq_len)
         keys = keys.clamp(0, seq_len - 1)
+        band_keys = keys[None, :, None, :].expand(batch, seq_len, heads, -1)
         products = torch.einsum("blhd,bshd->blhs", query, key)  # [B, S, H, S]
-        band = products.gather(-1, keys[None, :, None, :].expand(batch, seq_len, heads, -1))
-        removed = (attention_mask != 0).type_as(query).masked_fill(attention_mask != 0, lowest)  # [B, S]
-        band = band + removed[:, keys][:, :, None, :]
+        removed = torch.zeros_like(attention_mask, dtype=query.dtype).masked_fill(attention_mask != 0, lowest)  # [B, S]
+        band = products.gather(-1, band_keys) + removed[:, keys][:, :, None, :]
         local = torch.where(inside[None, :, None, :], band, float("-inf"))
-        to_global = products
-        to_global = torch.where(is_index_global_attn[:, None, None, :], to_global, lowest)
+        to_global = torch.where(is_index_global_attn[:, None, None, :], products, lowest)
         scores = torch.cat((to_global, local), dim=-1)
         probs = torch.nn.functional.softmax(scores, dim=-1, dtype=torch.float32)
         probs = torch.masked_fill(probs, is_index_masked[:, :, None, None], 0.0).type_as(scores)
@@ -160,9 +159,7 @@ def _longformer_self_attention(original: Any) -> Any:
         from_global = torch.matmul(probs[..., :seq_len].transpose(1, 2), value.transpose(1, 2)).transpose(1, 2)
         # The band's weights put back at their keys (0 outside it), times the values.
         band_weights = torch.where(inside[None, :, None, :], probs[..., seq_len:], 0.0)
-        spread = torch.zeros_like(products, dtype=probs.dtype).scatter_add(
-            -1, keys[None, :, None, :].expand(batch, seq_len, heads, -1), band_weights,
-        )
+        spread = torch.zeros_like(products, dtype=probs.dtype).scatter_add(-1, band_keys, band_weights)
         from_local = torch.matmul(spread.transpose(1, 2), value.transpose(1, 2)).transpose(1, 2)
         output = (from_global + from_local).transpose(0, 1).reshape(seq_len, batch, embed)
 
@@ -239,21 +236,17 @@ def applied() -> Iterator[list[str]]:
                 continue
             original = getattr(owner, attribute)
             replacement = patch.make(original)
-            if owner is not module:
+            if owner is module:
+                # A function: replaced wherever a module holds it, the importers' own names included
+                # (modules that call it as ``box_ops.batched_nms`` reach it through patch.module).
+                holders = [sys.modules.get(name) for name in (patch.module, *_IMPORTERS.get((patch.module, patch.attribute), ()))]
+                places = [(h, name) for h in holders if h is not None for name in dir(h) if getattr(h, name, None) is original]
+            else:
                 # A method: replaced on its class, which every instance reads it through.
-                undo.append((owner, attribute, original))
-                setattr(owner, attribute, replacement)
-                names.append(f"{patch.module}.{patch.attribute}")
-                continue
-            for holder_name in (patch.module, *_IMPORTERS.get((patch.module, patch.attribute), ())):
-                holder = sys.modules.get(holder_name)
-                if holder is None:
-                    continue
-                for attribute in dir(holder):
-                    if getattr(holder, attribute, None) is original:
-                        undo.append((holder, attribute, original))
-                        setattr(holder, attribute, replacement)
-                # Modules that call it as ``box_ops.batched_nms`` reach it through patch.module.
+                places = [(owner, attribute)]
+            for holder, name in places:
+                undo.append((holder, name, original))
+                setattr(holder, name, replacement)
             names.append(f"{patch.module}.{patch.attribute}")
         if names:
             logger.debug("capture-time patches: %s", names)
