@@ -92,3 +92,13 @@ PLOTS_COMMAND = "pip install -e '.[plots]' && python tools/plots.py"
 def image(alt: str, name: str) -> str:
     """The Markdown line that shows chart ``name`` on a page of ``docs/``."""
     return f"![{alt}](img/{name})"
+
+
+def replace_section(text: str, start_marker: str, end_marker: str, section: str) -> str | None:
+    """``text`` with the part from ``start_marker`` to the next ``end_marker`` (both included)
+    replaced by ``section``; None when the markers are not both there."""
+    start = text.find(start_marker)
+    end = text.find(end_marker, start)
+    if start < 0 or end < 0:
+        return None
+    return text[:start] + section + text[end + len(end_marker):]

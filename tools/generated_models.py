@@ -9,7 +9,7 @@ token ids with an attention mask (batch and sequence dynamic; decoder ids for en
 or pixel values (batch dynamic). A model that cannot be built this way, or that eager PyTorch
 cannot run on those inputs, is a ``build_failed`` record: listed, not counted.
 
-``cases()`` lists them (cheap: nothing is built); ``by_name`` rebuilds one in a sweep worker.
+``cases()`` lists them (cheap: nothing is built); a sweep worker rebuilds one by name.
 ``--sample N`` in the sweep keeps every N-th case, for a quick measurement.
 """
 
@@ -22,7 +22,7 @@ import torch
 
 from tools.models import ModelCase, _randn
 
-__all__ = ["TASKS", "cases", "by_name", "small_config"]
+__all__ = ["TASKS", "cases", "small_config"]
 
 # task -> the auto mapping of transformers.models.auto.modeling_auto it is read from.
 TASKS = {
@@ -162,9 +162,3 @@ def cases() -> list[ModelCase]:
         for model_type, class_name in sorted(mapping.items())
     ]
 
-
-def by_name(name: str) -> ModelCase:
-    for case in cases():
-        if case.name == name:
-            return case
-    raise KeyError(f"no generated model named {name!r}")

@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tools._common import machine_info  # noqa: E402
+from tools._common import machine_info, replace_section  # noqa: E402
 
 RESULTS = REPO / "tools" / "results" / "latency.jsonl"
 PAGE = REPO / "docs" / "fusion.md"
@@ -211,11 +211,10 @@ def render(header: dict[str, Any], records: list[dict[str, Any]]) -> str:
 
 
 def write_page(section: str) -> None:
-    text = PAGE.read_text()
-    start, end = text.find(START), text.find(END)
-    if start < 0 or end < 0:
+    replaced = replace_section(PAGE.read_text(), START, END, section)
+    if replaced is None:
         raise SystemExit(f"{PAGE} lacks the markers {START} ... {END}")
-    PAGE.write_text(text[:start] + section + text[end + len(END):])
+    PAGE.write_text(replaced)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 __all__ = [
-    "ModelCase", "CORPUS", "by_name", "SmallCNN", "MLP", "RecurrentTagger", "AdvancedIndexing", "InPlaceUpdates",
+    "ModelCase", "CORPUS", "by_name", "named", "SmallCNN", "MLP", "RecurrentTagger", "AdvancedIndexing", "InPlaceUpdates",
     "Interpolations", "PoolingCorners", "RecurrentVariants", "MaskedAttention", "MixedDtypes", "DataDependentShapes",
     "CondBranches", "ConvolutionCorners", "ScatterGather",
 ]
@@ -841,8 +841,13 @@ CORPUS: list[ModelCase] = [
 ]
 
 
+def named(cases: Iterable[ModelCase], name: str) -> ModelCase:
+    """The case called ``name`` among ``cases`` (this corpus or a generated one)."""
+    found = {case.name: case for case in cases}
+    if name not in found:
+        raise KeyError(f"no corpus model named {name!r}; known: {list(found)}")
+    return found[name]
+
+
 def by_name(name: str) -> ModelCase:
-    for case in CORPUS:
-        if case.name == name:
-            return case
-    raise KeyError(f"no corpus model named {name!r}; known: {[c.name for c in CORPUS]}")
+    return named(CORPUS, name)

@@ -54,7 +54,7 @@ for _path in (REPO, REPO / "tests"):
         sys.path.insert(0, str(_path))
 
 from tools._common import (  # noqa: E402
-    MODELSWEEP_FAMILIES_PNG, PLOTS_COMMAND, describe_versions, image, machine_info, read_entries,
+    MODELSWEEP_FAMILIES_PNG, PLOTS_COMMAND, describe_versions, image, machine_info, read_entries, replace_section,
 )
 
 __all__ = [
@@ -80,7 +80,7 @@ TORCHVISION_MODELS = tuple(
 
 @dataclasses.dataclass(frozen=True)
 class Generated:
-    """A generated corpus: the module listing its cases (``cases()``, ``by_name(name)``), the
+    """A generated corpus: the module listing its cases (``cases()``), the
     prefix of its case names, where its results and page go, and what its page says of it."""
 
     key: str
@@ -348,12 +348,12 @@ def _worker(model: str, exporter: str, connection: Any, log_path: str) -> None:
 
 def find_case(name: str) -> Any:
     """A case of any corpus by name: generated cases carry their corpus's prefix (``hf-``, ``tv-``...)."""
+    from tools.models import CORPUS, named
+
     for corpus in GENERATED.values():
         if name.startswith(corpus.prefix):
-            return importlib.import_module(corpus.module).by_name(name)
-    from tools.models import by_name
-
-    return by_name(name)
+            return named(importlib.import_module(corpus.module).cases(), name)
+    return named(CORPUS, name)
 
 
 def _run_worker(context: Any, case: Any, exporter: str, timeout_s: float, scratch: Path) -> Record:
@@ -634,14 +634,11 @@ def write_section(page: Path, section: str) -> None:
     """Replace the text between the markers (included) with ``section``, or append it; the rest of
     the page, which other tools write, is kept byte for byte."""
     text = page.read_text() if page.exists() else ""
-    start = text.find(START_MARKER)
-    end = text.find(END_MARKER, start)
-    if start >= 0 and end >= 0:
-        text = text[:start] + section + text[end + len(END_MARKER):]
-    else:
-        text += ("\n" if text and not text.endswith("\n") else "") + ("\n" if text else "") + section + "\n"
+    replaced = replace_section(text, START_MARKER, END_MARKER, section)
+    if replaced is None:
+        replaced = text + ("\n" if text and not text.endswith("\n") else "") + ("\n" if text else "") + section + "\n"
     page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(text)
+    page.write_text(replaced)
 
 
 SOURCES_START, SOURCES_END = "<!-- sources:start -->", "<!-- sources:end -->"
@@ -667,10 +664,7 @@ def render_sources() -> str:
         records = [r for r in read_results(path)[1] if r.status != "build_failed"]
         if not records:
             continue
-        cells = []
-        for exporter in EXPORTERS:
-            mine = [r for r in records if r.exporter == exporter]
-            cells.append(mine)
+        cells = [[r for r in records if r.exporter == exporter] for exporter in EXPORTERS]
         models = len({r.model for r in records})
         passes = [sum(r.status == "pass" for r in mine) for mine in cells]
         failures = [
@@ -697,13 +691,12 @@ def render_sources() -> str:
 def write_sources(page: Path = DEFAULT_PAGE) -> None:
     text = page.read_text() if page.exists() else ""
     section = render_sources()
-    start, end = text.find(SOURCES_START), text.find(SOURCES_END)
-    if start >= 0 and end >= 0:
-        text = text[:start] + section + text[end + len(SOURCES_END):]
-    else:
+    replaced = replace_section(text, SOURCES_START, SOURCES_END, section)
+    if replaced is None:
+        # First time: before the model corpus section, or at the end.
         marker = text.find(START_MARKER)
-        text = text[:marker] + section + "\n\n" + text[marker:] if marker >= 0 else text + "\n" + section + "\n"
-    page.write_text(text)
+        replaced = text[:marker] + section + "\n\n" + text[marker:] if marker >= 0 else text + "\n" + section + "\n"
+    page.write_text(replaced)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,7 +21,7 @@ import torch
 
 from tools.models import ModelCase, _randn, calibrate
 
-__all__ = ["cases", "by_name", "first_variants"]
+__all__ = ["cases", "first_variants"]
 
 RTOL, ATOL = 1e-3, 1e-5
 
@@ -63,9 +63,3 @@ def _case(name: str, family: str) -> ModelCase:
 def cases() -> list[ModelCase]:
     return [_case(name, family) for name, family in first_variants().items()]
 
-
-def by_name(name: str) -> ModelCase:
-    for case in cases():
-        if case.name == name:
-            return case
-    raise KeyError(f"no timm model named {name!r}")

@@ -28,7 +28,7 @@ import torch
 
 from tools.models import ModelCase, _randn, calibrate
 
-__all__ = ["cases", "by_name", "detection_models"]
+__all__ = ["cases", "detection_models"]
 
 RTOL, ATOL = 1e-3, 1e-5
 
@@ -104,10 +104,4 @@ def cases() -> list[ModelCase]:
     """Every model of ``list_models()`` but the detection models, in list order."""
     return [_case(name, kind) for name, kind in _kinds().items() if kind != "detection"]
 
-
-def by_name(name: str) -> ModelCase:
-    for case in cases():
-        if case.name == name:
-            return case
-    raise KeyError(f"no torchvision model named {name!r}")
 
