@@ -78,3 +78,12 @@ def test_fully_masked_row_is_zero():
     program = assert_matches_eager(Attention().eval(), (q, k, v, mask))
     (out,) = program(q, k, v, mask)
     assert torch.equal(out[0, :, 0], torch.zeros_like(out[0, :, 0]))
+
+
+@pytest.mark.parametrize("opset", [None, 23], ids=["default-opset", "opset23"])
+def test_float64_attention_is_exact(opset):
+    """The scale in float64 (a Python float cast through float32 put it 1.5e-8 off), and no
+    Attention node for float64 (its scale attribute is float32)."""
+    q, k, v = (t.double() for t in _qkv())
+    program = assert_matches_eager(Attention().eval(), (q, k, v, _bool_mask()), opset_version=opset, rtol=1e-12, atol=1e-12)
+    assert "Attention" not in {node.op_type for node in program.model_proto.graph.node}
