@@ -13,7 +13,9 @@ Capture is as lenient as torch.onnx's, so a model that exports there exports her
   that fail the capture;
 * when torch.export rejects the user's ``Dim`` ranges and suggests fixes (a narrower range, a
   relation between dims, a constant), the fixes are applied and capture is tried once more; what
-  was refined is warned about and kept in :attr:`CaptureResult.refinements`.
+  was refined is warned about and kept in :attr:`CaptureResult.refinements`;
+* keywords a ``**kwargs`` parameter collects are spelled out in ``forward``'s signature while
+  tracing (:mod:`torch_onnx_fx.keywords`), so dynamic shapes can name them.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any, Callable, Iterator, Mapping
 import torch
 import torch.fx.experimental._config as fx_config
 
-from torch_onnx_fx import library_patches
+from torch_onnx_fx import keywords, library_patches
 from torch_onnx_fx.errors import CaptureError, UnsupportedArgumentError
 
 __all__ = ["CaptureResult", "capture", "size_oblivious", "STRATEGY_NAMES"]
@@ -203,7 +205,8 @@ def capture(
     for strict in (False, True):
         strategy = f"torch.export(strict={strict})"
         try:
-            program, fixes = _export_refining(module, args, dict(kwargs or {}), dynamic_shapes, strict)
+            with keywords.spelled_out(module, kwargs or {}):
+                program, fixes = _export_refining(module, args, dict(kwargs or {}), dynamic_shapes, strict)
         except Exception as exc:  # noqa: BLE001 - every failure is reported below
             logger.info("capture strategy %s failed: %s", strategy, exc)
             failures.append((strategy, exc))

@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence
 import torch
 import torch.utils._pytree as pytree
 
+from torch_onnx_fx import keywords
 from torch_onnx_fx.errors import UnsupportedArgumentError
 
 __all__ = ["DimNames", "prepare_dynamic_shapes", "from_dynamic_axes", "forward_signature"]
@@ -45,7 +46,7 @@ def forward_signature(model: Any) -> inspect.Signature | None:
 
 
 def _bound_arguments(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    signature = forward_signature(model)
+    signature = keywords.capture_signature(forward_signature(model), kwargs)
     try:
         bound = signature.bind(*args, **kwargs) if signature is not None else None
     except TypeError:
@@ -114,12 +115,9 @@ def prepare_dynamic_shapes(
     if dynamic_shapes is None:
         return None, names
     bound = _bound_arguments(model, args, kwargs)
+    dynamic_shapes = keywords.flatten_shapes(forward_signature(model), args, kwargs, dynamic_shapes)
     if isinstance(dynamic_shapes, Mapping):
-        unknown = [k for k in dynamic_shapes if k not in bound]
-        if unknown and len(dynamic_shapes) == len(bound):
-            # torch.export also accepts a dict whose keys do not match when counts agree
-            # positionally is *not* allowed; let it report the mismatch itself.
-            pass
+        # Keys that name no argument are left for torch.export to report.
         converted = {
             k: _convert_axis_spec(spec, bound.get(k), names, k) for k, spec in dynamic_shapes.items()
         }
