@@ -80,6 +80,23 @@ def test_scan_with_carry_and_stacked_outputs():
     assert "Scan" in _ops(program)
 
 
+def test_body_values_never_share_a_name_with_main_graph_values():
+    # FX names are per graph: the body's `exp` and the main graph's `exp` after the Scan were both
+    # named "exp", which ONNX Runtime rejects ("not in single static assignment form"); RWKV hit it.
+    class ScanThenExp(nn.Module):
+        def forward(self, xs):
+            def combine(carry, x):
+                carry = carry * torch.exp(x)
+                return carry, carry.clone()
+
+            last, ys = scan(combine, torch.ones(xs.shape[1]), xs)
+            return torch.exp(last) + ys.sum(0)
+
+    program = assert_matches_eager(ScanThenExp(), (torch.randn(5, 3) * 0.1,))
+    names = [v.name for node in ir.traversal.RecursiveGraphIterator(program.model.graph) for v in node.outputs]
+    assert len(names) == len(set(names))
+
+
 def test_while_loop():
     class Doubling(nn.Module):
         def forward(self, x):

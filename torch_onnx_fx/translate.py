@@ -324,6 +324,11 @@ def _finish_value(ctx: TranslationContext, value: ir.Value, example: Any, name: 
     produces gets a Cast, so a wrong dtype can never leak out silently.
     """
     tracer = ctx.tracer
+    if tracer.parent is not None:
+        # FX names are unique within their own graph only: a scan or loop body's ``exp_1`` may
+        # be the main graph's ``exp_1`` too, and ONNX Runtime rejects a model where a name is
+        # given twice across a graph and its subgraphs. Body names carry the body's unique name.
+        name = f"{tracer.graph.name}__{name}"
     # An initializer a translation made for this very node (named after it) is that node's value.
     own_initializer = value.is_initializer() and value.name == name and name not in ctx.named
     if not own_initializer and (value.producer() is None or value.name in ctx.named or value.const_value is not None):
