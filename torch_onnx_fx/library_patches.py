@@ -4,11 +4,14 @@ torchvision's detection models branch in Python on data-dependent sizes (``if bo
 ``len(rois)`` of a filtered set): torch.export stops with ``GuardOnDataDependentSymNode``. Each
 entry here is an equivalent of one such function written without the branch: the same results in
 eager PyTorch for every input (an empty set of boxes included), in operations whose sizes may be
-data-dependent. :func:`applied` installs them only while a capture runs and restores the originals
-after, and only for libraries the user has already imported: nothing is imported here.
+data-dependent. Recurrent models (Mamba, RWKV) loop over the sequence in Python, which unrolls at
+capture and fixes the length; their replacement runs the same step as a ``torch.scan``. :func:`applied`
+installs them only while a capture runs and restores the originals after, and only for libraries
+the user has already imported: nothing is imported here.
 
-Every replacement names the function it stands for; ``tests/test_library_patches.py`` checks each
-against the original in eager mode.
+Every replacement names the function it stands for; ``tests/test_library_patches.py``,
+``tests/test_longformer.py`` and ``tests/test_recurrent_models.py`` check each against the original
+in eager mode.
 """
 
 from __future__ import annotations
@@ -192,6 +195,74 @@ def _longformer_no_window_padding(original: Any) -> Any:
     return pad_to_window_size
 
 
+def _scan(step: Callable[..., Any], init: Any, xs: Any) -> Any:
+    # torch.scan traces its body once: the graph holds one step and an ONNX ``Scan`` runs it per
+    # position, for any sequence length. Eager runs the same steps one by one.
+    from torch._higher_order_ops.scan import scan
+
+    return scan(step, init, xs)
+
+
+def _selective_scan(original: Any) -> Any:
+    def mamba_selective_scan(hidden_states, dt, A, B, C, D=None, z=None, delta_bias=None,  # type: ignore[no-untyped-def]
+                             delta_softplus=False, return_last_state=False, **ignored):
+        # Mamba's sequential path (the one its CPU forward takes) with the Python loop over the
+        # sequence as one scan step: a loop over positions unrolls at capture and fixes the length.
+        # Every step computes what the loop's iteration computes, in the same order and dtypes.
+        dtype = hidden_states.dtype
+        if delta_bias is not None:
+            dt = dt + delta_bias.to(dt.dtype)[..., None]
+        if delta_softplus:
+            dt = torch.nn.functional.softplus(dt)
+        decay = torch.exp(A[None, :, None, :] * dt[:, :, :, None])
+        drive = dt[:, :, :, None] * B.transpose(1, 2)[:, None, :, :].float() * hidden_states[:, :, :, None].float()
+        readout = C.transpose(1, 2)
+
+        def step(state, position):  # type: ignore[no-untyped-def]
+            decay_t, drive_t, readout_t = position
+            state = decay_t * state + drive_t
+            return state, torch.matmul(state.to(dtype), readout_t.unsqueeze(-1))[:, :, 0]
+
+        state = hidden_states.new_zeros(decay.shape[0], decay.shape[1], decay.shape[3], dtype=torch.promote_types(dtype, decay.dtype))
+        state, outputs = _scan(step, state, (decay.movedim(2, 0), drive.movedim(2, 0), readout.movedim(1, 0)))
+        output = outputs.movedim(0, -1)
+        if D is not None:
+            output = output + hidden_states * D[None, :, None]
+        if z is not None:
+            output = output * torch.nn.functional.silu(z)
+        return (output, state) if return_last_state else output
+
+    return mamba_selective_scan
+
+
+def _rwkv_linear_attention_cpu(original: Any) -> Any:
+    def rwkv_linear_attention_cpu(time_decay, time_first, key, value, state=None, return_state=False):  # type: ignore[no-untyped-def]
+        # RWKV's CPU recurrence, the loop over positions as one scan step (see mamba above).
+        if state is None:
+            zeros = torch.zeros_like(key[:, 0], dtype=torch.float32)
+            state = [zeros, zeros.clone(), zeros - 1e38]
+            given = False
+        else:
+            given = True
+        decay = -torch.exp(time_decay)
+
+        def step(carry, position):  # type: ignore[no-untyped-def]
+            numerator_state, denominator_state, max_state = carry
+            key_t, value_t = position
+            key_t = key_t.float()
+            top = torch.maximum(max_state, key_t + time_first)
+            e1, e2 = torch.exp(max_state - top), torch.exp(key_t + time_first - top)
+            out = ((e1 * numerator_state + e2 * value_t) / (e1 * denominator_state + e2)).to(key.dtype)
+            top = torch.maximum(max_state + decay, key_t)
+            e1, e2 = torch.exp(max_state + decay - top), torch.exp(key_t - top)
+            return [e1 * numerator_state + e2 * value_t, e1 * denominator_state + e2, top], out
+
+        state, outputs = _scan(step, list(state), (key.movedim(1, 0), value.movedim(1, 0)))
+        return outputs.movedim(0, 1), (state if return_state or given else None)
+
+    return rwkv_linear_attention_cpu
+
+
 PATCHES: tuple[Patch, ...] = (
     Patch("torchvision.ops.boxes", "batched_nms", _batched_nms,
           "branches on boxes.numel() == 0 and on > 4000 boxes (a data-dependent count)"),
@@ -209,6 +280,12 @@ PATCHES: tuple[Patch, ...] = (
           "as LongformerSelfAttention.forward"),
     Patch("transformers.models.led.modeling_led", "LEDEncoder._pad_to_window_size", _longformer_no_window_padding,
           "as LongformerModel._pad_to_window_size"),
+    Patch("transformers.models.mamba.modeling_mamba", "mamba_selective_scan", _selective_scan,
+          "loops over the sequence in Python: the loop unrolls and the length becomes a constant"),
+    Patch("transformers.models.falcon_mamba.modeling_falcon_mamba", "mamba_selective_scan", _selective_scan,
+          "as Mamba's"),
+    Patch("transformers.models.rwkv.modeling_rwkv", "rwkv_linear_attention_cpu", _rwkv_linear_attention_cpu,
+          "loops over the sequence in Python, as Mamba's selective scan"),
 )
 
 # Modules that imported a patched function by name and call it through their own globals.
