@@ -5,8 +5,8 @@ transformers' own auto mappings: every ``model_type`` of each task mapping below
 causal LM, masked LM, sequence classification, seq2seq LM, image classification) becomes a case
 ``hf-<model_type>-<task>``, built from its config class with small sizes (two layers, hidden size
 64, four heads...) and random weights, no download. Inputs follow the model's ``main_input_name``:
-token ids with an attention mask (batch and sequence dynamic; decoder ids for encoder-decoders)
-or pixel values (batch dynamic). A model that cannot be built this way, or that eager PyTorch
+token ids with an attention mask (batch and sequence dynamic; decoder ids for encoder-decoders),
+raw audio (batch and samples dynamic) or pixel values (batch dynamic). A model that cannot be built this way, or that eager PyTorch
 cannot run on those inputs, is a ``build_failed`` record: listed, not counted.
 
 ``cases()`` lists them (cheap: nothing is built); a sweep worker rebuilds one by name.
@@ -54,6 +54,14 @@ _SMALL: dict[str, Any] = {
 }
 
 
+_SPECIAL_TOKENS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "decoder_start_token_id": 1}
+
+# Sampling noise some models add in eval mode (VITS's durations and waveform): eager itself gives a
+# different output on every call, so no exporter could be compared with it. Zero noise keeps the
+# computation and makes it a function of its inputs.
+_DETERMINISTIC = {"noise_scale": 0.0, "noise_scale_duration": 0.0}
+
+
 def small_config(config: Any) -> Any:
     """``config`` with the small sizes of ``_SMALL`` where it has those attributes, sub-configs
     (text_config, vision_config, encoder, decoder...) included."""
@@ -65,6 +73,19 @@ def small_config(config: Any) -> Any:
                 continue
     if hasattr(config, "head_dim") and getattr(config, "num_attention_heads", None):
         config.head_dim = HIDDEN // config.num_attention_heads
+    # Special tokens of the full vocabulary lie outside the small one (an embedding's padding_idx
+    # must be inside it); sequence classification needs a padding token to find each row's last
+    # token. The example ids start at 3, after these.
+    for name, token in _SPECIAL_TOKENS.items():
+        current = getattr(config, name, None)
+        if (current is None and name == "pad_token_id") or (isinstance(current, int) and current >= VOCAB):
+            try:
+                setattr(config, name, token)
+            except (AttributeError, TypeError, ValueError):
+                continue
+    for name, value in _DETERMINISTIC.items():
+        if hasattr(config, name):
+            setattr(config, name, value)
     for sub in ("text_config", "vision_config", "encoder", "decoder", "audio_config"):
         nested = getattr(config, sub, None)
         if nested is not None and hasattr(nested, "to_dict"):
@@ -98,6 +119,14 @@ def _inputs(model: Any, encoder_decoder: bool, left: bool = False) -> tuple[Call
             return {**_text(batch, length, pad), "decoder_input_ids": ids}
 
         return (lambda: with_decoder(2, 8, 6, False)), (lambda: with_decoder(3, 5, 4, True)), shapes
+    if name == "input_values":
+        # Raw audio (HuBERT, wav2vec2 and their kin): batch and sample count dynamic; the sizes
+        # are multiples of the usual feature-extractor stride (320 samples per frame).
+        return (
+            (lambda: {"input_values": _randn(2, 1600)}),
+            (lambda: {"input_values": _randn(3, 2240)}),
+            {"input_values": {0: "batch", 1: "samples"}},
+        )
     if name == "pixel_values":
         size = getattr(model.config, "image_size", IMAGE)
         size = size if isinstance(size, int) else IMAGE

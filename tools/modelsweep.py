@@ -112,8 +112,10 @@ GENERATED = {
         "Every (model type, task head) of transformers' auto mappings (`tools/generated_models.py`: base model, "
         "causal LM, masked LM, sequence classification, seq2seq LM, image classification), built offline from its "
         "config class with small sizes and random weights, called with token ids and an attention mask (batch and "
-        "sequence dynamic) or pixel values (batch dynamic). Models that cannot be built from a config offline, or "
-        "that eager PyTorch cannot run on those inputs, are `build_failed`: listed, not counted in the pass rate.",
+        "sequence dynamic), raw audio (batch and samples dynamic) or pixel values (batch dynamic); special token ids "
+        "moved inside the small vocabulary, sampling noise (VITS) set to zero so eager is a function of its inputs. "
+        "Models that cannot be built from a config offline, or that eager PyTorch cannot run on those inputs, are "
+        "`build_failed`: listed, not counted in the pass rate.",
     ),
     "torchvision": Generated(
         "torchvision", "tools.torchvision_models", "tv-", "Generated torchvision corpus",
