@@ -98,6 +98,56 @@ def _value_dtype(value: Any) -> ir.DataType | None:
     return None
 
 
+def infer_node(node: ir.Node, opset_version: int) -> None:
+    """ONNX type and shape inference for one node of the standard domain; best effort, never fatal."""
+    if any(i is not None and i.type is None for i in node.inputs):
+        return
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset_version, node.domain)
+        input_types = {}
+        input_data = {}
+        for value in node.inputs:
+            if value is None:
+                continue
+            type_proto = ir.serde.serialize_type(value.type)
+            if value.shape is not None:
+                ir.serde.serialize_shape_into(type_proto, value.shape)
+            input_types[value.name] = type_proto
+            const = value.const_value
+            if const is not None and const.size <= 64:
+                input_data[value.name] = ir.serde.serialize_tensor(const)
+        inferred = onnx.shape_inference.infer_node_outputs(
+            schema, ir.serde.serialize_node(node), input_types, input_data
+        )
+    except Exception as exc:  # noqa: BLE001 - inference only refines types
+        logger.debug("shape inference failed for %s: %s", node.op_type, exc)
+        return
+    for output in node.outputs:
+        type_proto = inferred.get(output.name)
+        if type_proto is None:
+            continue
+        output.type = ir.serde.deserialize_type_proto_for_type(type_proto)
+        shape = ir.serde.deserialize_type_proto_for_shape(type_proto)
+        if shape is not None:
+            output.shape = shape
+
+
+# onnxscript makes a new Op object, and so derives its signature from the ONNX schema again,
+# every time a translation names an op (``op.Add``): a third of translation time on a Llama.
+# Standard ONNX ops have one schema per (name, opset); other domains (users' custom opsets) are
+# not cached.
+_SIGNATURES: dict[tuple[str, int | None], ir.schemas.OpSignature | None] = {}
+
+
+def _op_signature(op: onnxscript_values.Op) -> ir.schemas.OpSignature | None:
+    if op.domain not in ("", "ai.onnx"):
+        return op.op_signature
+    key = (op.name, op.opset.version)
+    if key not in _SIGNATURES:
+        _SIGNATURES[key] = op.op_signature
+    return _SIGNATURES[key]
+
+
 class GraphTracer:
     """An onnxscript evaluator that appends nodes to ``graph`` instead of computing."""
 
@@ -243,36 +293,7 @@ class GraphTracer:
 
     def infer(self, node: ir.Node) -> None:
         """ONNX type and shape inference for one node; best effort, never fatal."""
-        if any(i is not None and i.type is None for i in node.inputs):
-            return
-        try:
-            schema = onnx.defs.get_schema(node.op_type, self.opset_version, node.domain)
-            input_types = {}
-            input_data = {}
-            for value in node.inputs:
-                if value is None:
-                    continue
-                type_proto = ir.serde.serialize_type(value.type)
-                if value.shape is not None:
-                    ir.serde.serialize_shape_into(type_proto, value.shape)
-                input_types[value.name] = type_proto
-                const = value.const_value
-                if const is not None and const.size <= 64:
-                    input_data[value.name] = ir.serde.serialize_tensor(const)
-            inferred = onnx.shape_inference.infer_node_outputs(
-                schema, ir.serde.serialize_node(node), input_types, input_data
-            )
-        except Exception as exc:  # noqa: BLE001 - inference only refines types
-            logger.debug("shape inference failed for %s: %s", node.op_type, exc)
-            return
-        for output in node.outputs:
-            type_proto = inferred.get(output.name)
-            if type_proto is None:
-                continue
-            output.type = ir.serde.deserialize_type_proto_for_type(type_proto)
-            shape = ir.serde.deserialize_type_proto_for_shape(type_proto)
-            if shape is not None:
-                output.shape = shape
+        infer_node(node, self.opset_version)
 
     # -- binding arguments --------------------------------------------------------------------
 
@@ -388,7 +409,7 @@ class GraphTracer:
     # -- the onnxscript evaluator protocol -----------------------------------------------------
 
     def eval_op(self, op: onnxscript_values.Op, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-        signature = op.op_signature
+        signature = _op_signature(op)
         if signature is None:
             raise TracingError(f"ONNX op {op.name!r} has no schema in domain {op.domain!r}.")
         kwargs = dict(kwargs)
