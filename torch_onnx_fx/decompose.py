@@ -52,6 +52,12 @@ def _call_nodes(program: torch.export.ExportedProgram) -> list[torch.fx.Node]:
     ]
 
 
+def _is_transform(target: Any) -> bool:
+    return getattr(target, "__module__", "") == "torch._functorch.predispatch" or target is getattr(
+        torch.ops.higher_order, "flat_apply", None
+    )
+
+
 def _targets(program: torch.export.ExportedProgram) -> set[Any]:
     return {node.target for node in _call_nodes(program)}
 
@@ -106,9 +112,11 @@ def decompose(program: torch.export.ExportedProgram, table: TranslationTable) ->
             if _needs_functionalization(n.target) and not is_inert_in_place(n) and rebinding(n, table) is None
         }
     )
-    # Autocast regions only get their casts when torch re-traces them.
-    autocast = [t for t in targets if t is torch.ops.higher_order.wrap_with_autocast]
-    if not untranslatable and not mutating and not autocast:
+    # Autocast regions only get their casts when torch re-traces them; pre-dispatch transforms
+    # (``torch.vmap`` levels and batch dims, ``flat_apply``; transformers builds masks with vmap)
+    # are run by the re-trace and leave plain ATen operators.
+    retrace_only = [t for t in targets if t is torch.ops.higher_order.wrap_with_autocast or _is_transform(t)]
+    if not untranslatable and not mutating and not retrace_only:
         logger.info("every operator has a translation: no decomposition needed")
         return DecomposeResult(program, [], retraced=False)
     declined = set(untranslatable)
