@@ -1,4 +1,4 @@
-"""State-space and RNN-style language models (transformers' Mamba, FalconMamba, RWKV) export with
+"""State-space and RNN-style language models (transformers' Mamba, FalconMamba, Jamba, RWKV) export with
 a dynamic sequence: their Python loop over positions is replaced during capture by a scan
 (torch_onnx_fx.library_patches), which becomes an ONNX ``Scan``.
 
@@ -33,7 +33,16 @@ def _rwkv():
     )
 
 
-BUILDERS = {"mamba": _mamba, "falcon_mamba": _falcon_mamba, "rwkv": _rwkv}
+def _jamba():
+    # Mamba layers between attention layers; Mamba's selective scan copied into Jamba's module.
+    return transformers.JambaModel(
+        transformers.JambaConfig(**_SIZES, num_attention_heads=2, num_key_value_heads=1, intermediate_size=32,
+                                 mamba_d_state=4, mamba_expand=2, mamba_d_conv=3, mamba_dt_rank=4, num_experts=1,
+                                 attn_layer_period=2, attn_layer_offset=1, use_mamba_kernels=False)
+    )
+
+
+BUILDERS = {"mamba": _mamba, "falcon_mamba": _falcon_mamba, "jamba": _jamba, "rwkv": _rwkv}
 
 
 def _inputs(batch: int, length: int) -> dict[str, torch.Tensor]:

@@ -282,8 +282,9 @@ PATCHES: tuple[Patch, ...] = (
           "as LongformerModel._pad_to_window_size"),
     Patch("transformers.models.mamba.modeling_mamba", "mamba_selective_scan", _selective_scan,
           "loops over the sequence in Python: the loop unrolls and the length becomes a constant"),
-    Patch("transformers.models.falcon_mamba.modeling_falcon_mamba", "mamba_selective_scan", _selective_scan,
-          "as Mamba's"),
+    # Mamba's selective scan, copied into other families' modules.
+    *(Patch(f"transformers.models.{family}.modeling_{family}", "mamba_selective_scan", _selective_scan, "as Mamba's")
+      for family in ("falcon_mamba", "jamba", "zamba")),
     Patch("transformers.models.rwkv.modeling_rwkv", "rwkv_linear_attention_cpu", _rwkv_linear_attention_cpu,
           "loops over the sequence in Python, as Mamba's selective scan"),
 )
