@@ -263,6 +263,25 @@ def _rwkv_linear_attention_cpu(original: Any) -> Any:
     return rwkv_linear_attention_cpu
 
 
+def _switch_experts(original: Any) -> Any:
+    def forward(self, hidden_states, selected_experts, routing_weights):  # type: ignore[no-untyped-def]
+        # Switch Transformers loops over the experts some token chose (``for e in
+        # mask.nonzero()``): a loop of data-dependent length, which capture cannot unroll. Here
+        # every expert runs on every token and keeps the rows routed to it: what the original
+        # adds for a token is the same product, added to zeros (``where`` rather than a 0/1
+        # product, so an expert's inf or nan on a token it was not given stays out).
+        final = torch.zeros_like(hidden_states)
+        for expert in range(self.num_experts):
+            output = self[f"expert_{expert}"](hidden_states)
+            for slot in range(selected_experts.shape[1]):
+                chosen = selected_experts[:, slot, expert, None].bool()
+                routed = (output * routing_weights[:, slot, None]).to(hidden_states.dtype)
+                final = final + torch.where(chosen, routed, torch.zeros_like(routed))
+        return final
+
+    return forward
+
+
 PATCHES: tuple[Patch, ...] = (
     Patch("torchvision.ops.boxes", "batched_nms", _batched_nms,
           "branches on boxes.numel() == 0 and on > 4000 boxes (a data-dependent count)"),
@@ -285,6 +304,8 @@ PATCHES: tuple[Patch, ...] = (
     # Mamba's selective scan, copied into other families' modules.
     *(Patch(f"transformers.models.{family}.modeling_{family}", "mamba_selective_scan", _selective_scan, "as Mamba's")
       for family in ("falcon_mamba", "jamba", "zamba")),
+    Patch("transformers.models.switch_transformers.modeling_switch_transformers", "SwitchTransformersExperts.forward",
+          _switch_experts, "loops over the experts that some token chose: a loop of data-dependent length"),
     Patch("transformers.models.rwkv.modeling_rwkv", "rwkv_linear_attention_cpu", _rwkv_linear_attention_cpu,
           "loops over the sequence in Python, as Mamba's selective scan"),
 )

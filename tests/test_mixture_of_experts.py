@@ -1,0 +1,57 @@
+"""Switch Transformers' experts loop over the experts some token chose, a loop of data-dependent
+length: replaced during capture (torch_onnx_fx.library_patches) by every expert on every token,
+keeping the routed rows. torch.onnx fails at capture."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers import assert_matches_eager
+
+transformers = pytest.importorskip("transformers")
+
+
+def _model():
+    config = transformers.SwitchTransformersConfig(
+        vocab_size=60, d_model=16, d_kv=4, d_ff=32, num_layers=2, num_decoder_layers=2, num_heads=4, num_experts=4,
+        expert_capacity=3, num_sparse_encoder_layers=1, num_sparse_decoder_layers=1, decoder_start_token_id=0,
+    )
+    torch.manual_seed(0)
+    return transformers.SwitchTransformersEncoderModel(config).eval()
+
+
+def _inputs(batch: int, length: int) -> dict[str, torch.Tensor]:
+    # With capacity 3, longer rows overflow an expert: those tokens get no expert's output.
+    ids = torch.randint(0, 60, (batch, length), generator=torch.Generator().manual_seed(length))
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
+
+
+def test_experts_replacement_equals_the_original_in_eager():
+    from torch_onnx_fx import library_patches
+
+    model = _model()
+    for inputs in (_inputs(2, 9), _inputs(1, 1)):
+        with torch.no_grad():
+            expected = model(**inputs).last_hidden_state
+            with library_patches.applied() as names:
+                assert any(name.endswith("SwitchTransformersExperts.forward") for name in names)
+                patched = model(**inputs).last_hidden_state
+        torch.testing.assert_close(patched, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_switch_transformers_exports_and_matches_eager():
+    model = _model()
+
+    class Hidden(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask):
+            return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+    assert_matches_eager(
+        Hidden().eval(), (), _inputs(2, 9), dynamic_shapes={name: {0: "batch", 1: "sequence"} for name in ("input_ids", "attention_mask")},
+        more_inputs=[((), _inputs(3, 5)), ((), _inputs(1, 12))],
+    )
