@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import torch
 import torch.utils._pytree as pytree
@@ -83,3 +83,18 @@ class Fn(torch.nn.Module):
 
     def forward(self, *args: Any) -> Any:
         return self.fn(*args)
+
+
+def assert_patch_keeps_eager(run: Callable[..., Any], inputs: Mapping[str, Any], patched_name: str | tuple[str, ...], *, rtol: float = 1e-5, atol: float = 1e-6) -> None:
+    """``run(**inputs)`` gives the same with torch_onnx_fx's capture-time library patches
+    installed (one of them ending in ``patched_name``) as without: the replacement is exact in
+    eager mode, not only once exported."""
+    from torch_onnx_fx import library_patches
+
+    with torch.no_grad():
+        expected = run(**inputs)
+        with library_patches.applied() as names:
+            assert any(name.endswith(patched_name) for name in names), names
+            patched = run(**inputs)
+    torch.testing.assert_close(patched, expected, rtol=rtol, atol=atol)
+

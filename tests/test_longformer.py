@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from helpers import assert_matches_eager
+from helpers import assert_matches_eager, assert_patch_keeps_eager
 
 transformers = pytest.importorskip("transformers")
 
@@ -39,17 +39,12 @@ _SHAPES = {name: {0: "batch", 1: "sequence"} for name in ("input_ids", "attentio
 
 
 def test_self_attention_replacement_equals_the_original_in_eager():
-    from torch_onnx_fx import library_patches
-
     model = _model()
     # Rows with different global counts (one with none), padding, a length needing window padding.
     for inputs in (_inputs(3, 16, [2, 0, 5], padding=3), _inputs(2, 13, [0, 0]), _inputs(2, 8, [8, 1])):
-        with torch.no_grad():
-            expected = model(**inputs).last_hidden_state
-            with library_patches.applied() as names:
-                assert any(name.endswith("LongformerSelfAttention.forward") for name in names)
-                patched = model(**inputs).last_hidden_state
-        torch.testing.assert_close(patched, expected, rtol=1e-5, atol=1e-5)
+        assert_patch_keeps_eager(
+            lambda **kw: model(**kw).last_hidden_state, inputs, "LongformerSelfAttention.forward", atol=1e-5
+        )
 
 
 @pytest.mark.parametrize("global_tokens", [[2, 1], [0, 0]], ids=["global", "no-global"])

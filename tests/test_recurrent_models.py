@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from helpers import assert_matches_eager
+from helpers import assert_matches_eager, assert_patch_keeps_eager
 
 transformers = pytest.importorskip("transformers")
 
@@ -59,18 +59,10 @@ def _first_output(model):
 
 @pytest.mark.parametrize("name", list(BUILDERS))
 def test_scan_replacement_equals_the_loop_in_eager(name):
-    from torch_onnx_fx import library_patches
-
     torch.manual_seed(0)
-    model = BUILDERS[name]().eval()
-    run = _first_output(model)
+    run = _first_output(BUILDERS[name]().eval())
     for batch, length in ((2, 7), (1, 1)):
-        with torch.no_grad():
-            expected = run(**_inputs(batch, length))
-            with library_patches.applied() as names:
-                assert any(n.endswith(("mamba_selective_scan", "rwkv_linear_attention_cpu")) for n in names)
-                patched = run(**_inputs(batch, length))
-        torch.testing.assert_close(patched, expected, rtol=1e-5, atol=1e-6)
+        assert_patch_keeps_eager(run, _inputs(batch, length), ("mamba_selective_scan", "rwkv_linear_attention_cpu"))
 
 
 @pytest.mark.parametrize("name", list(BUILDERS))
