@@ -91,3 +91,19 @@ def test_data_dependent_control_flow_still_fails_with_a_capture_error():
 
     with pytest.raises(torch_onnx_fx.CaptureError, match="torch.export could not capture"):
         torch_onnx_fx.export(Branch(), (torch.randn(3),), verbose=False)
+
+
+def test_eager_mode_quantized_model_is_told_what_to_do_instead():
+    class Quantized(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.ao.nn.quantized.Linear(4, 4)
+
+        def forward(self, x):
+            return self.linear(torch.quantize_per_tensor(x, 0.1, 0, torch.quint8)).dequantize()
+
+    with pytest.raises(torch_onnx_fx.errors.CaptureError, match=r"(?s)eager-mode quantized modules \(Linear, LinearPackedParams\).*quantize_pt2e") as caught:
+        torch_onnx_fx.export(Quantized().eval(), (torch.randn(2, 4),), verbose=False)
+    # No frame of the user's code failed: none is shown (the standard library's is no help).
+    assert "contextlib.py" not in str(caught.value)
+

@@ -40,6 +40,7 @@ __all__ = ["CaptureResult", "capture", "size_oblivious", "STRATEGY_NAMES"]
 logger = logging.getLogger(__name__)
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
+_STDLIB_DIR = os.path.dirname(os.__file__)
 
 
 @dataclasses.dataclass
@@ -111,7 +112,7 @@ def _user_frame(exc: BaseException) -> str | None:
     candidates = [
         f
         for f in frames
-        if not f.filename.startswith(_TORCH_DIR)
+        if not f.filename.startswith((_TORCH_DIR, _STDLIB_DIR + os.sep))
         and "site-packages" not in f.filename
         and not f.filename.startswith(os.path.dirname(__file__))
         and "<frozen" not in f.filename
@@ -223,7 +224,25 @@ def capture(
     raise CaptureError(
         "torch.export could not capture the model with any strategy.\n"
         + describe_failures(failures)
-        + "\nFix the reported line so torch.export can trace it (see "
-        "https://pytorch.org/docs/stable/export.html), or pass a torch.export.ExportedProgram.",
+        + (_eager_quantization_hint(module) or "\nFix the reported line so torch.export can trace it (see "
+           "https://pytorch.org/docs/stable/export.html), or pass a torch.export.ExportedProgram."),
         failures,
     ) from failures[-1][1]
+
+
+# Modules of eager-mode quantization (torch.ao.quantization.convert, torchvision's quantized
+# models): their weights are packed C++ objects that torch.export cannot trace through (the
+# failures above read "does not have a field with name '__obj_flatten__'").
+_EAGER_QUANTIZED = ("torch.ao.nn.quantized", "torch.ao.nn.intrinsic.quantized", "torch.nn.quantized")
+
+
+def _eager_quantization_hint(module: torch.nn.Module) -> str | None:
+    quantized = sorted({type(m).__name__ for m in module.modules() if type(m).__module__.startswith(_EAGER_QUANTIZED)})
+    if not quantized:
+        return None
+    return (
+        f"\nThe model holds eager-mode quantized modules ({', '.join(quantized[:5])}"
+        f"{', …' if len(quantized) > 5 else ''}), whose packed weights torch.export cannot trace (nor can "
+        "torch.onnx). Export the float model and quantize the ONNX model (onnxruntime.quantization), or "
+        "quantize with PT2E (torch.ao.quantization.quantize_pt2e) on a torch.export program."
+    )
