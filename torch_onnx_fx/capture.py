@@ -221,11 +221,12 @@ def capture(
                 stacklevel=4,
             )
         return CaptureResult(program, strategy, failures, refinements=fixes)
+    reason, advice = _eager_quantization_hint(module) or ("", (
+        "Fix the reported line so torch.export can trace it (see https://pytorch.org/docs/stable/export.html), "
+        "or pass a torch.export.ExportedProgram."
+    ))
     raise CaptureError(
-        "torch.export could not capture the model with any strategy.\n"
-        + describe_failures(failures)
-        + (_eager_quantization_hint(module) or "\nFix the reported line so torch.export can trace it (see "
-           "https://pytorch.org/docs/stable/export.html), or pass a torch.export.ExportedProgram."),
+        f"torch.export could not capture the model with any strategy{reason}.\n" + describe_failures(failures) + "\n" + advice,
         failures,
     ) from failures[-1][1]
 
@@ -236,13 +237,15 @@ def capture(
 _EAGER_QUANTIZED = ("torch.ao.nn.quantized", "torch.ao.nn.intrinsic.quantized", "torch.nn.quantized")
 
 
-def _eager_quantization_hint(module: torch.nn.Module) -> str | None:
+def _eager_quantization_hint(module: torch.nn.Module) -> tuple[str, str] | None:
+    """(the reason, for the error's first line; what to do instead), for a model holding
+    eager-mode quantized modules."""
     quantized = sorted({type(m).__name__ for m in module.modules() if type(m).__module__.startswith(_EAGER_QUANTIZED)})
     if not quantized:
         return None
     return (
-        f"\nThe model holds eager-mode quantized modules ({', '.join(quantized[:5])}"
-        f"{', …' if len(quantized) > 5 else ''}), whose packed weights torch.export cannot trace (nor can "
-        "torch.onnx). Export the float model and quantize the ONNX model (onnxruntime.quantization), or "
-        "quantize with PT2E (torch.ao.quantization.quantize_pt2e) on a torch.export program."
+        f": the model holds eager-mode quantized modules ({', '.join(quantized[:5])}"
+        f"{', …' if len(quantized) > 5 else ''}), whose packed weights torch.export cannot trace (nor can torch.onnx)",
+        "Export the float model and quantize the ONNX model (onnxruntime.quantization), or quantize with PT2E "
+        "(torch.ao.quantization.quantize_pt2e) on a torch.export program.",
     )
