@@ -18,16 +18,20 @@ def _transpose(x: ir.Value, perm: list[int]) -> ir.Node:
 
 def test_equal_nodes_get_equal_and_independent_shapes():
     first, second = (_transpose(_value(n, ["batch", 3, 5]), [2, 0, 1]) for n in ("a", "b"))
-    infer_node(first, 18)
-    infer_node(second, 18)
+    cache: dict = {}
+    infer_node(first, 18, cache)
+    infer_node(second, 18, cache)
+    assert len(cache) == 1
     assert [str(d) for d in second.outputs[0].shape] == ["5", "batch", "3"]
     assert second.outputs[0].shape is not first.outputs[0].shape
     assert second.outputs[0].dtype == ir.DataType.FLOAT
 
 
 def test_attributes_and_constant_inputs_are_part_of_what_is_reused():
+    cache: dict = {}
+    infer_node(_transpose(_value("b", ["batch", 3, 5]), [2, 0, 1]), 18, cache)
     other = _transpose(_value("c", ["batch", 3, 5]), [1, 2, 0])
-    infer_node(other, 18)
+    infer_node(other, 18, cache)
     assert [str(d) for d in other.outputs[0].shape] == ["3", "5", "batch"]
     shapes = []
     for target in ([2, 15], [30]):
@@ -35,6 +39,6 @@ def test_attributes_and_constant_inputs_are_part_of_what_is_reused():
         target_value = _value("shape", [len(target)], ir.DataType.INT64)
         target_value.const_value = ir.tensor(np.array(target, dtype=np.int64))
         node = ir.Node("", "Reshape", [data, target_value], outputs=[ir.Value(name="reshaped")])
-        infer_node(node, 18)
+        infer_node(node, 18, cache)
         shapes.append([int(d) for d in node.outputs[0].shape])
     assert shapes == [[2, 15], [30]]

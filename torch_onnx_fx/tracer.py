@@ -101,9 +101,9 @@ def _value_dtype(value: Any) -> ir.DataType | None:
 # What ONNX inference gave for a node, by everything it reads (op, attributes, input types, shapes
 # and small constant inputs). A deep model repeats its layers: a 32-layer Llama's 5,600 nodes make
 # about 200 distinct inference calls, and one call (serialising the node, its inputs' types and
-# constants to protobuf) costs more than translating the node.
-_INFERRED: dict[tuple[Any, ...], list[tuple[ir.TypeProtocol | None, tuple[Any, ...] | None]]] = {}
-_INFERRED_LIMIT = 100_000
+# constants to protobuf) costs more than translating the node. One cache per export (the tracer
+# holds it), so nothing of one model stays alive for the next.
+InferenceCache = dict[tuple[Any, ...], list[tuple[Any, Any]]]
 _PLAIN_ATTRIBUTES = (int, float, str, bytes)
 
 
@@ -136,16 +136,17 @@ def _inference_key(node: ir.Node, opset_version: int) -> tuple[Any, ...] | None:
     return (node.domain, node.op_type, opset_version, len(node.outputs), tuple(attributes), tuple(inputs))
 
 
-def infer_node(node: ir.Node, opset_version: int) -> None:
-    """ONNX type and shape inference for one node of the standard domain; best effort, never fatal."""
+def infer_node(node: ir.Node, opset_version: int, cache: InferenceCache | None = None) -> None:
+    """ONNX type and shape inference for one node of the standard domain; best effort, never fatal.
+    With ``cache``, the results of earlier nodes that read the same things are reused."""
     if any(i is not None and i.type is None for i in node.inputs):
         return
-    key = _inference_key(node, opset_version)
-    known = _INFERRED.get(key) if key is not None else None
+    key = _inference_key(node, opset_version) if cache is not None else None
+    known = cache.get(key) if key is not None else None
     if known is None:
         _infer_with_onnx(node, opset_version)
-        if key is not None and len(_INFERRED) < _INFERRED_LIMIT:
-            _INFERRED[key] = [(o.type, None if o.shape is None else tuple(o.shape)) for o in node.outputs]
+        if key is not None:
+            cache[key] = [(o.type, None if o.shape is None else tuple(o.shape)) for o in node.outputs]
         return
     for output, (type_, dims) in zip(node.outputs, known):
         if type_ is not None:
@@ -214,12 +215,14 @@ class GraphTracer:
             self.functions: dict[ir.OperatorIdentifier, ir.Function] = {}
             self._counter = [0]
             self._function_cache: dict[int, ir.Function] = {}
+            self._inferred: InferenceCache = {}
         else:
             # Subgraphs share the model-wide state: one name space, one set of imports.
             self.opset_imports = parent.opset_imports
             self.functions = parent.functions
             self._counter = parent._counter
             self._function_cache = parent._function_cache
+            self._inferred = parent._inferred
         # Stamped on every node created while it is set (the FX node being translated).
         self.node_metadata: dict[str, str] = {}
         self.name_prefix = "val"
@@ -346,7 +349,7 @@ class GraphTracer:
 
     def infer(self, node: ir.Node) -> None:
         """ONNX type and shape inference for one node; best effort, never fatal."""
-        infer_node(node, self.opset_version)
+        infer_node(node, self.opset_version, self._inferred)
 
     # -- binding arguments --------------------------------------------------------------------
 
