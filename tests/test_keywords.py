@@ -66,3 +66,28 @@ def test_module_is_restored_when_capture_fails():
             model, (torch.randn(2),), kwargs={"y": torch.randn(2)}, dynamic_shapes={"x": {0: "n"}, "y": {0: "n"}}, verbose=False
         )
     assert "forward" not in vars(model)
+
+
+class DashedKeyword(nn.Module):
+    def forward(self, x, **kwargs):
+        return x + kwargs["attention-mask"]
+
+
+def test_keyword_that_cannot_be_a_parameter_leaves_the_call_as_it_is():
+    # "attention-mask" cannot be spelled out as a parameter; torch.export takes the call itself.
+    assert_matches_eager(DashedKeyword(), (torch.randn(2, 3),), {"attention-mask": torch.randn(2, 3)})
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        ({0: "batch", 1: "seq"}, {"attention_mask": {0: "batch", 1: "seq"}, "bais": {0: "seq"}}),
+        {"input_ids": {0: "batch"}, "kwargs": {"atention_mask": {0: "batch"}}},
+        {"input_ids": {0: "batch"}, "attention_mask": {0: "batch"}, "kwargs": {"attention_mask": {0: "batch"}}},
+    ],
+    ids=["misspelled in a sequence", "misspelled nested", "given twice"],
+)
+def test_shapes_for_keywords_the_call_does_not_pass_are_refused(shapes):
+    args, kwargs = _call(2, 5)
+    with pytest.raises(torch_onnx_fx.errors.UnsupportedArgumentError, match="dynamic_shapes"):
+        torch_onnx_fx.export(KeywordBag().eval(), args, kwargs=kwargs, dynamic_shapes=shapes, verbose=False)

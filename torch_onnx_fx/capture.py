@@ -206,7 +206,8 @@ def capture(
     for strict in (False, True):
         strategy = f"torch.export(strict={strict})"
         try:
-            with keywords.spelled_out(module, kwargs or {}):
+            # Only dynamic shapes need the keywords spelled out; a static capture takes the call as is.
+            with keywords.spelled_out(module, kwargs or {}) if dynamic_shapes is not None else contextlib.nullcontext():
                 program, fixes = _export_refining(module, args, dict(kwargs or {}), dynamic_shapes, strict)
         except Exception as exc:  # noqa: BLE001 - every failure is reported below
             logger.info("capture strategy %s failed: %s", strategy, exc)

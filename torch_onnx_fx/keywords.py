@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import keyword
 import logging
 from typing import Any, Iterator, Mapping, Sequence
 
 import torch
+
+from torch_onnx_fx.errors import UnsupportedArgumentError
 
 __all__ = ["collected_keywords", "spelled_out", "flatten_shapes", "capture_signature"]
 
@@ -50,7 +53,12 @@ def collected_keywords(signature: inspect.Signature | None, kwargs: Mapping[str,
         for name, p in signature.parameters.items()
         if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     }
-    return var_keyword.name, [key for key in kwargs if key not in named]
+    collected = [key for key in kwargs if key not in named]
+    # A keyword that cannot be a parameter ("attention-mask", "class", the name of a positional-only
+    # or *args parameter) cannot be spelled out: the call is then left as it is.
+    if any(not key.isidentifier() or keyword.iskeyword(key) or key in signature.parameters for key in collected):
+        return var_keyword.name, []
+    return var_keyword.name, collected
 
 
 def spelled_out_signature(signature: inspect.Signature, keywords: Sequence[str]) -> inspect.Signature:
@@ -94,9 +102,14 @@ def flatten_shapes(signature: inspect.Signature | None, args: Sequence[Any], kwa
     if not keywords:
         return dynamic_shapes
     if isinstance(dynamic_shapes, Mapping) and isinstance(dynamic_shapes.get(name), Mapping):
-        flat = {k: v for k, v in dynamic_shapes.items() if k != name}
-        flat.update(dynamic_shapes[name])
-        return flat
+        nested = dynamic_shapes[name]
+        _no_unknown(nested, keywords)
+        twice = sorted(set(nested) & set(dynamic_shapes))
+        if twice:
+            raise UnsupportedArgumentError(
+                f"dynamic_shapes gives {twice} both at the top level and under {name!r}: give each once."
+            )
+        return {**{k: v for k, v in dynamic_shapes.items() if k != name}, **nested}
     if isinstance(dynamic_shapes, (list, tuple)):
         try:
             bound = list(signature.bind(*args, **kwargs).arguments)
@@ -105,8 +118,18 @@ def flatten_shapes(signature: inspect.Signature | None, args: Sequence[Any], kwa
         # torch.export's sequence form has one item per bound argument, ``**kwargs`` (last) a dict.
         if len(dynamic_shapes) == len(bound) and bound[-1] == name and isinstance(dynamic_shapes[-1], Mapping):
             nested = dynamic_shapes[-1]
+            _no_unknown(nested, keywords)
             return type(dynamic_shapes)([*dynamic_shapes[:-1], *(nested.get(k) for k in keywords)])
     return dynamic_shapes
+
+
+def _no_unknown(nested: Mapping[str, Any], keywords: Sequence[str]) -> None:
+    unknown = sorted(set(nested) - set(keywords))
+    if unknown:
+        raise UnsupportedArgumentError(
+            f"dynamic_shapes names {unknown} under **kwargs, but the call passes no such keyword "
+            f"(keywords: {list(keywords)})."
+        )
 
 
 def capture_signature(signature: inspect.Signature | None, kwargs: Mapping[str, Any]) -> inspect.Signature | None:
