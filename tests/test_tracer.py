@@ -42,3 +42,17 @@ def test_attributes_and_constant_inputs_are_part_of_what_is_reused():
         infer_node(node, 18, cache)
         shapes.append([int(d) for d in node.outputs[0].shape])
     assert shapes == [[2, 15], [30]]
+
+
+def test_reused_types_are_not_shared_between_values():
+    cache: dict = {}
+    first, second = (_transpose(_value(n, ["batch", 3, 5]), [2, 0, 1]) for n in ("e", "f"))
+    infer_node(first, 18, cache)
+    infer_node(second, 18, cache)
+    # onnx-ir sets a dtype on the value's type object: one value's change must stay its own.
+    second.outputs[0].dtype = ir.DataType.DOUBLE
+    first.outputs[0].dtype = ir.DataType.INT64
+    assert second.outputs[0].dtype == ir.DataType.DOUBLE
+    third = _transpose(_value("g", ["batch", 3, 5]), [2, 0, 1])
+    infer_node(third, 18, cache)
+    assert third.outputs[0].dtype == ir.DataType.FLOAT

@@ -93,7 +93,11 @@ class InferMissingTypesPass(ir.passes.InPlacePass):
         if opset is not None:
             for node in ir.traversal.RecursiveGraphIterator(model.graph):
                 if node.domain in ("", "ai.onnx") and any(o.type is None or o.shape is None for o in node.outputs):
+                    # Outputs already typed and shaped keep what they have (translation's named dims).
+                    complete = [(o, o.type, o.shape) for o in node.outputs if o.type is not None and o.shape is not None]
                     infer_node(node, opset)
+                    for output, type_, shape in complete:
+                        output.type, output.shape = type_, shape
                     typed += 1
         logger.debug("inferred the types of %d node(s)", typed)
         return ir.passes.PassResult(model, bool(typed))

@@ -19,6 +19,7 @@ The tracer knows nothing about FX: :mod:`torch_onnx_fx.translate` drives it.
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -146,11 +147,13 @@ def infer_node(node: ir.Node, opset_version: int, cache: InferenceCache | None =
     if known is None:
         _infer_with_onnx(node, opset_version)
         if key is not None:
-            cache[key] = [(o.type, None if o.shape is None else tuple(o.shape)) for o in node.outputs]
+            cache[key] = [(copy.copy(o.type), None if o.shape is None else tuple(o.shape)) for o in node.outputs]
         return
     for output, (type_, dims) in zip(node.outputs, known):
         if type_ is not None:
-            output.type = type_
+            # A copy: onnx-ir changes a value's dtype in place on its type object, which would
+            # otherwise retype every value that shares it.
+            output.type = copy.copy(type_)
         if dims is not None:
             output.shape = ir.Shape(dims)
 
