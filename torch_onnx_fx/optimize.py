@@ -45,6 +45,20 @@ def _expected_skips(record: logging.LogRecord) -> bool:
     return not str(record.msg).startswith("Skipped deduplication of initializer")
 
 
+# onnxscript's folder warns when ONNX's reference implementation cannot evaluate a constant node
+# (its GatherElements fails on BERT's token-type buffer: "cannot reshape array of size 1 into
+# shape (1,16)"); the node is then simply not folded and runs in the model. Not news for the
+# user either: kept at debug level in our log.
+fold_logger = logging.getLogger("onnxscript.optimizer._constant_folding")
+
+
+def _unfolded_to_debug(record: logging.LogRecord) -> bool:
+    if str(record.msg).startswith("Evaluation failed"):
+        logger.debug("constant not folded: %s", record.getMessage())
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def _weights_kept(model: ir.Model, weights: Collection[str]) -> Iterator[None]:
     """Let the passes see the named initializers as graph inputs, which they neither fold into
@@ -87,11 +101,13 @@ def optimize(model: ir.Model, weights: Collection[str] = ()) -> None:
     rewrite step restricted to rules that can match this model (see ``RelevantRulesRewritePass``).
     """
     dedup_logger.addFilter(_expected_skips)
+    fold_logger.addFilter(_unfolded_to_debug)
     try:
         with _weights_kept(model, weights):
             _optimize(model)
     finally:
         dedup_logger.removeFilter(_expected_skips)
+        fold_logger.removeFilter(_unfolded_to_debug)
     # The one fold kept weights need: stored transposed, with a note of which weight they are.
     FoldWeightTransposesPass(weights)(model)
 
