@@ -9,7 +9,6 @@ The result is a ``symbol -> user name`` map that translation uses for every dim 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import logging
 import warnings
 from typing import Any, Mapping, Sequence
@@ -18,6 +17,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from torch_onnx_fx import keywords
+from torch_onnx_fx.keywords import forward_signature
 from torch_onnx_fx.errors import UnsupportedArgumentError
 
 __all__ = ["DimNames", "prepare_dynamic_shapes", "from_dynamic_axes", "forward_signature"]
@@ -33,16 +33,6 @@ class DimNames:
 
     def record(self, tensor: torch.Tensor, axis: int, name: str) -> None:
         self.by_tensor.setdefault(id(tensor), {})[axis] = name
-
-
-def forward_signature(model: Any) -> inspect.Signature | None:
-    """The signature of what export calls (a module's ``forward``, or the callable itself); None
-    for builtins and C extensions, which have none to inspect."""
-    forward = model.forward if isinstance(model, torch.nn.Module) else model
-    try:
-        return inspect.signature(forward)
-    except (TypeError, ValueError):
-        return None
 
 
 def _bound_arguments(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:

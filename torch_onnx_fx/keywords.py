@@ -25,12 +25,15 @@ import torch
 
 from torch_onnx_fx.errors import UnsupportedArgumentError
 
-__all__ = ["collected_keywords", "spelled_out", "flatten_shapes", "capture_signature"]
+__all__ = ["forward_signature", "collected_keywords", "spelled_out", "flatten_shapes", "capture_signature"]
 
 logger = logging.getLogger(__name__)
 
 
-def _signature(forward: Any) -> inspect.Signature | None:
+def forward_signature(model: Any) -> inspect.Signature | None:
+    """The signature of what export calls (a module's ``forward``, or the callable itself); None
+    for builtins and C extensions, which have none to inspect."""
+    forward = model.forward if isinstance(model, torch.nn.Module) else model
     try:
         return inspect.signature(forward)
     except (TypeError, ValueError):
@@ -73,7 +76,7 @@ def spelled_out(module: torch.nn.Module, kwargs: Mapping[str, Any]) -> Iterator[
     """While active, ``module.forward`` names every keyword of this call that ``**kwargs`` would
     collect; the module is left as it was afterwards, whatever happens."""
     real_forward = module.forward
-    signature = _signature(real_forward)
+    signature = forward_signature(module)
     spelled = capture_signature(signature, kwargs)
     if spelled is signature:
         yield
