@@ -92,15 +92,17 @@ class InferMissingTypesPass(ir.passes.InPlacePass):
         typed = 0
         if opset is not None:
             for node in ir.traversal.RecursiveGraphIterator(model.graph):
-                if node.domain in ("", "ai.onnx") and any(o.type is None or o.shape is None for o in node.outputs):
+                if node.domain not in ("", "ai.onnx") or all(o.type is not None and o.shape is not None for o in node.outputs):
+                    continue
+                before = [(o.type, o.shape) for o in node.outputs]
+                infer_node(node, opset)
+                for output, (type_, shape) in zip(node.outputs, before):
                     # Outputs already typed and shaped keep what they have (translation's named dims).
-                    complete = [(o, o.type, o.shape) for o in node.outputs if o.type is not None and o.shape is not None]
-                    infer_node(node, opset)
-                    for output, type_, shape in complete:
+                    if type_ is not None and shape is not None:
                         output.type, output.shape = type_, shape
-                    typed += 1
-        logger.debug("inferred the types of %d node(s)", typed)
-        return ir.passes.PassResult(model, bool(typed))
+                typed += before != [(o.type, o.shape) for o in node.outputs]
+        logger.debug("InferMissingTypesPass: typed or shaped the outputs of %d node(s)", typed)
+        return ir.passes.PassResult(model, modified=bool(typed))
 
 
 class TrimUnusedOptionalOutputsPass(ir.passes.InPlacePass):

@@ -106,6 +106,9 @@ def _value_dtype(value: Any) -> ir.DataType | None:
 # holds it), so nothing of one model stays alive for the next.
 InferenceCache = dict[tuple[Any, ...], list[tuple[Any, Any]]]
 _PLAIN_ATTRIBUTES = (int, float, str, bytes)
+# Constant inputs up to this many elements are shown to inference (a shape, an axis list), so
+# they are part of the cache key too.
+_KNOWN_CONSTANT_SIZE = 64
 
 
 def _inference_key(node: ir.Node, opset_version: int) -> tuple[Any, ...] | None:
@@ -128,7 +131,7 @@ def _inference_key(node: ir.Node, opset_version: int) -> tuple[Any, ...] | None:
             continue
         const = value.const_value
         data = None
-        if const is not None and const.size <= 64:
+        if const is not None and const.size <= _KNOWN_CONSTANT_SIZE:
             try:
                 data = (const.dtype, tuple(const.shape), const.tobytes())
             except Exception:  # noqa: BLE001 - a tensor without data (meta, fake): not cached
@@ -171,7 +174,7 @@ def _infer_with_onnx(node: ir.Node, opset_version: int) -> None:
                 ir.serde.serialize_shape_into(type_proto, value.shape)
             input_types[value.name] = type_proto
             const = value.const_value
-            if const is not None and const.size <= 64:
+            if const is not None and const.size <= _KNOWN_CONSTANT_SIZE:
                 input_data[value.name] = ir.serde.serialize_tensor(const)
         inferred = onnx.shape_inference.infer_node_outputs(
             schema, ir.serde.serialize_node(node), input_types, input_data
