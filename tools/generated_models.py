@@ -62,15 +62,20 @@ _SPECIAL_TOKENS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "dec
 _DETERMINISTIC = {"noise_scale": 0.0, "noise_scale_duration": 0.0}
 
 
+def _set_if_accepted(config: Any, name: str, value: Any) -> None:
+    """Set ``config.name``; some config classes validate or derive attributes and refuse."""
+    try:
+        setattr(config, name, value)
+    except (AttributeError, TypeError, ValueError):
+        pass
+
+
 def small_config(config: Any) -> Any:
     """``config`` with the small sizes of ``_SMALL`` where it has those attributes, sub-configs
     (text_config, vision_config, encoder, decoder...) included."""
     for name, value in _SMALL.items():
         if name in getattr(config, "__dict__", {}) or hasattr(type(config), name):
-            try:
-                setattr(config, name, value)
-            except (AttributeError, TypeError, ValueError):
-                continue
+            _set_if_accepted(config, name, value)
     if hasattr(config, "head_dim") and getattr(config, "num_attention_heads", None):
         config.head_dim = HIDDEN // config.num_attention_heads
     # Special tokens of the full vocabulary lie outside the small one (an embedding's padding_idx
@@ -79,10 +84,7 @@ def small_config(config: Any) -> Any:
     for name, token in _SPECIAL_TOKENS.items():
         current = getattr(config, name, None)
         if (current is None and name == "pad_token_id") or (isinstance(current, int) and current >= VOCAB):
-            try:
-                setattr(config, name, token)
-            except (AttributeError, TypeError, ValueError):
-                continue
+            _set_if_accepted(config, name, token)
     for name, value in _DETERMINISTIC.items():
         if hasattr(config, name):
             setattr(config, name, value)
