@@ -9,6 +9,7 @@ every offending key in one :class:`StateDictMismatchError`, and replaces nothing
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Collection, Mapping
 
@@ -18,6 +19,7 @@ from onnx_ir.tensor_adapters import TorchTensor
 
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.errors import ArgumentTypeError, StateDictMismatchError
+from torch_onnx_fx.weight_arrangements import RECIPE_KEY, recipe_sources, remake
 from torch_onnx_fx.weight_transposes import PERM_KEY, WEIGHT_KEY, without_data
 
 __all__ = ["apply_weights"]
@@ -44,6 +46,19 @@ def _initializers_by_name(model: ir.Model) -> dict[str, _Target]:
             perm = [int(axis) for axis in value.metadata_props[PERM_KEY].split(",")]
             targets.setdefault(weight, (value, perm))
     return targets
+
+
+class _Arranged:
+    """An initializer the optimizer made from several weights (sliced and stacked), its recipe."""
+
+    def __init__(self, value: ir.Value):
+        self.value = value
+        self.recipe = json.loads(value.metadata_props[RECIPE_KEY])
+        self.sources = recipe_sources(self.recipe)
+
+
+def _arranged(model: ir.Model) -> list[_Arranged]:
+    return [_Arranged(value) for value in model.graph.initializers.values() if RECIPE_KEY in value.metadata_props]
 
 
 def _weight_name(value: ir.Value) -> str:
@@ -84,17 +99,42 @@ def apply_weights(
             "must be a torch.Tensor."
         )
     initializers = _initializers_by_name(model)
-    known = set(weight_names) if weight_names is not None else set(initializers)
-    missing = sorted(name for name in known if name in initializers and name not in state_dict) if strict else []
+    arranged = _arranged(model)
+    # Weights stored only inside arranged initializers still answer to their names.
+    arranged_sources = {name: shape for item in arranged for name, shape in item.sources.items() if name not in initializers}
+    replaceable = set(initializers) | set(arranged_sources)
+    known = set(weight_names) if weight_names is not None else replaceable
+    missing = sorted(name for name in known if name in replaceable and name not in state_dict) if strict else []
     # Tensors exported without data (meta device, FakeTensorMode) must all be given, buffers too:
     # the model cannot run with any of them left empty, strict or not.
     empty = sorted(
         name for name, (value, _) in initializers.items()
         if name not in state_dict and name not in missing and without_data(value) and name == _weight_name(value)
+        and RECIPE_KEY not in value.metadata_props
+    )
+    empty += sorted(
+        {name for item in arranged if without_data(item.value) for name in item.sources if name not in state_dict} - set(missing)
     )
     missing += empty
-    unexpected = sorted(name for name in state_dict if name not in initializers and name not in known) if strict else []
+    unexpected = sorted(name for name in state_dict if name not in replaceable and name not in known) if strict else []
     mismatched: list[str] = []
+    for item in arranged:
+        given = [name for name in item.sources if name in state_dict]
+        if given and len(given) < len(item.sources):
+            others = sorted(name for name in item.sources if name not in state_dict and name not in missing)
+            if others:
+                mismatched.append(f"{given[0]}: stored rearranged into one tensor with {others}; give them together")
+    for name, shape in arranged_sources.items():
+        tensor = state_dict.get(name)
+        if tensor is None:
+            continue
+        stored = _stored(tensor)
+        if list(stored.shape) != shape:
+            mismatched.append(f"{name}: shape {tuple(tensor.shape)}, the model has {tuple(shape)}")
+        else:
+            value = next(item.value for item in arranged if name in item.sources)
+            if value.dtype is not None and onnx_dtype(stored.dtype) != value.dtype:
+                mismatched.append(f"{name}: dtype {tensor.dtype}, the model has {value.dtype.name}")
     for name, tensor in state_dict.items():
         target = initializers.get(name)
         if target is None:
@@ -128,7 +168,13 @@ def apply_weights(
             value, perm = target
             value.const_value = TorchTensor(_stored(tensor, perm), name=value.name)
             replaced += 1
-    ignored = [name for name in state_dict if name not in initializers]
+    for item in arranged:
+        if all(name in state_dict for name in item.sources):
+            with torch.no_grad():
+                tensor = remake(item.recipe, {name: _stored(state_dict[name]) for name in item.sources})
+            item.value.const_value = TorchTensor(tensor, name=item.value.name)
+    replaced += sum(1 for name in arranged_sources if name in state_dict)
+    ignored = [name for name in state_dict if name not in replaceable]
     if ignored:
         logger.debug("apply_weights: %d key(s) are not initializers of the graph: %s", len(ignored), ignored[:10])
     return replaced

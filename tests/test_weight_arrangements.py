@@ -1,0 +1,100 @@
+"""Weights only sliced and stacked (torchlib's LSTM/GRU gate reordering) are stored rearranged,
+and apply_weights remakes them from new weights."""
+
+from __future__ import annotations
+
+import collections
+
+import pytest
+import torch
+from torch import nn
+
+import torch_onnx_fx
+from tests.helpers import assert_matches_eager
+from torch_onnx_fx.weight_arrangements import RECIPE_KEY
+
+
+class Tagger(nn.Module):
+    def __init__(self, cell: type[nn.RNNBase]):
+        super().__init__()
+        self.rnn = cell(6, 5, num_layers=2, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(10, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.rnn(x)[0])
+
+
+def _weight_readers(program: torch_onnx_fx.ONNXProgram) -> collections.Counter:
+    """The nodes reading the recurrent network's weights, by op type."""
+    graph = program.model.graph
+    return collections.Counter(
+        node.op_type for node in graph
+        if any(value is not None and value.name in graph.initializers and value.name.startswith("rnn.") for value in node.inputs)
+    )
+
+
+@pytest.mark.parametrize("cell", [nn.LSTM, nn.GRU])
+def test_gate_reordering_is_stored_not_run(cell):
+    torch.manual_seed(0)
+    model = Tagger(cell).eval()
+    x = torch.randn(2, 7, 6)
+    program = assert_matches_eager(model, (x,), dynamic_shapes=({0: "batch"},), more_inputs=[((torch.randn(3, 7, 6),), {})])
+    # Before: 16 Slices and 5 Concat/Unsqueeze per layer reordered the gates at every inference.
+    assert _weight_readers(program) == {cell.__name__: 2}
+    arranged = [value for value in program.model.graph.initializers.values() if RECIPE_KEY in value.metadata_props]
+    assert len(arranged) == 6  # W, R, B for each of the two layers
+
+
+@pytest.mark.parametrize("cell", [nn.LSTM, nn.GRU])
+def test_apply_weights_remakes_rearranged_weights(cell):
+    torch.manual_seed(0)
+    x = torch.randn(2, 7, 6)
+    program = torch_onnx_fx.export(Tagger(cell).eval(), (x,), verbose=False)
+    trained = Tagger(cell).eval()
+    program.apply_weights(trained.state_dict())
+    assert_matches_eager(trained, (x,), program=program)
+
+
+def test_rearranged_weights_are_given_together():
+    torch.manual_seed(0)
+    x = torch.randn(2, 7, 6)
+    model = Tagger(nn.LSTM).eval()
+    program = torch_onnx_fx.export(model, (x,), verbose=False)
+    trained = Tagger(nn.LSTM).eval().state_dict()
+    with pytest.raises(torch_onnx_fx.StateDictMismatchError, match=r"rnn.weight_ih_l0: stored rearranged into one tensor with \['rnn.weight_ih_l0_reverse'\]"):
+        program.apply_weights({"rnn.weight_ih_l0": trained["rnn.weight_ih_l0"]}, strict=False)
+    with pytest.raises(torch_onnx_fx.StateDictMismatchError, match=r"rnn.weight_hh_l1: shape \(20, 4\), the model has \(20, 5\)"):
+        program.apply_weights({**trained, "rnn.weight_hh_l1": torch.zeros(20, 4)})
+    # Nothing was replaced by the refused calls.
+    assert_matches_eager(model, (x,), program=program)
+    program.apply_weights({name: trained[name] for name in trained if name.startswith("rnn.")}, strict=False)
+    model.rnn.load_state_dict({name[4:]: trained[name] for name in trained if name.startswith("rnn.")})
+    assert_matches_eager(model, (x,), program=program)
+
+
+def test_meta_built_recurrent_model_gets_its_weights():
+    x = torch.randn(2, 7, 6)
+    with torch.device("meta"):
+        meta = Tagger(nn.GRU).eval()
+    program = torch_onnx_fx.export(meta, (x.to("meta"),), verbose=False)
+    assert _weight_readers(program) == {"GRU": 2}
+    torch.manual_seed(1)
+    real = Tagger(nn.GRU).eval()
+    program.apply_weights(real.state_dict())
+    assert_matches_eager(real, (x,), program=program)
+
+
+def test_weight_also_read_elsewhere_is_not_copied():
+    """A slice of a weight that the graph also reads whole would be a copy beside it: left as is."""
+
+    class SliceAndWhole(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(8, 4))
+
+        def forward(self, x):
+            return x @ self.weight[:4].T, x @ self.weight.T
+
+    model = SliceAndWhole().eval()
+    program = assert_matches_eager(model, (torch.randn(3, 4),))
+    assert not any(RECIPE_KEY in value.metadata_props for value in program.model.graph.initializers.values())
