@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterator, Mapping
 import torch
 import torch.fx.experimental._config as fx_config
 
-from torch_onnx_fx import keywords, library_patches
+from torch_onnx_fx import eager_quantization, keywords, library_patches
 from torch_onnx_fx.errors import CaptureError, UnsupportedArgumentError
 
 __all__ = ["CaptureResult", "capture", "size_oblivious", "STRATEGY_NAMES"]
@@ -202,8 +202,23 @@ def capture(
     if isinstance(model, torch.export.ExportedProgram):
         return CaptureResult(model, "ExportedProgram")
     module = _as_module(model)
+    # Eager-mode quantized modules (packed weights torch.export cannot trace) are captured as the
+    # QuantizeLinear/DequantizeLinear computation they stand for.
+    # The hint is read before the swap, which hides the quantized modules it names.
+    hint = eager_quantization.failure_hint(module)
+    with eager_quantization.as_qdq(module) if hint is not None else contextlib.nullcontext():
+        return _capture_module(module, args, kwargs, dynamic_shapes, hint)
+
+
+def _capture_module(
+    module: torch.nn.Module, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None, dynamic_shapes: Any,
+    hint: tuple[str, str] | None,
+) -> CaptureResult:
     failures: list[tuple[str, BaseException]] = []
-    for strict in (False, True):
+    # Eager-quantized models only non-strict: the QDQ capture follows tensors and function calls
+    # in Python (eager_quantization), which TorchDynamo's bytecode tracing would bypass, skipping
+    # the rounding it adds and its refusals.
+    for strict in (False,) if hint is not None else (False, True):
         strategy = f"torch.export(strict={strict})"
         try:
             # Only dynamic shapes need the keywords spelled out; a static capture takes the call as is.
@@ -222,7 +237,7 @@ def capture(
                 stacklevel=4,
             )
         return CaptureResult(program, strategy, failures, refinements=fixes)
-    reason, advice = _eager_quantization_hint(module) or ("", (
+    reason, advice = hint or ("", (
         "Fix the reported line so torch.export can trace it (see https://pytorch.org/docs/stable/export.html), "
         "or pass a torch.export.ExportedProgram."
     ))
@@ -230,23 +245,3 @@ def capture(
         f"torch.export could not capture the model with any strategy{reason}.\n" + describe_failures(failures) + "\n" + advice,
         failures,
     ) from failures[-1][1]
-
-
-# Modules of eager-mode quantization (torch.ao.quantization.convert, torchvision's quantized
-# models): their weights are packed C++ objects that torch.export cannot trace through (the
-# failures above read "does not have a field with name '__obj_flatten__'").
-_EAGER_QUANTIZED = ("torch.ao.nn.quantized", "torch.ao.nn.intrinsic.quantized", "torch.nn.quantized")
-
-
-def _eager_quantization_hint(module: torch.nn.Module) -> tuple[str, str] | None:
-    """(the reason, for the error's first line; what to do instead), for a model holding
-    eager-mode quantized modules."""
-    quantized = sorted({type(m).__name__ for m in module.modules() if type(m).__module__.startswith(_EAGER_QUANTIZED)})
-    if not quantized:
-        return None
-    return (
-        f": the model holds eager-mode quantized modules ({', '.join(quantized[:5])}"
-        f"{', …' if len(quantized) > 5 else ''}), whose packed weights torch.export cannot trace (nor can torch.onnx)",
-        "Export the float model and quantize the ONNX model (onnxruntime.quantization), or quantize with PT2E "
-        "(torch.ao.quantization.quantize_pt2e) on a torch.export program.",
-    )

@@ -1,0 +1,170 @@
+"""Eager-mode quantized models (torch.ao.quantization.convert) export as QDQ graphs whose outputs
+are eager's, bit for bit, on inputs in the range they were calibrated on."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.ao import quantization
+
+import torch_onnx_fx
+from tests.helpers import assert_matches_eager
+
+pytestmark = pytest.mark.skipif(
+    "fbgemm" not in torch.backends.quantized.supported_engines, reason="eager quantized kernels need the fbgemm engine"
+)
+
+
+class Block(nn.Module):
+    """Every kind of quantized computation torchvision's quantized models use."""
+
+    def __init__(self):
+        super().__init__()
+        self.quant, self.dequant = quantization.QuantStub(), quantization.DeQuantStub()
+        self.conv = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
+        self.depthwise = nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8)
+        self.pointwise = nn.Conv2d(4, 4, 1)
+        self.add, self.cat, self.mul = nn.quantized.FloatFunctional(), nn.quantized.FloatFunctional(), nn.quantized.FloatFunctional()
+        self.hardswish, self.hardsigmoid = nn.Hardswish(), nn.Hardsigmoid()
+        self.squeeze = nn.Conv2d(8, 8, 1)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv(self.quant(x))
+        x = self.add.add_relu(x, F.avg_pool2d(x, 3, 1, 1))
+        x = F.max_pool2d(self.depthwise(x), 2, ceil_mode=True)
+        left, right = x.chunk(2, dim=1)
+        x = self.cat.cat([left, self.pointwise(right)], dim=1)
+        batch, channels, height, width = x.shape
+        x = x.view(batch, 2, channels // 2, height, width).transpose(1, 2).reshape(batch, channels, height, width)
+        x = self.hardswish(x)
+        scale = self.hardsigmoid(self.squeeze(F.adaptive_avg_pool2d(x, 1)))
+        x = self.mul.mul(x, scale)
+        return self.dequant(self.fc(x.mean([2, 3])))
+
+
+def _quantized(model: nn.Module, qconfig: quantization.QConfig) -> nn.Module:
+    torch.backends.quantized.engine = "fbgemm"
+    model.eval()
+    torch.ao.quantization.fuse_modules(model, [["conv.0", "conv.1", "conv.2"]], inplace=True)
+    model.qconfig = qconfig
+    quantization.prepare(model, inplace=True)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for _ in range(4):
+            model(torch.rand(4, 3, 48, 48))
+    return quantization.convert(model, inplace=True)
+
+
+@pytest.mark.parametrize(
+    "qconfig", [quantization.get_default_qconfig("fbgemm"), quantization.default_qconfig], ids=["per-channel", "per-tensor"]
+)
+def test_quantized_model_matches_eager_bit_for_bit(qconfig):
+    torch.manual_seed(0)
+    model = _quantized(Block(), qconfig)
+    # 48 x 48 images: the global pools average 12 x 12 values, a count whose reciprocal is inexact
+    # in float32, so sums exactly half-way between two integers occur (and must round as ATen does).
+    more = [((torch.rand(batch, 3, 48, 48),), {}) for batch in (3, 16, 16, 16)]
+    program = assert_matches_eager(
+        model, (torch.rand(2, 3, 48, 48),), dynamic_shapes=({0: "batch"},), more_inputs=more, rtol=0, atol=0
+    )
+    op_types = {node.op_type for node in program.model.graph}
+    assert {"QuantizeLinear", "DequantizeLinear"} <= op_types
+    # int8 weights stay int8 in the file.
+    weights = [value for name, value in program.model.graph.initializers.items() if name.endswith("weight")]
+    assert weights and all(value.dtype.name == "INT8" for value in weights)
+
+
+def test_quantized_modules_are_restored_after_export():
+    model = _quantized(Block(), quantization.get_default_qconfig("fbgemm"))
+    before = dict(model.named_modules())
+    torch_onnx_fx.export(model, (torch.rand(2, 3, 48, 48),), verbose=False)
+    assert dict(model.named_modules()) == before
+    assert model(torch.rand(1, 3, 48, 48)).shape == (1, 5)
+
+
+def test_quantize_per_tensor_in_forward():
+    class Inline(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.ao.nn.quantized.Linear(4, 3)
+            self.linear.set_weight_bias(torch.quantize_per_tensor(torch.randn(3, 4), 0.05, 0, torch.qint8), torch.randn(3))
+
+        def forward(self, x):
+            return self.linear(torch.quantize_per_tensor(x, 0.01, 3, torch.quint8)).dequantize()
+
+    torch.backends.quantized.engine = "fbgemm"
+    assert_matches_eager(Inline().eval(), (torch.rand(2, 4),), rtol=0, atol=0)
+
+
+def test_quantized_module_without_equivalent_is_refused_by_name():
+    class Normalized(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.quant, self.dequant = quantization.QuantStub(), quantization.DeQuantStub()
+            self.norm = nn.LayerNorm(6)
+
+        def forward(self, x):
+            return self.dequant(self.norm(self.quant(x)))
+
+    model = Normalized().eval()
+    model.qconfig = quantization.default_qconfig
+    quantization.prepare(model, inplace=True)
+    model(torch.rand(2, 6))
+    quantization.convert(model, inplace=True)
+    with pytest.raises(torch_onnx_fx.CaptureError, match="no QDQ equivalent here: .*LayerNorm"):
+        torch_onnx_fx.export(model, (torch.rand(2, 6),), verbose=False)
+    assert type(model.norm).__module__.startswith("torch.ao.nn.quantized")
+
+
+class Activations(nn.Module):
+    """Float modules eager runs as quantized kernels on quantized tensors (sigmoid and tanh round
+    onto fixed grids), a converted LeakyReLU and a quantized matmul; ``refused`` adds a function
+    with no QDQ equivalent."""
+
+    def __init__(self, refused: bool = False):
+        super().__init__()
+        self.refused = refused
+        self.quant, self.dequant = quantization.QuantStub(), quantization.DeQuantStub()
+        self.linear = nn.Linear(16, 16)
+        self.sigmoid, self.tanh, self.leaky = nn.Sigmoid(), nn.Tanh(), nn.LeakyReLU(0.1)
+        self.product = nn.quantized.FloatFunctional()
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        x = self.linear(self.quant(x))
+        if self.refused:
+            x = F.elu(x)
+        gate, leaky = self.sigmoid(x), self.leaky(x)
+        scores = self.product.matmul(gate, leaky.transpose(1, 2))
+        return self.dequant(scores), self.dequant(self.tanh(x)), self.dequant(leaky)
+
+
+def _converted(model: nn.Module) -> nn.Module:
+    torch.backends.quantized.engine = "fbgemm"
+    model.eval().qconfig = quantization.default_qconfig
+    quantization.prepare(model, inplace=True)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for _ in range(3):
+            model(torch.randn(4, 8, 16))
+    return quantization.convert(model, inplace=True)
+
+
+def test_activations_on_quantized_tensors_round_as_eager():
+    torch.manual_seed(0)
+    model = _converted(Activations())
+    more = [((torch.randn(4, 8, 16),), {}) for _ in range(5)]
+    assert_matches_eager(model, (torch.randn(4, 8, 16),), more_inputs=more, rtol=0, atol=0)
+
+
+def test_float_function_on_quantized_tensor_is_refused_not_skipped():
+    """Eager runs elu on a quantized tensor as a kernel that rounds; without an equivalent, the
+    export refuses (naming the function) rather than emit a float elu that does not round."""
+    model = _converted(Activations(refused=True))
+    with pytest.raises(torch_onnx_fx.CaptureError, match="elu on a quantized tensor has no QDQ equivalent") as caught:
+        torch_onnx_fx.export(model, (torch.randn(4, 8, 16),), verbose=False)
+    # Not retried with TorchDynamo (strict=True), whose bytecode tracing bypasses the guard and
+    # captured the float elu once dynamo was warm.
+    assert [strategy for strategy, _ in caught.value.failures] == ["torch.export(strict=False)"]

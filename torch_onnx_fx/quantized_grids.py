@@ -1,0 +1,160 @@
+"""Grid values: the float stand-ins for quantized tensors while an eager-quantized model is captured.
+
+A quantized tensor ``q`` with (scale, zero point) stands for the floats ``(q - zero_point) * scale``
+on a grid. While :func:`tracking`, every tensor the capture makes to stand for one is noted with
+its grid (:func:`mark`, :func:`grid_of`), so that later code can recover the exact integers
+(:func:`stored`, :func:`centred`) and round onto a grid the way ATen does (:func:`round_to`,
+:func:`from_unit`). Each step is the PT2E ``quantize_per_tensor``/``dequantize_per_tensor`` op
+(QuantizeLinear/DequantizeLinear in the graph) or float32 arithmetic ATen also does, so the
+graph's numbers are the kernel's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import weakref
+from typing import Any, Callable, Iterator
+
+import torch
+
+__all__ = [
+    "INTEGER", "Grid", "as_added", "centred", "float32", "float_again", "from_unit", "grid_of", "inside_own_code",
+    "internal", "mark", "round_to", "stored", "tracking", "tracking_active",
+]
+
+# quantized dtype -> (the integer dtype of the QDQ ops, its range)
+INTEGER = {torch.quint8: (torch.uint8, 0, 255), torch.qint8: (torch.int8, -128, 127)}
+# (scale, zero point, quantized dtype)
+Grid = tuple[float, int, torch.dtype]
+
+
+class _Grids:
+    """Which tensors hold values on a quantization grid, and which grid: the tensors the swapped
+    modules return, and what grid-keeping functions (max pool, relu) make of them."""
+
+    def __init__(self) -> None:
+        self._grids: dict[int, tuple[weakref.ref, Grid]] = {}
+        # >0 while the exporter's own code runs: its operations on grid values are the ones the
+        # guard (quantized_functions.QuantizedTensorGuard) lets through.
+        self.inside = 0
+
+    def mark(self, tensor: torch.Tensor, grid: Grid) -> torch.Tensor:
+        self._grids[id(tensor)] = (weakref.ref(tensor), grid)
+        return tensor
+
+    def of(self, tensor: Any) -> Grid | None:
+        entry = self._grids.get(id(tensor))
+        return entry[1] if entry is not None and entry[0]() is tensor else None
+
+
+_GRIDS: _Grids | None = None
+
+
+def grid_of(tensor: Any) -> Grid | None:
+    """The grid of a tensor made while tracking, None for any other."""
+    return _GRIDS.of(tensor) if _GRIDS is not None else None
+
+
+def mark(tensor: torch.Tensor, grid: Grid) -> torch.Tensor:
+    """Note that ``tensor`` holds values on ``grid`` (while tracking; otherwise nothing)."""
+    return _GRIDS.mark(tensor, grid) if _GRIDS is not None else tensor
+
+
+def inside_own_code() -> bool:
+    return _GRIDS is not None and _GRIDS.inside > 0
+
+
+def tracking_active() -> bool:
+    return _GRIDS is not None
+
+
+@contextlib.contextmanager
+def tracking() -> Iterator[None]:
+    """Track grids for the time of a capture."""
+    global _GRIDS
+    _GRIDS = _Grids()
+    try:
+        yield
+    finally:
+        _GRIDS = None
+
+
+def internal(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Runs ``function`` as the exporter's own code, whose operations on grid values the guard
+    lets through (see ``_Grids.inside``)."""
+
+    @functools.wraps(function)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if _GRIDS is None:
+            return function(*args, **kwargs)
+        _GRIDS.inside += 1
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _GRIDS.inside -= 1
+
+    return run
+
+
+def round_to(values: torch.Tensor, scale: float, zero_point: int, dtype: torch.dtype) -> torch.Tensor:
+    """The values rounded onto the grid (scale, zero_point) of ``dtype``, as floats again."""
+    # ATen multiplies by the float32 reciprocal of the scale where QuantizeLinear divides by it;
+    # the two differ at a few near-half values per million, so the graph multiplies too.
+    return from_unit(values * float32(1.0 / float32(scale)), scale, zero_point, dtype)
+
+
+def stored(values: torch.Tensor, grid: Grid) -> torch.Tensor:
+    """The stored integers ``q`` of grid values, as exact floats."""
+    scale, zero_point, dtype = grid
+    integer, low, high = INTEGER[dtype]
+    decomposed = torch.ops.quantized_decomposed
+    quantized = decomposed.quantize_per_tensor(values * float32(1.0 / float32(scale)), 1.0, zero_point, low, high, integer)
+    return decomposed.dequantize_per_tensor(quantized, 1.0, 0, low, high, integer)
+
+
+def centred(values: torch.Tensor, grid: Grid) -> torch.Tensor:
+    """``q - zero_point`` of grid values, as exact floats (the integers ATen computes with)."""
+    scale, zero_point, dtype = grid
+    integer, low, high = INTEGER[dtype]
+    decomposed = torch.ops.quantized_decomposed
+    quantized = decomposed.quantize_per_tensor(values * float32(1.0 / float32(scale)), 1.0, zero_point, low, high, integer)
+    return decomposed.dequantize_per_tensor(quantized, 1.0, zero_point, low, high, integer)
+
+
+def from_unit(values: torch.Tensor, scale: float, zero_point: int, dtype: torch.dtype, stored: bool = False) -> torch.Tensor:
+    """Values in units of the output grid, rounded half to even onto it, as floats: centred
+    values (``q - zp``), or ``stored`` ones (``q``, the zero point included)."""
+    integer, low, high = INTEGER[dtype]
+    decomposed = torch.ops.quantized_decomposed
+    rounded = decomposed.quantize_per_tensor(values, 1.0, 0 if stored else zero_point, low, high, integer)
+    result = decomposed.dequantize_per_tensor(rounded, scale, zero_point, low, high, integer)
+    return mark(result, (scale, zero_point, dtype))
+
+
+def float32(value: float) -> float:
+    """A Python float rounded to float32, as fbgemm holds its scales."""
+    return float(torch.tensor(value, dtype=torch.float32))
+
+
+def as_added(values: torch.Tensor) -> torch.Tensor:
+    """The float ATen's vectorized quantized add reads for grid values: ``q * s + (-zp * s)``
+    in one fused multiply-add (one rounding, where dequantizing rounds ``(q - zp) * s``); made
+    exactly in float64 and rounded once. (Its scalar loop, for the few elements past the last
+    full vector, dequantizes instead: those may still differ by one step.)"""
+    grid = grid_of(values)
+    if grid is None:
+        return values
+    scale, zero_point, dtype = grid
+    integer, low, high = INTEGER[dtype]
+    decomposed = torch.ops.quantized_decomposed
+    scale32 = float32(scale)
+    quantized = decomposed.quantize_per_tensor(values * float32(1.0 / scale32), 1.0, zero_point, low, high, integer)
+    fused = quantized.to(torch.float64) * scale32 + float32(-zero_point * scale32)
+    return fused.to(torch.float32)
+
+
+def float_again(values: torch.Tensor) -> torch.Tensor:
+    """Dequantized values: the same numbers as a new tensor without a grid, which float code
+    may use freely (a view; no node survives in the graph)."""
+    return values.view(values.shape)
