@@ -707,6 +707,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the hand-picked corpus of tools/models.py, or a generated one")
     parser.add_argument("--models", help="comma-separated corpus names; merged into the existing results")
     parser.add_argument("--sample", type=int, default=1, help="keep every N-th model of the corpus (a quick measurement)")
+    parser.add_argument(
+        "--offset", type=int, default=0,
+        help="with --sample: start at the K-th model, for a sample that does not repeat an earlier one",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per model and exporter")
     parser.add_argument("--json", type=Path, help="JSON-lines results (default: per corpus, in tools/results)")
     parser.add_argument("--out", type=Path, help="the page whose model section is written (default: per corpus)")
@@ -732,11 +736,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs, records = read_results(options.json)
     if not options.render_only:
         known = {case.name: case for case in corpus()}
-        names = options.models.split(",") if options.models else list(known)[:: max(1, options.sample)]
+        names = options.models.split(",") if options.models else list(known)[options.offset :: max(1, options.sample)]
         unknown = [name for name in names if name not in known]
         if unknown:
             parser.error(f"unknown models {unknown}; known: {list(known)}")
-        if not options.models and options.sample <= 1:
+        if not options.models and options.sample <= 1 and options.offset == 0:
             runs, records = [], []
         run = max((r["run"] for r in runs), default=0) + 1
         command = shlex.join(["python", "tools/modelsweep.py", *(sys.argv[1:] if argv is None else argv)])
