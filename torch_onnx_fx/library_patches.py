@@ -282,6 +282,25 @@ def _switch_experts(original: Any) -> Any:
     return forward
 
 
+def _cpmant_attention_mask(original: Any) -> Any:
+    def prepare_attention_mask(self, input_ids, span, context, length):  # type: ignore[no-untyped-def]
+        # CPM-Ant counts the positions after its prompt down to 0 as a Python list,
+        # ``torch.tensor(list(range(n))[::-1])``: a list of the sequence's length fixes that length
+        # at capture. The same countdown as an ``arange`` keeps it symbolic; the mask is otherwise
+        # the original's (causal or bidirectional per ``context``, within a span, left padding).
+        batch, total = input_ids.shape[0], input_ids.shape[1]
+        positions = torch.arange(total, device=input_ids.device)
+        causal = (positions <= positions.view(-1, 1)).view(1, total, total)
+        mask = context[:, None, :] | (context[:, :, None].logical_not() & causal)
+        mask = mask & (span[:, None, :] == span[:, :, None])
+        countdown = torch.arange(total - self.prompt_length - 1, -1, -1, device=input_ids.device)
+        kept = countdown[None, :] < length[:, None]
+        kept = torch.cat((torch.ones(batch, self.prompt_length, dtype=torch.bool, device=input_ids.device), kept), dim=1)
+        return kept.view(batch, total, 1) & kept.view(batch, 1, total) & mask
+
+    return prepare_attention_mask
+
+
 PATCHES: tuple[Patch, ...] = (
     Patch("torchvision.ops.boxes", "batched_nms", _batched_nms,
           "branches on boxes.numel() == 0 and on > 4000 boxes (a data-dependent count)"),
@@ -308,6 +327,8 @@ PATCHES: tuple[Patch, ...] = (
           _switch_experts, "loops over the experts that some token chose: a loop of data-dependent length"),
     Patch("transformers.models.rwkv.modeling_rwkv", "rwkv_linear_attention_cpu", _rwkv_linear_attention_cpu,
           "loops over the sequence in Python, as Mamba's selective scan"),
+    Patch("transformers.models.cpmant.modeling_cpmant", "CpmAntModel._prepare_attention_mask", _cpmant_attention_mask,
+          "builds a Python list of the sequence's length: the length becomes a constant"),
 )
 
 # Modules that imported a patched function by name and call it through their own globals.
