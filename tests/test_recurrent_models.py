@@ -42,7 +42,16 @@ def _jamba():
     )
 
 
-BUILDERS = {"mamba": _mamba, "falcon_mamba": _falcon_mamba, "jamba": _jamba, "rwkv": _rwkv}
+def _recurrent_gemma():
+    # Griffin: RG-LRU recurrent blocks (a Python loop over the prompt) and local attention.
+    return transformers.RecurrentGemmaModel(
+        transformers.RecurrentGemmaConfig(**_SIZES, num_attention_heads=2, num_key_value_heads=1, intermediate_size=32,
+                                          lru_width=16, attention_window_size=8, conv1d_width=3,
+                                          block_types=["recurrent", "attention"])
+    )
+
+
+BUILDERS = {"mamba": _mamba, "falcon_mamba": _falcon_mamba, "jamba": _jamba, "rwkv": _rwkv, "recurrent_gemma": _recurrent_gemma}
 
 
 def _inputs(batch: int, length: int) -> dict[str, torch.Tensor]:
@@ -62,7 +71,7 @@ def test_scan_replacement_equals_the_loop_in_eager(name):
     torch.manual_seed(0)
     run = _first_output(BUILDERS[name]().eval())
     for batch, length in ((2, 7), (1, 1)):
-        assert_patch_keeps_eager(run, _inputs(batch, length), ("mamba_selective_scan", "rwkv_linear_attention_cpu"))
+        assert_patch_keeps_eager(run, _inputs(batch, length), ("mamba_selective_scan", "rwkv_linear_attention_cpu", "_rnn_scan"))
 
 
 @pytest.mark.parametrize("name", list(BUILDERS))

@@ -282,6 +282,30 @@ def _switch_experts(original: Any) -> Any:
     return forward
 
 
+def _rglru_scan(original: Any) -> Any:
+    def _rnn_scan(self, hidden_states, recurrent_gate, reset, recurrent_states, acc_dtype=torch.float32):  # type: ignore[no-untyped-def]
+        # RecurrentGemma's linear recurrence over a prompt loops over positions in Python (see
+        # Mamba's above): one scan step instead, the same multiply then add per position, in
+        # the same dtypes. One position (decoding) takes the original, which has no loop.
+        if hidden_states.shape[1] == 1:
+            return original(self, hidden_states, recurrent_gate, reset, recurrent_states, acc_dtype)
+        gate = recurrent_gate * ~reset
+        if recurrent_states is None:
+            recurrent_states = torch.zeros(hidden_states[:, 0].shape, dtype=acc_dtype, device=hidden_states.device)
+
+        def step(state, position):  # type: ignore[no-untyped-def]
+            gate_t, input_t = position
+            state = gate_t.type(acc_dtype) * state
+            state = state + input_t.type(acc_dtype)
+            # A copy even in the same dtype: scan's outputs may not alias its carry.
+            return state, state.to(hidden_states.dtype, copy=True)
+
+        state, outputs = _scan(step, recurrent_states, (gate.movedim(1, 0), hidden_states.movedim(1, 0)))
+        return outputs.movedim(0, 1), state
+
+    return _rnn_scan
+
+
 def _cpmant_attention_mask(original: Any) -> Any:
     def prepare_attention_mask(self, input_ids, span, context, length):  # type: ignore[no-untyped-def]
         # CPM-Ant counts the positions after its prompt down to 0 as a Python list,
@@ -326,6 +350,8 @@ PATCHES: tuple[Patch, ...] = (
     Patch("transformers.models.switch_transformers.modeling_switch_transformers", "SwitchTransformersExperts.forward",
           _switch_experts, "loops over the experts that some token chose: a loop of data-dependent length"),
     Patch("transformers.models.rwkv.modeling_rwkv", "rwkv_linear_attention_cpu", _rwkv_linear_attention_cpu,
+          "loops over the sequence in Python, as Mamba's selective scan"),
+    Patch("transformers.models.recurrent_gemma.modeling_recurrent_gemma", "RecurrentGemmaRglru._rnn_scan", _rglru_scan,
           "loops over the sequence in Python, as Mamba's selective scan"),
     Patch("transformers.models.cpmant.modeling_cpmant", "CpmAntModel._prepare_attention_mask", _cpmant_attention_mask,
           "builds a Python list of the sequence's length: the length becomes a constant"),
