@@ -175,3 +175,18 @@ def test_associative_scan():
             return associative_scan(lambda a, b: a + b, x, dim=0, combine_mode="generic")
 
     assert_matches_eager(PrefixSum(), (torch.randn(5, 3),))
+
+
+def test_no_grad_region_returning_complex_values_is_inlined():
+    """Llama 4 makes its complex rotary frequencies under ``torch.no_grad()``: the region becomes a
+    ``wrap_with_set_grad_enabled`` call returning a complex tensor, inlined like any other."""
+
+    class Rotary(torch.nn.Module):
+        def forward(self, x):
+            with torch.no_grad():
+                angles = torch.arange(x.shape[-1], dtype=torch.float32) * 0.5
+                frequencies = torch.polar(torch.ones_like(angles), angles)
+            rotated = torch.complex(x, x.flip(-1)) * frequencies
+            return torch.view_as_real(rotated).flatten(-2)
+
+    assert_matches_eager(Rotary().eval(), (torch.randn(2, 3, 8),))

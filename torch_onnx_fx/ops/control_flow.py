@@ -145,12 +145,16 @@ def higher_order_map_impl(
     return _scan(ctx, body_graph, [], list(xs), list(pos_args))
 
 
+# Inlining is the same whatever the subgraph computes: complex values (Llama 4's rotary
+# frequencies, made under no_grad) are translated by the subgraph's own nodes.
+@register(_hop.invoke_subgraph, complex=True)
 @register(_hop.invoke_subgraph)
 @wants_context
 def higher_order_invoke_subgraph(subgraph: torch.fx.GraphModule, identifier: Any, *operands: Any, ctx: OpContext) -> Any:
     return ctx.inline(subgraph, list(operands))
 
 
+@register(_hop.wrap_with_set_grad_enabled, complex=True)
 @register(_hop.wrap_with_set_grad_enabled)
 @wants_context
 def higher_order_inline(enabled: bool, subgraph: torch.fx.GraphModule, *operands: Any, ctx: OpContext) -> Any:
