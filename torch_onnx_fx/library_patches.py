@@ -306,6 +306,16 @@ def _rglru_scan(original: Any) -> Any:
     return _rnn_scan
 
 
+def _fsmt_padding_mask(original: Any) -> Any:
+    def make_padding_mask(input_ids, padding_idx=1):  # type: ignore[no-untyped-def]
+        # FSMT returns no mask when no token is padding: a branch on the data. Its only reader,
+        # the attention's masked_fill, leaves the scores as they are for an all-False mask, so
+        # the mask is returned always.
+        return input_ids.eq(padding_idx)
+
+    return make_padding_mask
+
+
 def _cpmant_attention_mask(original: Any) -> Any:
     def prepare_attention_mask(self, input_ids, span, context, length):  # type: ignore[no-untyped-def]
         # CPM-Ant counts the positions after its prompt down to 0 as a Python list,
@@ -353,6 +363,8 @@ PATCHES: tuple[Patch, ...] = (
           "loops over the sequence in Python, as Mamba's selective scan"),
     Patch("transformers.models.recurrent_gemma.modeling_recurrent_gemma", "RecurrentGemmaRglru._rnn_scan", _rglru_scan,
           "loops over the sequence in Python, as Mamba's selective scan"),
+    Patch("transformers.models.fsmt.modeling_fsmt", "make_padding_mask", _fsmt_padding_mask,
+          "returns None when no token is padding: a branch on the data"),
     Patch("transformers.models.cpmant.modeling_cpmant", "CpmAntModel._prepare_attention_mask", _cpmant_attention_mask,
           "builds a Python list of the sequence's length: the length becomes a constant"),
 )
