@@ -168,3 +168,26 @@ def test_float_function_on_quantized_tensor_is_refused_not_skipped():
     # Not retried with TorchDynamo (strict=True), whose bytecode tracing bypasses the guard and
     # captured the float elu once dynamo was warm.
     assert [strategy for strategy, _ in caught.value.failures] == ["torch.export(strict=False)"]
+
+
+@pytest.mark.parametrize("convolution, shape", [(nn.Conv1d(4, 6, 3, padding=1), (2, 4, 20)), (nn.Conv3d(4, 6, 3, padding=1), (2, 4, 6, 6, 6))], ids=["1d", "3d"])
+def test_quantized_convolutions_of_other_ranks(convolution, shape):
+    class Single(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.quant, self.dequant, self.convolution = quantization.QuantStub(), quantization.DeQuantStub(), convolution
+
+        def forward(self, x):
+            return self.dequant(self.convolution(self.quant(x)))
+
+    torch.backends.quantized.engine = "fbgemm"
+    model = Single().eval()
+    model.qconfig = quantization.get_default_qconfig("fbgemm")
+    quantization.prepare(model, inplace=True)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for _ in range(3):
+            model(torch.rand(*shape))
+    quantization.convert(model, inplace=True)
+    more = [((torch.rand(*shape),), {}) for _ in range(4)]
+    assert_matches_eager(model, (torch.rand(*shape),), more_inputs=more, rtol=0, atol=0)
