@@ -98,3 +98,19 @@ def test_weight_also_read_elsewhere_is_not_copied():
     model = SliceAndWhole().eval()
     program = assert_matches_eager(model, (torch.randn(3, 4),))
     assert not any(RECIPE_KEY in value.metadata_props for value in program.model.graph.initializers.values())
+
+
+def test_weight_also_returned_is_not_copied():
+    """A region whose move is also a graph output keeps reading the weight: folding the rest would
+    store a copy beside it."""
+
+    class SliceAndReturn(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(8, 4))
+
+        def forward(self, x):
+            return x @ self.weight[:2].T, self.weight.reshape(-1)
+
+    program = assert_matches_eager(SliceAndReturn().eval(), (torch.randn(3, 4),))
+    assert not any(RECIPE_KEY in value.metadata_props for value in program.model.graph.initializers.values())

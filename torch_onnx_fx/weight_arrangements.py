@@ -219,9 +219,16 @@ class FoldWeightArrangementsPass(ir.passes.InPlacePass):
             node.outputs[0] for node in region
             if any(user not in inside for user, _ in node.outputs[0].uses())
         ]
-        if not ends or any(value.is_graph_output() for value in ends):
+        # A graph output inside the region would keep its nodes, and the weights they read, alive.
+        if not ends or any(node.outputs[0].is_graph_output() for node in region):
             return 0
-        sources = {value for node in region for value in node.inputs if value is not None and "weight" in recipes.get(value, {})}
+        # The weights the moves move (a Concat's inputs, the others' first): a weight given as a
+        # Slice bound or a shape would not be in the recipe, and could not be replaced.
+        moved = [value for node in region for value in (node.inputs if node.op_type == "Concat" else node.inputs[:1])]
+        if any(value is not None and "weight" in recipes.get(value, {}) for node in region
+               for value in (node.inputs[1:] if node.op_type != "Concat" else ())):
+            return 0
+        sources = {value for value in moved if value is not None and "weight" in recipes.get(value, {})}
         # Stored bytes may not grow: every weight read must be read by this region only, and the
         # region's results (a slice of a weight read twice would be a copy beside it) no larger.
         if any(user not in inside for value in sources for user, _ in value.uses()):
