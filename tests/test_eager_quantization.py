@@ -3,6 +3,8 @@ are eager's, bit for bit, on inputs in the range they were calibrated on."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -191,3 +193,78 @@ def test_quantized_convolutions_of_other_ranks(convolution, shape):
     quantization.convert(model, inplace=True)
     more = [((torch.rand(*shape),), {}) for _ in range(4)]
     assert_matches_eager(model, (torch.rand(*shape),), more_inputs=more, rtol=0, atol=0)
+
+
+class _Stubbed(nn.Module):
+    """QuantStub -> ``body`` -> DeQuantStub, converted with ``qconfig`` under the fbgemm engine."""
+
+    def __init__(self, body: Callable[[nn.Module, torch.Tensor], torch.Tensor]):
+        super().__init__()
+        self.body = body
+        self.quant, self.dequant = quantization.QuantStub(), quantization.DeQuantStub()
+        self.linear, self.relu6 = nn.Linear(8, 8), nn.ReLU6()
+
+    def forward(self, x):
+        return self.dequant(self.body(self, self.quant(x)))
+
+
+def _stubbed(body, qconfig=None):
+    torch.backends.quantized.engine = "fbgemm"
+    torch.manual_seed(0)
+    model = _Stubbed(body).eval()
+    model.qconfig = qconfig or quantization.default_qconfig
+    quantization.prepare(model, inplace=True)
+    with torch.no_grad():
+        model(torch.linspace(-3, 10, 64).reshape(8, 8))
+    return quantization.convert(model, inplace=True)
+
+
+def test_relu6_rounds_its_bound_onto_the_grid():
+    """Quantized relu6 clamps at the grid point nearest 6.0, not at 6.0 (31 of 100 values were off)."""
+    model = _stubbed(lambda self, x: self.relu6(x))
+    x = torch.linspace(-3, 10, 64).reshape(8, 8)
+    assert_matches_eager(model, (x,), more_inputs=[((x * 0.7,), {})], rtol=0, atol=0)
+
+
+def test_item_assignment_on_a_quantized_tensor_is_refused():
+    """Eager rounds the value written into a quantized tensor; a float graph would not."""
+
+    def body(self, x):
+        y = self.linear(x)
+        y[0] = 0.3337
+        return y
+
+    with pytest.raises(torch_onnx_fx.CaptureError, match="on a quantized tensor has no QDQ equivalent"):
+        torch_onnx_fx.export(_stubbed(body), (torch.rand(8, 8),), verbose=False)
+
+
+def test_other_quantized_engines_are_refused():
+    model = _stubbed(lambda self, x: self.linear(x))
+    torch.backends.quantized.engine = "qnnpack"
+    try:
+        with pytest.raises(torch_onnx_fx.CaptureError, match="'qnnpack' engine"):
+            torch_onnx_fx.export(model, (torch.rand(8, 8),), verbose=False)
+    finally:
+        torch.backends.quantized.engine = "fbgemm"
+
+
+def test_float_model_with_float_functional_is_a_float_model():
+    """FloatFunctional computes in float (a quantizable model before convert): exported as float,
+    with TorchDynamo still tried after the non-strict capture."""
+
+    class Residual(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear, self.add = nn.Linear(8, 8), nn.quantized.FloatFunctional()
+
+        def forward(self, x):
+            return self.add.add(self.linear(x), x)
+
+    assert_matches_eager(Residual().eval(), (torch.randn(4, 8),))
+
+
+def test_apply_weights_with_quantized_tensors_says_what_to_pass():
+    model = _stubbed(lambda self, x: self.linear(x))
+    program = torch_onnx_fx.export(model, (torch.rand(8, 8),), verbose=False)
+    with pytest.raises(torch_onnx_fx.ArgumentTypeError, match=r"are quantized tensors.*int_repr"):
+        program.apply_weights(model.state_dict(), strict=False)

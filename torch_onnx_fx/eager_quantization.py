@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from typing import Any, Callable, Iterator
 
 import torch
@@ -33,7 +34,7 @@ from torch import nn
 from torch_onnx_fx import quantized_functions, quantized_grids
 from torch_onnx_fx.errors import CaptureError
 from torch_onnx_fx.quantized_grids import (
-    INTEGER, as_added, centred, float32, float_again, from_unit, grid_of, internal, mark, round_to,
+    INTEGER, as_added, centred, float32, float_again, from_unit, grid_of, internal, round_to,
 )
 
 __all__ = ["as_qdq", "failure_hint"]
@@ -41,11 +42,20 @@ __all__ = ["as_qdq", "failure_hint"]
 logger = logging.getLogger(__name__)
 
 _PACKAGES = ("torch.ao.nn.quantized", "torch.ao.nn.intrinsic.quantized", "torch.nn.quantized")
+_REPLAYED_ENGINES = frozenset({"fbgemm", "x86", "onednn"})
+# One eager-quantized capture at a time: the function patches are process-wide.
+_CAPTURE_LOCK = threading.Lock()
+
+def _is_quantized(child: nn.Module) -> bool:
+    # FloatFunctional lives among the quantized modules but computes in float (a model before
+    # convert, or quantizable with quantize=False): convert replaces it by QFunctional.
+    return type(child).__module__.startswith(_PACKAGES) and type(child).__name__ not in ("FloatFunctional", "LinearPackedParams")
+
 
 def failure_hint(module: nn.Module) -> tuple[str, str] | None:
     """For a model holding eager-mode quantized modules (None otherwise): what a capture error
     adds to its first line, and what to do instead."""
-    quantized = sorted({type(child).__name__ for child in module.modules() if type(child).__module__.startswith(_PACKAGES)})
+    quantized = sorted({type(child).__name__ for child in module.modules() if _is_quantized(child)})
     if not quantized:
         return None
     return (
@@ -97,15 +107,13 @@ class _WeightedLayer(nn.Module):
 
     @internal
     def forward(self, values: torch.Tensor) -> torch.Tensor:
-        grid = grid_of(values)
-        if grid is None:
-            return self._in_float(values)
+        grid = _input_grid(values, "convolution or linear layer")
         # fbgemm's arithmetic, step by step: the integer accumulation sum((x - zx) * (w - zw))
         # (exact in float32 below 2**24), plus bias / (sx * sw), times (sx * sw) / s_out, rounded
         # half to even, plus the output zero point. Each float32 operation is the one fbgemm
         # does, so the output is eager's, bit for bit.
         scale = grid[0]
-        accumulated = self.layer(centred(values, grid), self._weight(unit=True), None)
+        accumulated = self.layer(centred(values, grid), self._integer_weight(), None)
         # per output channel: dim 1 of a convolution's output, the last of a linear layer's
         shape = [-1] if self.layer is F.linear else [-1] + [1] * (accumulated.dim() - 2)
         if self.axis is None:
@@ -128,24 +136,14 @@ class _WeightedLayer(nn.Module):
             result = F.relu(result)
         return from_unit(result, self.scale, self.zero_point, self.dtype)
 
-    def _weight(self, unit: bool) -> torch.Tensor:
-        """The weights as floats: ``w - zw`` (unit), or dequantized ``(w - zw) * sw``."""
+    def _integer_weight(self) -> torch.Tensor:
+        """The weights as exact floats ``w - zw``."""
         integer, low, high = INTEGER[self.weight_dtype]
         decomposed = torch.ops.quantized_decomposed
         if self.axis is None:
-            return decomposed.dequantize_per_tensor(self.weight, 1.0 if unit else self.weight_scale, self.weight_zero_point, low, high, integer)
-        scales = torch.ones_like(self.weight_scale) if unit else self.weight_scale
-        return decomposed.dequantize_per_channel(self.weight, scales, self.weight_zero_point, self.axis, low, high, integer)
-
-    def _in_float(self, values: torch.Tensor) -> torch.Tensor:
-        """Without the input's grid (values that came through a function not tracked here): the
-        float layer on dequantized weights, rounded onto the output grid; eager's result up to
-        a rare one-step rounding difference."""
-        logger.debug("quantized layer on values of unknown grid: computed in float")
-        result = self.layer(values, self._weight(unit=False), self.bias)
-        if self.relu:
-            result = F.relu(result)
-        return round_to(result, self.scale, self.zero_point, self.dtype)
+            return decomposed.dequantize_per_tensor(self.weight, 1.0, self.weight_zero_point, low, high, integer)
+        ones = torch.ones_like(self.weight_scale)
+        return decomposed.dequantize_per_channel(self.weight, ones, self.weight_zero_point, self.axis, low, high, integer)
 
 
 class _Functional(nn.Module):
@@ -199,7 +197,7 @@ def _replacement(module: nn.Module, activation: torch.dtype) -> nn.Module | None
         return _Dequantize()
     if kind in (nnq.Dropout,):
         return nn.Identity()
-    if kind in (nnq.FloatFunctional, nnq.QFunctional):
+    if kind is nnq.QFunctional:
         return _Functional(module, activation)
     convolutions = {nnq.Conv1d: F.conv1d, nnq.Conv2d: F.conv2d, nnq.Conv3d: F.conv3d}
     fused = {nniq.ConvReLU1d: F.conv1d, nniq.ConvReLU2d: F.conv2d, nniq.ConvReLU3d: F.conv3d}
@@ -227,12 +225,13 @@ def _replacement(module: nn.Module, activation: torch.dtype) -> nn.Module | None
         slope = module.negative_slope
         return _Requantized(lambda x: F.leaky_relu(x, slope), module.scale, module.zero_point, activation)
     if kind is nnq.ReLU6:
-        return _GridKeeping(F.relu6)
+        return _OnInputGrid(F.relu6)
     return None
 
 
-class _GridKeeping(nn.Module):
-    """A function that keeps its input's grid (relu6 of grid values is on the grid)."""
+class _OnInputGrid(nn.Module):
+    """A function whose quantized kernel keeps its input's scale and zero point: the float
+    result rounded onto that grid (relu6's upper bound 6.0 becomes the grid point nearest it)."""
 
     def __init__(self, function: Callable[..., torch.Tensor]):
         super().__init__()
@@ -240,9 +239,19 @@ class _GridKeeping(nn.Module):
 
     @internal
     def forward(self, values: torch.Tensor) -> torch.Tensor:
-        result = self.function(values)
-        grid = grid_of(values)
-        return mark(result, grid) if grid is not None else result
+        return round_to(self.function(values), *_input_grid(values, type(self).__name__))
+
+
+def _input_grid(values: torch.Tensor, what: str) -> tuple[float, int, torch.dtype]:
+    """The grid of a quantized module's input; a refusal when the capture lost track of it."""
+    grid = grid_of(values)
+    if grid is None:
+        raise CaptureError(
+            f"A quantized module ({what}) received a tensor whose quantization parameters the capture did not "
+            "follow (it went through a function not handled here): its result cannot be reproduced exactly.",
+            [],
+        )
+    return grid
 
 
 @contextlib.contextmanager
@@ -251,12 +260,22 @@ def as_qdq(module: nn.Module) -> Iterator[None]:
     do, and float functions given their results round as eager does on quantized tensors."""
     import torch.ao.quantization.fx._decomposed  # noqa: F401 - registers torch.ops.quantized_decomposed
 
+    # The arithmetic replayed is fbgemm's (x86 and onednn run the same for these modules);
+    # qnnpack's requantization rounds some values the other way.
+    engine = torch.backends.quantized.engine
+    if engine not in _REPLAYED_ENGINES:
+        raise CaptureError(
+            f"The model's quantized kernels run on the {engine!r} engine, whose integer arithmetic this export "
+            f"does not reproduce (it replays fbgemm's). Set torch.backends.quantized.engine to one of "
+            f"{sorted(_REPLAYED_ENGINES)} before quantizing and exporting.",
+            [],
+        )
     activation = _activation_dtype(module)
     swaps: list[tuple[nn.Module, str, nn.Module]] = []
     unknown: set[str] = set()
     for parent in module.modules():
         for name, child in parent.named_children():
-            if not type(child).__module__.startswith(_PACKAGES) or type(child).__name__ == "LinearPackedParams":
+            if not _is_quantized(child):
                 continue
             replacement = _replacement(child, activation)
             if replacement is None:
@@ -271,6 +290,11 @@ def as_qdq(module: nn.Module) -> Iterator[None]:
             [],
         )
     originals = [(parent, name, getattr(parent, name)) for parent, name, _ in swaps]
+    with _CAPTURE_LOCK:
+        yield from _swapped(swaps, originals)
+
+
+def _swapped(swaps: list[tuple[nn.Module, str, nn.Module]], originals: list[tuple[nn.Module, str, nn.Module]]) -> Iterator[None]:
     try:
         for parent, name, replacement in swaps:
             parent._modules[name] = replacement
@@ -283,10 +307,15 @@ def as_qdq(module: nn.Module) -> Iterator[None]:
 
 
 def _activation_dtype(module: nn.Module) -> torch.dtype:
-    """The quantized dtype of the model's activations (what its Quantize stubs make)."""
+    """The quantized dtype of the model's activations (what its Quantize stubs make): one for the
+    whole model, since the replacement modules round onto that dtype's range."""
     import torch.ao.nn.quantized as nnq
 
-    for child in module.modules():
-        if isinstance(child, nnq.Quantize) and child.dtype in INTEGER:
-            return child.dtype
-    return torch.quint8
+    dtypes = {child.dtype for child in module.modules() if isinstance(child, nnq.Quantize)}
+    if len(dtypes) > 1:
+        raise CaptureError(
+            f"The model quantizes activations to several dtypes ({', '.join(sorted(map(str, dtypes)))}); this "
+            "export handles one activation dtype per model.",
+            [],
+        )
+    return dtypes.pop() if dtypes else torch.quint8

@@ -207,7 +207,8 @@ class QuantizedTensorGuard(TorchFunctionMode):
         result = func(*args, **kwargs)
         if not tracking_active() or inside_own_code():
             return result
-        computed = any(isinstance(leaf, torch.Tensor) and leaf.is_floating_point() for leaf in pytree.tree_leaves(result))
+        # A float result, or none at all (``y[0] = 0.3``: eager rounds the value written).
+        computed = result is None or any(isinstance(leaf, torch.Tensor) and leaf.is_floating_point() for leaf in pytree.tree_leaves(result))
         if computed and any(grid_of(leaf) is not None for leaf in pytree.tree_leaves((args, kwargs))):
             name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
             raise CaptureError(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 import weakref
 from typing import Any, Callable, Iterator
 
@@ -48,36 +49,44 @@ class _Grids:
         return entry[1] if entry is not None and entry[0]() is tensor else None
 
 
-_GRIDS: _Grids | None = None
+# Per thread: the patched functions are process-wide, but only the capturing thread's tensors
+# are grid values; in any other thread they behave as torch's own.
+_STATE = threading.local()
+
+
+def _grids() -> _Grids | None:
+    return getattr(_STATE, "grids", None)
 
 
 def grid_of(tensor: Any) -> Grid | None:
     """The grid of a tensor made while tracking, None for any other."""
-    return _GRIDS.of(tensor) if _GRIDS is not None else None
+    grids = _grids()
+    return grids.of(tensor) if grids is not None else None
 
 
 def mark(tensor: torch.Tensor, grid: Grid) -> torch.Tensor:
     """Note that ``tensor`` holds values on ``grid`` (while tracking; otherwise nothing)."""
-    return _GRIDS.mark(tensor, grid) if _GRIDS is not None else tensor
+    grids = _grids()
+    return grids.mark(tensor, grid) if grids is not None else tensor
 
 
 def inside_own_code() -> bool:
-    return _GRIDS is not None and _GRIDS.inside > 0
+    grids = _grids()
+    return grids is not None and grids.inside > 0
 
 
 def tracking_active() -> bool:
-    return _GRIDS is not None
+    return _grids() is not None
 
 
 @contextlib.contextmanager
 def tracking() -> Iterator[None]:
-    """Track grids for the time of a capture."""
-    global _GRIDS
-    _GRIDS = _Grids()
+    """Track grids in this thread for the time of a capture."""
+    _STATE.grids = _Grids()
     try:
         yield
     finally:
-        _GRIDS = None
+        _STATE.grids = None
 
 
 def internal(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -86,13 +95,14 @@ def internal(function: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(function)
     def run(*args: Any, **kwargs: Any) -> Any:
-        if _GRIDS is None:
+        grids = _grids()
+        if grids is None:
             return function(*args, **kwargs)
-        _GRIDS.inside += 1
+        grids.inside += 1
         try:
             return function(*args, **kwargs)
         finally:
-            _GRIDS.inside -= 1
+            grids.inside -= 1
 
     return run
 

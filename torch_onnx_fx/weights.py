@@ -92,6 +92,19 @@ def apply_weights(
             f"apply_weights(state_dict): expected a dict of name -> tensor (model.state_dict()), got "
             f"{type(state_dict).__name__}."
         )
+    # An eager-quantized model's own state dict: packed weights and quantized tensors.
+    quantized = [
+        name for name, tensor in state_dict.items()
+        if "_packed_params" in name or (isinstance(tensor, torch.Tensor) and tensor.is_quantized)
+    ]
+    if quantized:
+        raise ArgumentTypeError(
+            f"apply_weights(state_dict): {quantized[:5]} are quantized tensors or packed quantized weights. An "
+            "eager-quantized model is exported "
+            "with plain tensors: each layer's int8 weight and its scales and zero points as weights of their own "
+            "(`<layer>.weight`, `<layer>.weight_scale`, `<layer>.weight_zero_point`, `<layer>.bias`); pass those "
+            "(tensor.int_repr(), tensor.q_per_channel_scales(), …) under the names the exported program lists."
+        )
     not_tensors = [name for name, tensor in state_dict.items() if not isinstance(tensor, torch.Tensor)]
     if not_tensors:
         raise ArgumentTypeError(
