@@ -268,3 +268,26 @@ def test_apply_weights_with_quantized_tensors_says_what_to_pass():
     program = torch_onnx_fx.export(model, (torch.rand(8, 8),), verbose=False)
     with pytest.raises(torch_onnx_fx.ArgumentTypeError, match=r"are quantized tensors.*int_repr"):
         program.apply_weights(model.state_dict(), strict=False)
+
+
+def test_activations_of_several_quantized_dtypes_are_refused():
+    class TwoStubs(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.quant, self.signed, self.dequant = quantization.QuantStub(), quantization.QuantStub(), quantization.DeQuantStub()
+            self.linear, self.add = nn.Linear(8, 8), nn.quantized.FloatFunctional()
+
+        def forward(self, x):
+            return self.dequant(self.add.add(self.signed(x), self.signed(self.dequant(self.linear(self.quant(x))))))
+
+    torch.backends.quantized.engine = "fbgemm"
+    model = TwoStubs().eval()
+    model.qconfig = quantization.default_qconfig
+    model.signed.qconfig = model.add.qconfig = quantization.QConfig(
+        activation=quantization.MinMaxObserver.with_args(dtype=torch.qint8), weight=quantization.default_weight_observer
+    )
+    quantization.prepare(model, inplace=True)
+    model(torch.randn(4, 8))
+    quantization.convert(model, inplace=True)
+    with pytest.raises(torch_onnx_fx.CaptureError, match="several dtypes"):
+        torch_onnx_fx.export(model, (torch.randn(4, 8),), verbose=False)
