@@ -58,13 +58,18 @@ def _pooled_count(spatial: int) -> Callable[..., int | None]:
     return count
 
 
+def _pool_arguments(args: tuple, kwargs: dict) -> dict[str, Any]:
+    """An average pool's arguments after its input, by name."""
+    names = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
+    return dict(zip(names, args), **kwargs)
+
+
 def _window_count(spatial: int) -> Callable[..., int | None]:
     """An average pool's divisor when it is the same at every output: the window's size when
     padding counts (the default), or the divisor given."""
 
     def count(values: torch.Tensor, args: tuple, kwargs: dict) -> int | None:
-        names = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
-        given = dict(zip(names, args), **kwargs)
+        given = _pool_arguments(args, kwargs)
         if given.get("divisor_override"):
             return int(given["divisor_override"])
         if given.get("ceil_mode") or not given.get("count_include_pad", True):
@@ -85,8 +90,7 @@ def _mean_count(values: torch.Tensor, args: tuple, kwargs: dict) -> int | None:
 def _counts_padding(values: torch.Tensor, args: tuple, kwargs: dict) -> bool:
     """Whether an average pool pads and counts the padding (ATen's quantized pool pads with the
     zero point, i.e. with real zeros)."""
-    names = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad")
-    given = dict(zip(names, args), **kwargs)
+    given = _pool_arguments(args, kwargs)
     padding = given.get("padding", 0)
     return bool(any(padding) if isinstance(padding, (list, tuple)) else padding) and given.get("count_include_pad", True)
 

@@ -114,22 +114,26 @@ def round_to(values: torch.Tensor, scale: float, zero_point: int, dtype: torch.d
     return from_unit(values * float32(1.0 / float32(scale)), scale, zero_point, dtype)
 
 
-def stored(values: torch.Tensor, grid: Grid) -> torch.Tensor:
-    """The stored integers ``q`` of grid values, as exact floats."""
+def _integers(values: torch.Tensor, grid: Grid) -> torch.Tensor:
+    """The stored integers ``q`` of grid values, as the integer tensor (scaled by the float32
+    reciprocal of the scale, as ATen quantizes)."""
     scale, zero_point, dtype = grid
     integer, low, high = INTEGER[dtype]
-    decomposed = torch.ops.quantized_decomposed
-    quantized = decomposed.quantize_per_tensor(values * float32(1.0 / float32(scale)), 1.0, zero_point, low, high, integer)
-    return decomposed.dequantize_per_tensor(quantized, 1.0, 0, low, high, integer)
+    return torch.ops.quantized_decomposed.quantize_per_tensor(
+        values * float32(1.0 / float32(scale)), 1.0, zero_point, low, high, integer
+    )
+
+
+def stored(values: torch.Tensor, grid: Grid) -> torch.Tensor:
+    """The stored integers ``q`` of grid values, as exact floats."""
+    integer, low, high = INTEGER[grid[2]]
+    return torch.ops.quantized_decomposed.dequantize_per_tensor(_integers(values, grid), 1.0, 0, low, high, integer)
 
 
 def centred(values: torch.Tensor, grid: Grid) -> torch.Tensor:
     """``q - zero_point`` of grid values, as exact floats (the integers ATen computes with)."""
-    scale, zero_point, dtype = grid
-    integer, low, high = INTEGER[dtype]
-    decomposed = torch.ops.quantized_decomposed
-    quantized = decomposed.quantize_per_tensor(values * float32(1.0 / float32(scale)), 1.0, zero_point, low, high, integer)
-    return decomposed.dequantize_per_tensor(quantized, 1.0, zero_point, low, high, integer)
+    integer, low, high = INTEGER[grid[2]]
+    return torch.ops.quantized_decomposed.dequantize_per_tensor(_integers(values, grid), 1.0, grid[1], low, high, integer)
 
 
 def from_unit(values: torch.Tensor, scale: float, zero_point: int, dtype: torch.dtype, stored: bool = False) -> torch.Tensor:
@@ -155,12 +159,8 @@ def as_added(values: torch.Tensor) -> torch.Tensor:
     grid = grid_of(values)
     if grid is None:
         return values
-    scale, zero_point, dtype = grid
-    integer, low, high = INTEGER[dtype]
-    decomposed = torch.ops.quantized_decomposed
-    scale32 = float32(scale)
-    quantized = decomposed.quantize_per_tensor(values * float32(1.0 / scale32), 1.0, zero_point, low, high, integer)
-    fused = quantized.to(torch.float64) * scale32 + float32(-zero_point * scale32)
+    scale32, zero_point = float32(grid[0]), grid[1]
+    fused = _integers(values, grid).to(torch.float64) * scale32 + float32(-zero_point * scale32)
     return fused.to(torch.float32)
 
 
