@@ -17,15 +17,15 @@ Data movement is exact in every dtype, so the folded graph computes the same num
 from __future__ import annotations
 
 import json
-import math
 import logging
+import math
 from typing import Any, Collection, Mapping
 
 import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import TorchTensor
 
-from torch_onnx_fx.weight_transposes import without_data
+from torch_onnx_fx.weight_transposes import plain_data, without_data
 
 __all__ = ["FoldWeightArrangementsPass", "RECIPE_KEY", "recipe_sources", "remake"]
 
@@ -126,13 +126,8 @@ def _reshaped(node: ir.Node, shape: tuple[int, ...]) -> list[int] | None:
         if allowzero is None or allowzero.as_int() == 0:
             target = [shape[axis] if dim == 0 else dim for axis, dim in enumerate(target)]
         if target.count(-1) == 1:
-            known = 1
-            for dim in target:
-                known *= dim if dim != -1 else 1
-            total = 1
-            for dim in shape:
-                total *= dim
-            target[target.index(-1)] = total // known if known else 0
+            known = -math.prod(target)
+            target[target.index(-1)] = math.prod(shape) // known if known else 0
         return target
     axes_attribute = node.attributes.get("axes")
     axes = list(axes_attribute.as_ints()) if axes_attribute is not None else _constant_ints(inputs[1] if len(inputs) > 1 else None)
@@ -235,9 +230,9 @@ class FoldWeightArrangementsPass(ir.passes.InPlacePass):
             return 0
         if sum(math.prod(shapes[value]) for value in ends) > sum(math.prod(shapes[value]) for value in sources):
             return 0
-        tensors = {value.name: value.const_value.raw for value in sources}  # type: ignore[union-attr]
         empty = any(without_data(value) for value in sources)
-        if not empty and not all(type(tensor) is torch.Tensor or isinstance(tensor, torch.nn.Parameter) for tensor in tensors.values()):
+        tensors = {value.name: value.const_value.raw if empty else plain_data(value) for value in sources}  # type: ignore[union-attr]
+        if any(tensor is None for tensor in tensors.values()):
             return 0
         for number, end in enumerate(ends):
             recipe = recipes[end]

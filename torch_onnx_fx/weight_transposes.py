@@ -19,7 +19,7 @@ import torch
 from onnx_ir.tensor_adapters import TorchTensor
 from torch._subclasses.fake_tensor import FakeTensor
 
-__all__ = ["FoldWeightTransposesPass", "WEIGHT_KEY", "PERM_KEY", "without_data"]
+__all__ = ["FoldWeightTransposesPass", "WEIGHT_KEY", "PERM_KEY", "plain_data", "without_data"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +34,7 @@ def without_data(value: ir.Value) -> bool:
     return isinstance(raw, torch.Tensor) and (raw.device.type == "meta" or isinstance(raw, FakeTensor))
 
 
-def _torch_value(value: ir.Value) -> torch.Tensor | None:
+def plain_data(value: ir.Value) -> torch.Tensor | None:
     """The weight's tensor when it holds real data (not meta or fake weights; nor other tensor
     subclasses, whose transposed copy might not be a plain tensor)."""
     raw = getattr(value.const_value, "raw", None)
@@ -68,7 +68,7 @@ class FoldWeightTransposesPass(ir.passes.InPlacePass):
             # A weight without data (meta, fake) is stored transposed without data too: its
             # Transpose would otherwise run at every inference once apply_weights fills it.
             empty = without_data(source)
-            tensor = source.const_value.raw if empty else _torch_value(source)  # type: ignore[union-attr]
+            tensor = source.const_value.raw if empty else plain_data(source)  # type: ignore[union-attr]
             if tensor is None:
                 continue
             perm_attribute = node.attributes.get("perm")

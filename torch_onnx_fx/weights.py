@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Collection, Mapping
+from typing import Collection, Mapping, Sequence
 
 import onnx_ir as ir
 import torch
@@ -64,6 +64,19 @@ def _arranged(model: ir.Model) -> list[_Arranged]:
 def _weight_name(value: ir.Value) -> str:
     """The state-dict name an initializer answers to (its weight's, when stored transposed)."""
     return value.metadata_props.get(WEIGHT_KEY) or value.metadata_props.get(_ORIGINAL_NAME_KEY) or value.name
+
+
+def _misfit(
+    name: str, tensor: torch.Tensor, stored: torch.Tensor, shape: Sequence[int] | None, dtype: ir.DataType | None,
+    shown: tuple[int, ...] | None,
+) -> str | None:
+    """Why ``tensor`` (stored as ``stored``) does not fit where the model keeps ``shape`` and
+    ``dtype``; None when it fits. ``shown`` is the shape in the state dict's own terms."""
+    if shape is not None and tuple(shape) != tuple(stored.shape):
+        return f"{name}: shape {tuple(tensor.shape)}, the model has {shown}"
+    if dtype is not None and onnx_dtype(stored.dtype) != dtype:
+        return f"{name}: dtype {tensor.dtype}, the model has {dtype.name}"
+    return None
 
 
 def _stored(tensor: torch.Tensor, perm: list[int] | None = None) -> torch.Tensor:
@@ -141,13 +154,10 @@ def apply_weights(
         tensor = state_dict.get(name)
         if tensor is None:
             continue
-        stored = _stored(tensor)
-        if list(stored.shape) != shape:
-            mismatched.append(f"{name}: shape {tuple(tensor.shape)}, the model has {tuple(shape)}")
-        else:
-            value = next(item.value for item in arranged if name in item.sources)
-            if value.dtype is not None and onnx_dtype(stored.dtype) != value.dtype:
-                mismatched.append(f"{name}: dtype {tensor.dtype}, the model has {value.dtype.name}")
+        value = next(item.value for item in arranged if name in item.sources)
+        misfit = _misfit(name, tensor, _stored(tensor), shape, value.dtype, tuple(shape))
+        if misfit:
+            mismatched.append(misfit)
     for name, tensor in state_dict.items():
         target = initializers.get(name)
         if target is None:
@@ -156,12 +166,11 @@ def apply_weights(
         if perm is not None and tensor.dim() != len(perm):
             mismatched.append(f"{name}: rank {tensor.dim()}, the model stores it permuted by {perm}")
             continue
-        stored = _stored(tensor, perm)
-        if value.shape is not None and tuple(value.shape) != tuple(stored.shape):
-            expected = tuple(value.shape) if perm is None else tuple(value.shape[perm.index(axis)] for axis in range(len(perm)))
-            mismatched.append(f"{name}: shape {tuple(tensor.shape)}, the model has {expected}")
-        elif value.dtype is not None and onnx_dtype(stored.dtype) != value.dtype:
-            mismatched.append(f"{name}: dtype {tensor.dtype}, the model has {value.dtype.name}")
+        shape = tuple(value.shape) if value.shape is not None else None
+        shown = shape if perm is None or shape is None else tuple(shape[perm.index(axis)] for axis in range(len(perm)))
+        misfit = _misfit(name, tensor, _stored(tensor, perm), shape, value.dtype, shown)
+        if misfit:
+            mismatched.append(misfit)
     if missing or unexpected or mismatched:
         lines = ["apply_weights: the state dict does not fit the model; nothing was replaced."]
         for label, names in (("missing", missing), ("unexpected", unexpected), ("mismatched", mismatched)):
