@@ -16,7 +16,8 @@ Regenerate (about 20 minutes on 2 cores)::
 
     python tools/modelsweep.py
 
-``--models a,b`` runs only those models and merges their records into the existing results;
+``--models a,b`` runs only those models and merges their records into the existing results
+(``--unmeasured``: only the models without a record yet, so a long sweep completes in pieces);
 ``--render-only`` rewrites the section from the JSON-lines file; ``tools/plots.py`` draws the
 section's chart from the same file. The torchvision models need another torch, so they are swept
 from their own environment into their own file, ``tools/results/modelsweep_torchvision.jsonl``,
@@ -711,6 +712,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--offset", type=int, default=0,
         help="with --sample: start at the K-th model, for a sample that does not repeat an earlier one",
     )
+    parser.add_argument(
+        "--unmeasured", action="store_true",
+        help="run only the models with no record in the results yet: completes a full sweep in pieces",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per model and exporter")
     parser.add_argument("--json", type=Path, help="JSON-lines results (default: per corpus, in tools/results)")
     parser.add_argument("--out", type=Path, help="the page whose model section is written (default: per corpus)")
@@ -737,10 +742,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not options.render_only:
         known = {case.name: case for case in corpus()}
         names = options.models.split(",") if options.models else list(known)[options.offset :: max(1, options.sample)]
+        if options.unmeasured:
+            measured = {record.model for record in records}
+            names = [name for name in names if name not in measured]
         unknown = [name for name in names if name not in known]
         if unknown:
             parser.error(f"unknown models {unknown}; known: {list(known)}")
-        if not options.models and options.sample <= 1 and options.offset == 0:
+        if not options.models and options.sample <= 1 and options.offset == 0 and not options.unmeasured:
             runs, records = [], []
         run = max((r["run"] for r in runs), default=0) + 1
         command = shlex.join(["python", "tools/modelsweep.py", *(sys.argv[1:] if argv is None else argv)])
