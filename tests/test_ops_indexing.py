@@ -196,3 +196,34 @@ def test_dynamic_sizes(name):
     fn, args, other, dynamic_shapes = DYNAMIC[name]
     opset = {"grid_sampler_3d": 18}.get(name)
     assert_matches_eager(fn, args, dynamic_shapes=dynamic_shapes, more_inputs=[(other, {})], rtol=1e-3, opset_version=opset)
+
+
+class _WholeAndPartialSliceScatters(torch.nn.Module):
+    """Writes over a whole dimension (functionalization's ``h[:, 0] += 1``, default and explicit
+    bounds, a dynamic end equal to the size, an integer source ATen casts) beside partial ones."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        h = x * 2.0
+        h[:, 0] += 1.0
+        return (
+            h,
+            torch.slice_scatter(x, y, 1),
+            torch.slice_scatter(x, y, 1, 0, x.shape[1]),
+            torch.slice_scatter(x, z, 0),
+            torch.slice_scatter(x, y[:, 1:], 1, 1),
+            torch.slice_scatter(x, y[:, :2], 1, 0, 2),
+        )
+
+
+def test_slice_scatter_over_a_whole_dimension_is_its_source():
+    def inputs(rows: int, cols: int) -> tuple[torch.Tensor, ...]:
+        return torch.randn(rows, cols), torch.randn(rows, cols), torch.randint(-5, 5, (rows, cols))
+
+    model = _WholeAndPartialSliceScatters().eval()
+    sizes = {0: "rows", 1: "cols"}
+    program = assert_matches_eager(
+        model, inputs(3, 5), more_inputs=[(inputs(4, 7), {})], dynamic_shapes=(sizes, sizes, sizes)
+    )
+    # Only the two partial writes (and the inner select write) scatter.
+    op_types = [node.op_type for node in program.model.graph]
+    assert op_types.count("ScatterND") == 2, op_types

@@ -1,18 +1,28 @@
-"""Functional forms of writes into views (``*_scatter``) that torchlib lacks.
+"""Functional forms of writes into views (``*_scatter``) that torchlib lacks or makes long.
 
 torch.export writes ``x.diagonal().copy_(src)`` as ``diagonal_scatter``; torch's decomposition
 of it copies into a view (``prims.copy_to``), which cannot be functionalized, so without a
 translation the export fails.
+
+Functionalization writes ``h[:, 0] += 1`` as a ``select_scatter`` into ``h[:]`` followed by a
+``slice_scatter`` of the result back over the whole of dim 0: that outer write replaces every
+element, so its result is ``src`` itself. torchlib builds it as Shape/Gather/Range/Slice/
+Unsqueeze/ScatterND (and Transposes around them off dim 0), run at every inference.
 """
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import onnx_ir as ir
+import torch
 from onnxscript import opset18 as op
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
-from torch_onnx_fx.registry import register
+from torch_onnx_fx.registry import arg_example, register
 
-__all__ = ["aten_diagonal_scatter"]
+__all__ = ["aten_diagonal_scatter", "aten_slice_scatter_whole"]
 
 
 def _scalar(value: int) -> ir.Value:
@@ -50,3 +60,41 @@ def aten_diagonal_scatter(self: ir.Value, src: ir.Value, offset: int = 0, dim1: 
     pad = op.Expand(op.CastLike(0, src), op.Concat(op.Shape(src, end=-1), op.Constant(value_ints=[1]), axis=0))
     values = op.Gather(op.Concat(src, pad, axis=-1), position, axis=-1)  # [..., n1, n2]
     return op.Transpose(op.Where(on_diagonal, values, moved), perm=inverse)
+
+
+def _argument(node: torch.fx.Node, index: int, name: str, default: Any) -> Any:
+    if len(node.args) > index:
+        value = node.args[index]
+    else:
+        value = node.kwargs.get(name, default)
+    return value.meta.get("val") if isinstance(value, torch.fx.Node) else value
+
+
+def _writes_whole_dimension(node: torch.fx.Node) -> bool:
+    """Whether the slice runs over all of ``self``'s dim: start 0, step 1, an end at or past its
+    size (``sys.maxsize`` as functionalization writes it, or a size known to be no smaller)."""
+    self_example = arg_example(node, 0)
+    if not isinstance(self_example, torch.Tensor) or self_example.dim() == 0:
+        return False
+    dim = _argument(node, 2, "dim", 0)
+    start = _argument(node, 3, "start", None)
+    end = _argument(node, 4, "end", None)
+    step = _argument(node, 5, "step", 1)
+    if not isinstance(dim, int) or not (start is None or (isinstance(start, int) and start == 0)):
+        return False
+    if not (isinstance(step, int) and step == 1):
+        return False
+    if end is None or (isinstance(end, int) and end >= sys.maxsize):
+        return True
+    size = self_example.shape[dim % self_example.dim()]
+    return isinstance(end, (int, torch.SymInt)) and statically_known_true(end >= size)
+
+
+@register("aten::slice_scatter", supports=_writes_whole_dimension)
+def aten_slice_scatter_whole(
+    self: ir.Value, src: ir.Value, dim: int = 0, start: Any = None, end: Any = None, step: int = 1
+) -> ir.Value:
+    """slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1)
+    over the whole of ``dim``: every element of ``self`` is overwritten, and ATen has checked that
+    ``src`` has the slice's (here ``self``'s) shape; normalize has cast it to ``self``'s dtype."""
+    return op.Identity(src)
