@@ -17,7 +17,7 @@ import onnx_ir.passes.common as common_passes
 from onnxscript.optimizer import _constant_folding as constant_folding
 
 from torch_onnx_fx.passes import DistinctOutputsPass, InferMissingTypesPass, RelevantRulesRewritePass, TrimUnusedOptionalOutputsPass
-from torch_onnx_fx.weight_arrangements import FoldWeightArrangementsPass
+from torch_onnx_fx.weight_recipes import FoldWeightRecipesPass
 from torch_onnx_fx.weight_transposes import FoldWeightTransposesPass, without_data
 
 __all__ = ["finalize", "optimize"]
@@ -112,7 +112,7 @@ def optimize(model: ir.Model, weights: Collection[str] = ()) -> None:
     # The folds kept weights need, each noting which weights the stored tensor is made of: used
     # transposed (stored so), or only sliced and stacked (torchlib's LSTM/GRU gate reordering).
     FoldWeightTransposesPass(weights)(model)
-    FoldWeightArrangementsPass(weights)(model)
+    FoldWeightRecipesPass(weights)(model)
 
 
 def _optimize(model: ir.Model) -> None:

@@ -19,7 +19,7 @@ from onnx_ir.tensor_adapters import TorchTensor
 
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.errors import ArgumentTypeError, StateDictMismatchError
-from torch_onnx_fx.weight_arrangements import RECIPE_KEY, recipe_sources, remake
+from torch_onnx_fx.weight_recipes import RECIPE_KEY, recipe_sources, remake
 from torch_onnx_fx.weight_transposes import PERM_KEY, WEIGHT_KEY, without_data
 
 __all__ = ["apply_weights"]
@@ -48,8 +48,8 @@ def _initializers_by_name(model: ir.Model) -> dict[str, _Target]:
     return targets
 
 
-class _Arranged:
-    """An initializer the optimizer made from several weights (sliced and stacked), its recipe."""
+class _Remade:
+    """An initializer the optimizer made from weights (moved, stacked, computed with), its recipe."""
 
     def __init__(self, value: ir.Value):
         self.value = value
@@ -57,8 +57,8 @@ class _Arranged:
         self.sources = recipe_sources(self.recipe)
 
 
-def _arranged(model: ir.Model) -> list[_Arranged]:
-    return [_Arranged(value) for value in model.graph.initializers.values() if RECIPE_KEY in value.metadata_props]
+def _remade(model: ir.Model) -> list[_Remade]:
+    return [_Remade(value) for value in model.graph.initializers.values() if RECIPE_KEY in value.metadata_props]
 
 
 def _weight_name(value: ir.Value) -> str:
@@ -125,10 +125,10 @@ def apply_weights(
             "must be a torch.Tensor."
         )
     initializers = _initializers_by_name(model)
-    arranged = _arranged(model)
-    # Weights stored only inside arranged initializers still answer to their names.
-    arranged_sources = {name: shape for item in arranged for name, shape in item.sources.items() if name not in initializers}
-    replaceable = set(initializers) | set(arranged_sources)
+    remade = _remade(model)
+    # Weights stored only inside remade initializers still answer to their names.
+    remade_sources = {name: shape for item in remade for name, shape in item.sources.items() if name not in initializers}
+    replaceable = set(initializers) | set(remade_sources)
     known = set(weight_names) if weight_names is not None else replaceable
     missing = sorted(name for name in known if name in replaceable and name not in state_dict) if strict else []
     # Tensors exported without data (meta device, FakeTensorMode) must all be given, buffers too:
@@ -139,22 +139,22 @@ def apply_weights(
         and RECIPE_KEY not in value.metadata_props
     )
     empty += sorted(
-        {name for item in arranged if without_data(item.value) for name in item.sources if name not in state_dict} - set(missing)
+        {name for item in remade if without_data(item.value) for name in item.sources if name not in state_dict} - set(missing)
     )
     missing += empty
     unexpected = sorted(name for name in state_dict if name not in replaceable and name not in known) if strict else []
     mismatched: list[str] = []
-    for item in arranged:
+    for item in remade:
         given = [name for name in item.sources if name in state_dict]
         if given and len(given) < len(item.sources):
             others = sorted(name for name in item.sources if name not in state_dict and name not in missing)
             if others:
-                mismatched.append(f"{given[0]}: stored rearranged into one tensor with {others}; give them together")
-    for name, shape in arranged_sources.items():
+                mismatched.append(f"{given[0]}: stored combined into one tensor with {others}; give them together")
+    for name, shape in remade_sources.items():
         tensor = state_dict.get(name)
         if tensor is None:
             continue
-        value = next(item.value for item in arranged if name in item.sources)
+        value = next(item.value for item in remade if name in item.sources)
         misfit = _misfit(name, tensor, _stored(tensor), shape, value.dtype, tuple(shape))
         if misfit:
             mismatched.append(misfit)
@@ -190,12 +190,12 @@ def apply_weights(
             value, perm = target
             value.const_value = TorchTensor(_stored(tensor, perm), name=value.name)
             replaced += 1
-    for item in arranged:
+    for item in remade:
         if all(name in state_dict for name in item.sources):
             with torch.no_grad():
                 tensor = remake(item.recipe, {name: _stored(state_dict[name]) for name in item.sources})
             item.value.const_value = TorchTensor(tensor, name=item.value.name)
-    replaced += sum(1 for name in arranged_sources if name in state_dict)
+    replaced += sum(1 for name in remade_sources if name in state_dict)
     ignored = [name for name in state_dict if name not in replaceable]
     if ignored:
         logger.debug("apply_weights: %d key(s) are not initializers of the graph: %s", len(ignored), ignored[:10])

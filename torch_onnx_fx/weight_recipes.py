@@ -1,17 +1,21 @@
-"""Weights read only through slices, concatenations and reshapes are stored rearranged, with the
-recipe that remakes them.
+"""Weights read only through data movement and exact arithmetic are stored as the result, with
+the recipe that remakes them.
 
 torchlib's LSTM and GRU reorder PyTorch's gates (input, forget, cell, output) into ONNX's order
-and stack both directions: 5-9 Slice/Concat/Unsqueeze nodes per weight, run at every inference
-because the optimizer keeps weights unfolded (``optimize._weights_kept``) so that
-``apply_weights`` can replace them by name. torch.onnx folds them into anonymous constants, and
-its ``apply_weights`` then silently changes nothing those constants hold.
+and stack both directions: 5-9 Slice/Concat/Unsqueeze nodes per weight; Gemma's norms scale by
+``1 + weight``; a BatchNormalization folded into its Conv (``batchnorm_into_conv.py``) scales the
+Conv's weight by ``scale / sqrt(var + eps)``. All of it runs at every inference because the
+optimizer keeps weights unfolded (``optimize._weights_kept``) so that ``apply_weights`` can replace
+them by name. torch.onnx folds them into anonymous constants, and its ``apply_weights`` then
+silently changes nothing those constants hold.
 
-:class:`FoldWeightArrangementsPass` folds each such region of pure data movement into the
-initializers it ends in, when that costs no memory (the weights it reads are read by nothing
-else), and records on each a JSON recipe (``RECIPE_KEY``) naming the weights it is made of, their
-shapes, and the moves. :func:`remake` runs a recipe on new weights: ``apply_weights`` uses it.
-Data movement is exact in every dtype, so the folded graph computes the same numbers.
+:class:`FoldWeightRecipesPass` folds each region of such nodes reading only weights and small
+constants into the initializers it ends in, when that costs no memory (the weights it reads are
+read by nothing else), and records on each a JSON recipe (``RECIPE_KEY``) naming the weights it
+is made of, their shapes, the constants and the steps. :func:`remake` runs a recipe on new
+weights: ``apply_weights`` uses it. The steps are data movement, exact in every dtype, and the
+floating-point operations IEEE 754 rounds correctly (add, subtract, multiply, divide, square root,
+negation), which PyTorch computes to the same bits as ONNX Runtime would in the weight's dtype.
 """
 
 from __future__ import annotations
@@ -19,25 +23,33 @@ from __future__ import annotations
 import json
 import logging
 import math
-from typing import Any, Collection, Mapping
+from typing import Any, Collection, Mapping, Sequence
 
+import numpy as np
 import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import TorchTensor
 
 from torch_onnx_fx.weight_transposes import plain_data, without_data
 
-__all__ = ["FoldWeightArrangementsPass", "RECIPE_KEY", "recipe_sources", "remake"]
+__all__ = ["FoldWeightRecipesPass", "RECIPE_KEY", "recipe_sources", "remake"]
 
 logger = logging.getLogger(__name__)
 
 RECIPE_KEY = "pkg.torch_onnx_fx.weight_recipe"
 
-# A recipe is JSON: {"weight": name, "shape": [...]} for a weight as the model has it, or
-# {"op": ..., "of": recipe | [recipes], ...} for one move applied to recipes.
+# A recipe is JSON: {"weight": name, "shape": [...]} for a weight as the model has it,
+# {"constant": [values], "shape": [...], "dtype": name} for a small constant, or
+# {"op": ..., "of": recipe | [recipes], ...} for one step applied to recipes.
 Recipe = dict[str, Any]
 
 _MOVES = frozenset({"Slice", "Concat", "Unsqueeze", "Squeeze", "Reshape", "Transpose", "Identity"})
+# Correctly rounded in IEEE 754: torch gives the bits ONNX Runtime would, in the same dtype.
+_BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}
+_UNARY = {"Sqrt": "sqrt", "Neg": "neg"}
+_FOLDABLE = _MOVES | set(_BINARY) | set(_UNARY)
+# Constants larger than this stay in the graph (a recipe carries its constants as JSON).
+_CONSTANT_LIMIT = 64
 
 
 def _constant_ints(value: ir.Value | None) -> list[int] | None:
@@ -54,10 +66,20 @@ def remake(recipe: Recipe, weights: Mapping[str, torch.Tensor]) -> torch.Tensor:
     """The stored tensor a recipe makes from the named weights (views where the moves allow)."""
     if "weight" in recipe:
         return weights[recipe["weight"]]
+    if "constant" in recipe:
+        return torch.tensor(recipe["constant"], dtype=getattr(torch, recipe["dtype"])).reshape(recipe["shape"])
     op = recipe["op"]
     if op == "cat":
         return torch.cat([remake(part, weights) for part in recipe["of"]], dim=recipe["axis"])
+    if op in _BINARY.values():
+        left, right = (remake(part, weights) for part in recipe["of"])
+        # A constant is made on the CPU; the weights may be on the meta device (shapes only).
+        if left.device != right.device:
+            left, right = (t if t.device.type == "meta" else t.to("meta") for t in (left, right))
+        return getattr(torch, op)(left, right)
     tensor = remake(recipe["of"], weights)
+    if op in _UNARY.values():
+        return getattr(torch, op)(tensor)
     if op == "slice":
         start, stop, step = recipe["range"]
         index = [slice(None)] * tensor.dim()
@@ -74,6 +96,8 @@ def recipe_sources(recipe: Recipe) -> dict[str, list[int]]:
     """The weights a recipe reads, with the shape each must have."""
     if "weight" in recipe:
         return {recipe["weight"]: list(recipe["shape"])}
+    if "constant" in recipe:
+        return {}
     parts = recipe["of"] if isinstance(recipe["of"], list) else [recipe["of"]]
     sources: dict[str, list[int]] = {}
     for part in parts:
@@ -81,10 +105,37 @@ def recipe_sources(recipe: Recipe) -> dict[str, list[int]]:
     return sources
 
 
-def _moved(node: ir.Node, recipes: Mapping[ir.Value, Recipe], shapes: Mapping[ir.Value, tuple[int, ...]]) -> Recipe | None:
-    """The recipe of the node's output when it is a move of recipes by constant amounts."""
+_TORCH_FLOATS = {ir.DataType.FLOAT: "float32", ir.DataType.DOUBLE: "float64", ir.DataType.FLOAT16: "float16", ir.DataType.BFLOAT16: "bfloat16"}
+
+
+def _constant_recipe(value: ir.Value) -> Recipe | None:
+    """A small floating-point constant as a recipe leaf (its values exact as JSON doubles); None
+    for anything else."""
+    tensor = value.const_value
+    if tensor is None or tensor.dtype not in _TORCH_FLOATS or tensor.size > _CONSTANT_LIMIT or without_data(value):
+        return None
+    values = np.asarray(tensor.numpy()).astype(np.float64)
+    return {"constant": values.reshape(-1).tolist(), "shape": list(values.shape), "dtype": _TORCH_FLOATS[tensor.dtype]}
+
+
+def _data_inputs(node: ir.Node) -> Sequence[ir.Value | None]:
+    """The inputs a step computes on (the others are its constant amounts: bounds, shapes)."""
+    if node.op_type == "Concat" or node.op_type in _BINARY:
+        return node.inputs
+    return node.inputs[:1]
+
+
+def _computed(node: ir.Node, recipes: Mapping[ir.Value, Recipe], shapes: Mapping[ir.Value, tuple[int, ...]]) -> Recipe | None:
+    """The recipe of the node's output when it is a step on recipes by constant amounts."""
     op = node.op_type
     inputs = node.inputs
+    if op in _BINARY or op in _UNARY:
+        # The arithmetic is exact only in floating point (ONNX's integer Div truncates).
+        if node.outputs[0].dtype not in _TORCH_FLOATS or any(value not in recipes for value in inputs):
+            return None
+        if op in _UNARY:
+            return {"op": _UNARY[op], "of": recipes[inputs[0]]}  # type: ignore[index]
+        return {"op": _BINARY[op], "of": [recipes[value] for value in inputs]}  # type: ignore[index]
     if op == "Concat":
         if not inputs or any(value not in recipes for value in inputs):
             return None
@@ -146,10 +197,11 @@ def _reshaped(node: ir.Node, shape: tuple[int, ...]) -> list[int] | None:
     return [dim for axis, dim in enumerate(shape) if axis not in removed]
 
 
-class FoldWeightArrangementsPass(ir.passes.InPlacePass):
-    """Regions of Slice/Concat/Unsqueeze/Squeeze/Reshape/Transpose/Identity reading only named
-    weights and constants become the initializers they compute, each with its recipe, when the
-    weights they read are read by nothing else (so the stored bytes do not grow)."""
+class FoldWeightRecipesPass(ir.passes.InPlacePass):
+    """Regions of data movement (Slice/Concat/Unsqueeze/Squeeze/Reshape/Transpose/Identity) and
+    exact floating-point arithmetic (Add/Sub/Mul/Div/Sqrt/Neg) reading only named weights and
+    small constants become the initializers they compute, each with its recipe, when the weights
+    they read are read by nothing else (so the stored bytes do not grow)."""
 
     def __init__(self, weights: Collection[str]):
         super().__init__()
@@ -159,15 +211,24 @@ class FoldWeightArrangementsPass(ir.passes.InPlacePass):
         graph = model.graph
         recipes: dict[ir.Value, Recipe] = {}
         shapes: dict[ir.Value, tuple[int, ...]] = {}
+        # The weights' values and everything computed from them, in regions (union-find by id);
+        # constants take part in steps but join no region (one shared 1.0 would merge them all).
+        region_of: dict[ir.Value | ir.Node, Any] = {}
         for name, value in graph.initializers.items():
             tensor = value.const_value
-            if name in self.weights and tensor is not None and not value.is_graph_input() and value.shape is not None:
+            if tensor is None or value.is_graph_input() or value.shape is None:
+                continue
+            if name in self.weights:
                 recipes[value] = {"weight": name, "shape": [int(dim) for dim in tensor.shape]}
-                shapes[value] = tuple(recipes[value]["shape"])
-        if not recipes:
+                region_of[value] = value
+            else:
+                constant = _constant_recipe(value)
+                if constant is None:
+                    continue
+                recipes[value] = constant
+            shapes[value] = tuple(int(dim) for dim in tensor.shape)
+        if not region_of:
             return ir.passes.PassResult(model, modified=False)
-        # The moves, in graph order, and the weight each region started from (union-find by id).
-        region_of: dict[ir.Value | ir.Node, Any] = {value: value for value in recipes}
 
         def root(item: Any) -> Any:
             while region_of[item] is not item:
@@ -175,11 +236,13 @@ class FoldWeightArrangementsPass(ir.passes.InPlacePass):
                 item = region_of[item]
             return item
 
-        moves: list[ir.Node] = []
+        steps: list[ir.Node] = []
         for node in graph:
-            if node.op_type not in _MOVES or node.domain not in ("", "ai.onnx") or len(node.outputs) != 1:
+            if node.op_type not in _FOLDABLE or node.domain not in ("", "ai.onnx") or len(node.outputs) != 1:
                 continue
-            recipe = _moved(node, recipes, shapes)
+            if not any(value in region_of for value in _data_inputs(node)):
+                continue
+            recipe = _computed(node, recipes, shapes)
             if recipe is None:
                 continue
             output = node.outputs[0]
@@ -191,19 +254,19 @@ class FoldWeightArrangementsPass(ir.passes.InPlacePass):
             if output.shape is not None and output.shape.is_static() and tuple(output.shape) != shape:
                 continue
             recipes[output], shapes[output] = recipe, shape
-            moves.append(node)
+            steps.append(node)
             region_of[node] = node
             region_of[output] = node
             for value in node.inputs:
-                if value in recipes:
+                if value in region_of:
                     region_of[root(value)] = root(node)
         regions: dict[int, list[ir.Node]] = {}
-        for node in moves:
+        for node in steps:
             regions.setdefault(id(root(node)), []).append(node)
         folded = sum(self._fold(graph, region, recipes, shapes) for region in regions.values())
         if folded:
             ir.passes.common.RemoveUnusedNodesPass()(model)
-            logger.debug("stored %d rearranged weight(s) with their recipes", folded)
+            logger.debug("stored %d weight(s) computed from weights, with their recipes", folded)
         return ir.passes.PassResult(model, modified=bool(folded))
 
     def _fold(
@@ -217,13 +280,13 @@ class FoldWeightArrangementsPass(ir.passes.InPlacePass):
         # A graph output inside the region would keep its nodes, and the weights they read, alive.
         if not ends or any(node.outputs[0].is_graph_output() for node in region):
             return 0
-        # The weights the moves move (a Concat's inputs, the others' first): a weight given as a
-        # Slice bound or a shape would not be in the recipe, and could not be replaced.
-        moved = [value for node in region for value in (node.inputs if node.op_type == "Concat" else node.inputs[:1])]
+        # The weights the steps compute on: a weight given as a Slice bound or a shape would not
+        # be in the recipe, and could not be replaced.
+        computed = [value for node in region for value in _data_inputs(node)]
         if any(value is not None and "weight" in recipes.get(value, {}) for node in region
-               for value in (node.inputs[1:] if node.op_type != "Concat" else ())):
+               for value in node.inputs[len(_data_inputs(node)):]):
             return 0
-        sources = {value for value in moved if value is not None and "weight" in recipes.get(value, {})}
+        sources = {value for value in computed if value is not None and "weight" in recipes.get(value, {})}
         # Stored bytes may not grow: every weight read must be read by this region only, and the
         # region's results (a slice of a weight read twice would be a copy beside it) no larger.
         if any(user not in inside for value in sources for user, _ in value.uses()):
@@ -242,7 +305,7 @@ class FoldWeightArrangementsPass(ir.passes.InPlacePass):
             else:
                 with torch.no_grad():
                     tensor = remake(recipe, tensors)  # type: ignore[arg-type]
-            stored = ir.Value(name=f"{first}.arranged{number if len(ends) > 1 else ''}", type=end.type, shape=ir.Shape(tensor.shape))
+            stored = ir.Value(name=f"{first}.computed{number if len(ends) > 1 else ''}", type=end.type, shape=ir.Shape(tensor.shape))
             stored.const_value = TorchTensor(tensor.detach(), name=stored.name)
             stored.metadata_props[RECIPE_KEY] = json.dumps(recipe, separators=(",", ":"))
             graph.register_initializer(stored)

@@ -1,5 +1,6 @@
-"""Weights only sliced and stacked (torchlib's LSTM/GRU gate reordering) are stored rearranged,
-and apply_weights remakes them from new weights."""
+"""Weights only sliced and stacked (torchlib's LSTM/GRU gate reordering) or used through exact
+arithmetic (Gemma's ``1 + weight``, a normalisation by ``sqrt(var + eps)``) are stored as the
+result, and apply_weights remakes them from new weights."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from torch import nn
 
 import torch_onnx_fx
 from tests.helpers import assert_matches_eager
-from torch_onnx_fx.weight_arrangements import RECIPE_KEY
+from torch_onnx_fx.weight_recipes import RECIPE_KEY
 
 
 class Tagger(nn.Module):
@@ -61,7 +62,7 @@ def test_rearranged_weights_are_given_together():
     model = Tagger(nn.LSTM).eval()
     program = torch_onnx_fx.export(model, (x,), verbose=False)
     trained = Tagger(nn.LSTM).eval().state_dict()
-    with pytest.raises(torch_onnx_fx.StateDictMismatchError, match=r"rnn.weight_ih_l0: stored rearranged into one tensor with \['rnn.weight_ih_l0_reverse'\]"):
+    with pytest.raises(torch_onnx_fx.StateDictMismatchError, match=r"rnn.weight_ih_l0: stored combined into one tensor with \['rnn.weight_ih_l0_reverse'\]"):
         program.apply_weights({"rnn.weight_ih_l0": trained["rnn.weight_ih_l0"]}, strict=False)
     with pytest.raises(torch_onnx_fx.StateDictMismatchError, match=r"rnn.weight_hh_l1: shape \(20, 4\), the model has \(20, 5\)"):
         program.apply_weights({**trained, "rnn.weight_hh_l1": torch.zeros(20, 4)})
@@ -114,3 +115,72 @@ def test_weight_also_returned_is_not_copied():
 
     program = assert_matches_eager(SliceAndReturn().eval(), (torch.randn(3, 4),))
     assert not any(RECIPE_KEY in value.metadata_props for value in program.model.graph.initializers.values())
+
+
+class WeightArithmetic(nn.Module):
+    """Weights used only through correctly rounded arithmetic with constants and each other."""
+
+    def __init__(self, dtype: torch.dtype = torch.float32):
+        super().__init__()
+        self.offset_scale = nn.Parameter(torch.randn(6, dtype=dtype) * 0.1)
+        self.register_buffer("var", torch.rand(6, dtype=dtype) + 0.5)
+        self.register_buffer("mean", torch.randn(6, dtype=dtype))
+        self.shift = nn.Parameter(torch.randn(6, dtype=dtype))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        normalized = (x - self.mean) / torch.sqrt(self.var + 1e-5)
+        return normalized * (1.0 + self.offset_scale) - self.shift * 2.0
+
+
+def _readers_of(program: torch_onnx_fx.ONNXProgram, names: set[str]) -> list[str]:
+    graph = program.model.graph
+    return [node.op_type for node in graph if any(value is not None and value.name in names for value in node.inputs)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_weight_arithmetic_is_stored_not_run(dtype):
+    torch.manual_seed(0)
+    model = WeightArithmetic(dtype).eval()
+    x = torch.randn(3, 6, dtype=dtype)
+    program = assert_matches_eager(model, (x,), dynamic_shapes=({0: "batch"},), more_inputs=[((torch.randn(5, 6, dtype=dtype),), {})], rtol=0, atol=0)
+    # Before: Add(offset_scale, 1), Add(var, eps), Sqrt and Mul(shift, 2) ran at every inference.
+    op_types = [node.op_type for node in program.model.graph]
+    assert op_types == ["Sub", "Div", "Mul", "Sub"], op_types
+    stored = [value for value in program.model.graph.initializers.values() if RECIPE_KEY in value.metadata_props]
+    assert len(stored) == 3
+
+
+def test_apply_weights_remakes_weight_arithmetic():
+    torch.manual_seed(0)
+    x = torch.randn(3, 6)
+    program = torch_onnx_fx.export(WeightArithmetic().eval(), (x,), verbose=False)
+    trained = WeightArithmetic().eval()
+    program.apply_weights(trained.state_dict())
+    assert_matches_eager(trained, (x,), program=program, rtol=0, atol=0)
+
+
+def test_meta_built_weight_arithmetic_gets_its_weights():
+    x = torch.randn(3, 6)
+    with torch.device("meta"):
+        meta = WeightArithmetic().eval()
+    program = torch_onnx_fx.export(meta, (x.to("meta"),), verbose=False)
+    assert [node.op_type for node in program.model.graph] == ["Sub", "Div", "Mul", "Sub"]
+    torch.manual_seed(1)
+    real = WeightArithmetic().eval()
+    program.apply_weights(real.state_dict())
+    assert_matches_eager(real, (x,), program=program, rtol=0, atol=0)
+
+
+def test_weight_arithmetic_with_a_weight_read_twice_stays():
+    """``1 + w`` where the graph also reads ``w`` itself would store a second tensor: left as is."""
+
+    class OffsetAndPlain(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(6))
+
+        def forward(self, x):
+            return x * (1.0 + self.weight), x + self.weight
+
+    program = assert_matches_eager(OffsetAndPlain().eval(), (torch.randn(3, 6),))
+    assert sorted(_readers_of(program, {"weight"})) == ["Add", "Add"]
