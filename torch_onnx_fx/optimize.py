@@ -16,6 +16,7 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 from onnxscript.optimizer import _constant_folding as constant_folding
 
+from torch_onnx_fx.batchnorm_into_conv import BatchNormIntoConvPass
 from torch_onnx_fx.passes import DistinctOutputsPass, InferMissingTypesPass, RelevantRulesRewritePass, TrimUnusedOptionalOutputsPass
 from torch_onnx_fx.weight_recipes import FoldWeightRecipesPass
 from torch_onnx_fx.weight_transposes import FoldWeightTransposesPass, without_data
@@ -110,7 +111,9 @@ def optimize(model: ir.Model, weights: Collection[str] = ()) -> None:
         dedup_logger.removeFilter(_expected_skips)
         fold_logger.removeFilter(_unfolded_to_debug)
     # The folds kept weights need, each noting which weights the stored tensor is made of: used
-    # transposed (stored so), or only sliced and stacked (torchlib's LSTM/GRU gate reordering).
+    # transposed (stored so), or only moved and computed with (torchlib's LSTM/GRU gate
+    # reordering, Gemma's 1 + weight, a BatchNormalization's factors taken into its Conv).
+    BatchNormIntoConvPass(weights)(model)
     FoldWeightTransposesPass(weights)(model)
     FoldWeightRecipesPass(weights)(model)
 

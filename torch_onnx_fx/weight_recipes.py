@@ -23,14 +23,14 @@ from __future__ import annotations
 import json
 import logging
 import math
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import TorchTensor
 
-from torch_onnx_fx.weight_transposes import plain_data, without_data
+from torch_onnx_fx.weight_transposes import WeightsPass, plain_data, without_data
 
 __all__ = ["FoldWeightRecipesPass", "RECIPE_KEY", "recipe_sources", "remake"]
 
@@ -197,15 +197,11 @@ def _reshaped(node: ir.Node, shape: tuple[int, ...]) -> list[int] | None:
     return [dim for axis, dim in enumerate(shape) if axis not in removed]
 
 
-class FoldWeightRecipesPass(ir.passes.InPlacePass):
+class FoldWeightRecipesPass(WeightsPass):
     """Regions of data movement (Slice/Concat/Unsqueeze/Squeeze/Reshape/Transpose/Identity) and
     exact floating-point arithmetic (Add/Sub/Mul/Div/Sqrt/Neg) reading only named weights and
     small constants become the initializers they compute, each with its recipe, when the weights
     they read are read by nothing else (so the stored bytes do not grow)."""
-
-    def __init__(self, weights: Collection[str]):
-        super().__init__()
-        self.weights = set(weights)
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         graph = model.graph

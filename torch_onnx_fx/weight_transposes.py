@@ -19,7 +19,7 @@ import torch
 from onnx_ir.tensor_adapters import TorchTensor
 from torch._subclasses.fake_tensor import FakeTensor
 
-__all__ = ["FoldWeightTransposesPass", "WEIGHT_KEY", "PERM_KEY", "plain_data", "without_data"]
+__all__ = ["FoldWeightTransposesPass", "WeightsPass", "WEIGHT_KEY", "PERM_KEY", "plain_data", "without_data"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,13 +43,18 @@ def plain_data(value: ir.Value) -> torch.Tensor | None:
     return raw if type(raw) is torch.Tensor or isinstance(raw, torch.nn.Parameter) else None
 
 
-class FoldWeightTransposesPass(ir.passes.InPlacePass):
-    """``Transpose(W)`` of a named weight becomes an initializer holding W transposed, marked with
-    W's name and the permutation; W itself goes when nothing else reads it."""
+class WeightsPass(ir.passes.InPlacePass):
+    """A pass over the initializers named in ``weights`` (the model's parameters and persistent
+    buffers), which must stay replaceable by ``apply_weights``."""
 
     def __init__(self, weights: Collection[str]):
         super().__init__()
         self.weights = set(weights)
+
+
+class FoldWeightTransposesPass(WeightsPass):
+    """``Transpose(W)`` of a named weight becomes an initializer holding W transposed, marked with
+    W's name and the permutation; W itself goes when nothing else reads it."""
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         graph = model.graph
