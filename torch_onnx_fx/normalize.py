@@ -10,7 +10,8 @@ module in place and returns a ``PassResult`` saying whether it changed anything.
 runs them over the program's graph and every subgraph.
 
 Python numbers and symbolic sizes are not tensors and stay as they are here: the graph walk
-retypes them (``promotion.promote_scalars``).
+retypes them (``promotion.promote_scalars``). One pass simplifies instead: ``ArangeIndexPass``
+(``arange_indexing.py``) turns indexing by aranges over whole dimensions into a reshape.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import torch
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
 from torch_onnx_fx import inplace, promotion
+from torch_onnx_fx.arange_indexing import ArangeIndexPass
 
 if TYPE_CHECKING:
     from torch_onnx_fx.registry import TranslationTable
@@ -357,8 +359,11 @@ def normalize(program: torch.export.ExportedProgram, table: TranslationTable | N
     of them changed something. ``table`` (the export's translations) tells which nodes become
     one fused ONNX operator."""
     fused = table.fused if table is not None else (lambda node: False)
+    # A user's own translation of index.Tensor sees every index node as captured.
+    own_index = table is not None and "aten::index.Tensor" in table.custom_targets
     passes: tuple[PassBase, ...] = (
         EffectTokenPass(),
+        *(() if own_index else (ArangeIndexPass(),)),
         *((InPlaceToFunctionalPass(table),) if table is not None else ()),
         TypePromotionPass(), JoinPromotionPass(), IntegralAccumulationPass(), IndexDtypePass(), HalfPrecisionAccumulationPass(fused),
     )
