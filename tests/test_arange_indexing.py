@@ -71,3 +71,25 @@ def test_longer_arange_fails_as_eager_does():
 def test_other_indexes_stay_exact():
     sizes = ({0: "rows", 1: "cols"},)
     assert_matches_eager(OtherIndexes(), (torch.randn(6, 5),), dynamic_shapes=sizes, more_inputs=[((torch.randn(9, 4),), {})])
+
+
+def test_custom_index_translation_sees_the_index():
+    """A user's translation of index.Tensor is called for every index the model has."""
+    calls = []
+
+    def gather_nd_index(self, indices):
+        from onnxscript import opset18 as op
+
+        calls.append(len(indices))
+        first, second = indices
+        shape = op.Shape(op.Add(first, second))
+        last = op.Constant(value_ints=[-1])
+        grid = op.Concat(op.Unsqueeze(op.Expand(first, shape), last), op.Unsqueeze(op.Expand(second, shape), last), axis=-1)
+        return op.GatherND(self, grid)
+
+    sizes = ({0: "batch", 1: "sequence"}, {0: "batch", 1: "sequence"})
+    assert_matches_eager(
+        PaddingMask(), _mask_inputs(2, 6), dynamic_shapes=sizes,
+        custom_translation_table={torch.ops.aten.index.Tensor: gather_nd_index},
+    )
+    assert calls == [2]
