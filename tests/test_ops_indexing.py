@@ -227,3 +227,38 @@ def test_slice_scatter_over_a_whole_dimension_is_its_source():
     # Only the two partial writes (and the inner select write) scatter.
     op_types = [node.op_type for node in program.model.graph]
     assert op_types.count("ScatterND") == 2, op_types
+
+
+class _Histc(torch.nn.Module):
+    """Every way histc picks its range: given, from the data (the default min == max), widened
+    when the data is one value (an MoE router counting tokens of a single expert), empty data."""
+
+    def forward(self, x: torch.Tensor, ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            torch.histc(x, 5),
+            torch.histc(x, 7, min=-1, max=1),
+            torch.histc(x, 3, min=0.1, max=0.7),
+            torch.histc(ids.float(), bins=4, min=0, max=3),
+            torch.histc(ids.float() * 0, bins=1, min=0, max=0),
+            torch.histc(x[:0], 4),
+        )
+
+
+def test_histc_places_values_as_aten_does():
+    # Values on and next to the bin edges of the fixed ranges, where a comparison with
+    # precomputed edges and ATen's per-value formula can disagree.
+    edges = torch.tensor([0.1, 0.3, 0.5, 0.7, 0.29999998, 0.30000001, -1.0, 1.0, 0.1 + 0.6 / 3, 0.7 - 0.6 / 3])
+    inputs = (torch.cat([torch.randn(40), edges]), torch.randint(0, 4, (20,)))
+    more = [
+        ((torch.rand(17) * 0.6 + 0.1, torch.randint(0, 4, (9,))), {}),
+        ((torch.linspace(0.1, 0.7, 1000), torch.zeros(3, dtype=torch.int64)), {}),
+    ]
+    assert_matches_eager(_Histc(), inputs, dynamic_shapes=({0: "n"}, {0: "m"}), more_inputs=more, rtol=0, atol=0)
+
+
+def test_histc_of_data_without_a_finite_range_is_nan():
+    """ATen raises ("range of [nan, nan] is not finite"); ONNX cannot, so the counts say so."""
+    program = torch_onnx_fx.export(_Histc(), (torch.randn(6), torch.randint(0, 4, (5,))), dynamic_shapes=({0: "n"}, {0: "m"}), verbose=False)
+    counts = program(torch.tensor([1.0, float("nan")]), torch.randint(0, 4, (5,)))[0]
+    assert torch.isnan(counts).all()
+

@@ -1,6 +1,9 @@
-"""histogram and histogramdd: counts (or densities) of values in bins, with their bin edges.
+"""histogram, histogramdd and histc: counts (or densities) of values in bins, with their bin edges.
 
-torchlib lacks these and torch has neither a decomposition nor a fake kernel for them. Evenly
+torchlib lacks the first two and torch has neither a decomposition nor a fake kernel for them;
+torchlib's histc compares values with precomputed edges (ATen computes each value's bin by a
+formula, which can put values near an edge elsewhere) and refuses ``min == max``, the default,
+where the range comes from the data (MoE routers count tokens per expert so). Evenly
 spaced bins place values as ATen does (a guess from the relative position, settled against the
 neighbouring edges), so values on an edge land in the same bin; explicit edges are searched.
 The counts are a ``ScatterElements`` add of each in-range value's weight (or 1) into its bin.
@@ -18,6 +21,7 @@ from torch_onnx_fx.ops import _tensors as tx
 from torch_onnx_fx.registry import register
 
 __all__ = [
+    "aten_histc",
     "aten_histogram_bin_ct",
     "aten_histogram_bins_tensor",
     "aten_histogramdd_bin_edges",
@@ -235,3 +239,37 @@ def aten_histogramdd_from_bin_tensors(
     """_histogramdd_from_bin_tensors(Tensor self, Tensor[] bins, *, Tensor? weight=None, bool density=False) -> Tensor"""
     counts, _ = _histogram(self, len(bins), lambda d, column: bins[d], _searched_bin, weight, density)
     return counts
+
+
+@register("aten::histc")
+def aten_histc(self: ir.Value, bins: int = 100, min: float = 0.0, max: float = 0.0) -> ir.Value:
+    """histc(Tensor self, int bins=100, Scalar min=0, Scalar max=0) -> Tensor
+
+    As ATen computes it: ``min == max`` takes the data's minimum and maximum (when there is
+    data), a range still empty is widened by 1 each way; a value in range goes to bin
+    ``int((x - left) / (right - left) * bins)`` in the input's dtype, the right edge to the last
+    bin; values out of range and NaN are not counted. Where ATen raises because the data's range
+    is not finite (a NaN or infinity in the data), every count is NaN: ONNX cannot raise.
+    """
+    column = op.Reshape(self, tx.ints(-1))
+    left, right = op.CastLike(float(min), column), op.CastLike(float(max), column)
+    finite = None
+    if min == max:
+        has_data = op.Greater(op.Size(column), tx.int64(0))
+        left = op.Where(has_data, op.ReduceMin(_padded(column, float("inf")), keepdims=0), left)
+        right = op.Where(has_data, op.ReduceMax(_padded(column, float("-inf")), keepdims=0), right)
+        same = op.Equal(left, right)
+        one = op.CastLike(1.0, column)
+        left, right = op.Where(same, op.Sub(left, one), left), op.Where(same, op.Add(right, one), right)
+        # ONNX Runtime's ReduceMin/Max skip NaN where ATen's aminmax returns it: look for any.
+        bad = op.Cast(op.Or(op.IsNaN(column), op.IsInf(column)), to=tx.INT64)
+        finite = op.Equal(op.ReduceMax(op.Concat(bad, tx.ints(0), axis=0), keepdims=0), tx.int64(0))
+    inside = op.And(op.GreaterOrEqual(column, left), op.LessOrEqual(column, right))
+    position = op.Mul(op.Div(op.Sub(column, left), op.Sub(right, left)), op.CastLike(float(bins), column))
+    # Out-of-range and NaN values get bin 0 and no count.
+    index = op.Cast(op.Where(inside, position, op.CastLike(0.0, column)), to=tx.INT64)
+    index = _clamp(index, 0, bins - 1)
+    amounts = op.Where(inside, op.CastLike(1.0, column), op.CastLike(0.0, column))
+    zeros = tx.filled_like(self, 0.0, tx.ints(bins))
+    counts = tx.scatter_elements(zeros, index, amounts, 0, "add")
+    return counts if finite is None else op.Where(finite, counts, op.CastLike(float("nan"), column))
