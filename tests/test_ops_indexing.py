@@ -238,6 +238,7 @@ class _Histc(torch.nn.Module):
             torch.histc(x, 5),
             torch.histc(x, 7, min=-1, max=1),
             torch.histc(x, 3, min=0.1, max=0.7),
+            torch.histc(x, 10, min=0.3, max=0.9),
             torch.histc(ids.float(), bins=4, min=0, max=3),
             torch.histc(ids.float() * 0, bins=1, min=0, max=0),
             torch.histc(x[:0], 4),
@@ -247,7 +248,8 @@ class _Histc(torch.nn.Module):
 def test_histc_places_values_as_aten_does():
     # Values on and next to the bin edges of the fixed ranges, where a comparison with
     # precomputed edges and ATen's per-value formula can disagree.
-    edges = torch.tensor([0.1, 0.3, 0.5, 0.7, 0.29999998, 0.30000001, -1.0, 1.0, 0.1 + 0.6 / 3, 0.7 - 0.6 / 3])
+    # (0.78 in [0.3, 0.9] with 10 bins: dividing before multiplying puts it a bin lower.)
+    edges = torch.tensor([0.1, 0.3, 0.5, 0.7, 0.29999998, 0.30000001, -1.0, 1.0, 0.1 + 0.6 / 3, 0.7 - 0.6 / 3, 0.7799999713897705])
     inputs = (torch.cat([torch.randn(40), edges]), torch.randint(0, 4, (20,)))
     more = [
         ((torch.rand(17) * 0.6 + 0.1, torch.randint(0, 4, (9,))), {}),

@@ -184,3 +184,41 @@ def test_weight_arithmetic_with_a_weight_read_twice_stays():
 
     program = assert_matches_eager(OffsetAndPlain().eval(), (torch.randn(3, 6),))
     assert sorted(_readers_of(program, {"weight"})) == ["Add", "Add"]
+
+
+class _TransposedTimesWeight(nn.Module):
+    """``A.t() * B``: A is stored transposed before the arithmetic is folded."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Parameter(torch.randn(4, 4))
+        self.b = nn.Parameter(torch.randn(4, 4))
+
+    def forward(self, x):
+        return x @ (self.a.t() * self.b)
+
+
+class _NonPersistentScale(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4))
+        self.register_buffer("scale", torch.full((4,), 2.0), persistent=False)
+
+    def forward(self, x):
+        return x * (self.w * self.scale)
+
+
+@pytest.mark.parametrize("make, strict", [(_TransposedTimesWeight, True), (_NonPersistentScale, False)])
+def test_recipes_never_keep_replaceable_tensors_as_constants(make, strict):
+    """A weight stored transposed, or a non-persistent buffer, is small enough to be a recipe
+    constant but is replaced by apply_weights: a recipe holding its old values would leave the
+    model stale after apply_weights (found by review)."""
+    torch.manual_seed(0)
+    model = make().eval()
+    x = torch.randn(2, 4)
+    program = assert_matches_eager(model, (x,))
+    with torch.no_grad():
+        for tensor in [*model.parameters(), *model.buffers()]:
+            tensor.normal_()
+    program.apply_weights({**model.state_dict(), **dict(model.named_buffers())}, strict=strict)
+    assert_matches_eager(model, (x,), program=program)

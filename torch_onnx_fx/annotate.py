@@ -25,12 +25,12 @@ from torch.export import graph_signature as gs
 if TYPE_CHECKING:
     from torch_onnx_fx.signature import OutputEntry
 
-__all__ = ["node_metadata", "source_line", "annotate_graph", "annotate_outputs", "ORIGINAL_NAME_KEY"]
+__all__ = ["node_metadata", "source_line", "annotate_graph", "annotate_outputs", "ORIGINAL_NAME_KEY", "INPUT_KIND_KEY"]
 
 logger = logging.getLogger(__name__)
 
 ORIGINAL_NAME_KEY = "pkg.torch.onnx.original_node_name"
-_INPUT_KIND_KEY = "pkg.torch.export.graph_signature.InputSpec.kind"
+INPUT_KIND_KEY = "pkg.torch.export.graph_signature.InputSpec.kind"
 _INPUT_PERSISTENT_KEY = "pkg.torch.export.graph_signature.InputSpec.persistent"
 _OUTPUT_KIND_KEY = "pkg.torch.export.graph_signature.OutputSpec.kind"
 
@@ -107,7 +107,7 @@ def annotate_graph(graph: ir.Graph, program: torch.export.ExportedProgram) -> No
         value = by_name.get(arg_name)
         if value is None:
             continue
-        value.metadata_props[_INPUT_KIND_KEY] = spec.kind.name
+        value.metadata_props[INPUT_KIND_KEY] = spec.kind.name
         if spec.kind == gs.InputKind.BUFFER:
             value.metadata_props[_INPUT_PERSISTENT_KEY] = str(bool(spec.persistent))
 

@@ -119,6 +119,8 @@ class BatchNormIntoConvPass(WeightsPass):
 
 
 def _constant(graph: ir.Graph, name: str, array: np.ndarray, dtype: ir.DataType) -> ir.Value:
+    while name in graph.initializers:
+        name += "_"
     tensor = ir.tensor(array.astype(dtype.numpy()), dtype=dtype, name=name)
     value = ir.Value(name=name, type=ir.TensorType(dtype), shape=ir.Shape(array.shape), const_value=tensor)
     graph.register_initializer(value)

@@ -30,7 +30,8 @@ import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import TorchTensor
 
-from torch_onnx_fx.weight_transposes import WeightsPass, plain_data, without_data
+from torch_onnx_fx.annotate import INPUT_KIND_KEY
+from torch_onnx_fx.weight_transposes import PERM_KEY, WeightsPass, plain_data, without_data
 
 __all__ = ["FoldWeightRecipesPass", "RECIPE_KEY", "recipe_sources", "remake"]
 
@@ -73,9 +74,11 @@ def remake(recipe: Recipe, weights: Mapping[str, torch.Tensor]) -> torch.Tensor:
         return torch.cat([remake(part, weights) for part in recipe["of"]], dim=recipe["axis"])
     if op in _BINARY.values():
         left, right = (remake(part, weights) for part in recipe["of"])
-        # A constant is made on the CPU; the weights may be on the meta device (shapes only).
-        if left.device != right.device:
-            left, right = (t if t.device.type == "meta" else t.to("meta") for t in (left, right))
+        # A constant is made on the CPU: it goes where the weights are (meta: shapes only).
+        if "constant" in recipe["of"][0]:
+            left = left.to(right.device)
+        elif "constant" in recipe["of"][1]:
+            right = right.to(left.device)
         return getattr(torch, op)(left, right)
     tensor = remake(recipe["of"], weights)
     if op in _UNARY.values():
@@ -109,8 +112,12 @@ _TORCH_FLOATS = {ir.DataType.FLOAT: "float32", ir.DataType.DOUBLE: "float64", ir
 
 
 def _constant_recipe(value: ir.Value) -> Recipe | None:
-    """A small floating-point constant as a recipe leaf (its values exact as JSON doubles); None
-    for anything else."""
+    """A small floating-point constant of the graph as a recipe leaf (its values exact as JSON
+    doubles); None for anything else. The model's state (parameters, buffers persistent or not,
+    lifted tensor constants) and tensors the optimizer stored for weights (transposed, computed)
+    are not constants: apply_weights replaces them, and a recipe must not keep their old values."""
+    if any(key in value.metadata_props for key in (INPUT_KIND_KEY, PERM_KEY, RECIPE_KEY)):
+        return None
     tensor = value.const_value
     if tensor is None or tensor.dtype not in _TORCH_FLOATS or tensor.size > _CONSTANT_LIMIT or without_data(value):
         return None

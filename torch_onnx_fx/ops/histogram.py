@@ -247,7 +247,7 @@ def aten_histc(self: ir.Value, bins: int = 100, min: float = 0.0, max: float = 0
 
     As ATen computes it: ``min == max`` takes the data's minimum and maximum (when there is
     data), a range still empty is widened by 1 each way; a value in range goes to bin
-    ``int((x - left) / (right - left) * bins)`` in the input's dtype, the right edge to the last
+    ``int((x - left) * bins / (right - left))`` in the input's dtype, the right edge to the last
     bin; values out of range and NaN are not counted. Where ATen raises because the data's range
     is not finite (a NaN or infinity in the data), every count is NaN: ONNX cannot raise.
     """
@@ -265,7 +265,7 @@ def aten_histc(self: ir.Value, bins: int = 100, min: float = 0.0, max: float = 0
         bad = op.Cast(op.Or(op.IsNaN(column), op.IsInf(column)), to=tx.INT64)
         finite = op.Equal(op.ReduceMax(op.Concat(bad, tx.ints(0), axis=0), keepdims=0), tx.int64(0))
     inside = op.And(op.GreaterOrEqual(column, left), op.LessOrEqual(column, right))
-    position = op.Mul(op.Div(op.Sub(column, left), op.Sub(right, left)), op.CastLike(float(bins), column))
+    position = op.Div(op.Mul(op.Sub(column, left), op.CastLike(float(bins), column)), op.Sub(right, left))
     # Out-of-range and NaN values get bin 0 and no count.
     index = op.Cast(op.Where(inside, position, op.CastLike(0.0, column)), to=tx.INT64)
     index = _clamp(index, 0, bins - 1)
