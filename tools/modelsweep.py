@@ -762,7 +762,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             detail = f" ({record.error})" if record.error else ""
             elapsed = time.monotonic() - start
             print(f"[{elapsed:5.0f} s] {record.model} {record.exporter}: {record.status}{detail}", flush=True)
-            write_results(options.json, runs, kept + new)
+            # The run's header goes in with every record: an interrupted sweep keeps a valid file
+            # that --unmeasured continues from.
+            so_far = {**header, "minutes": round(elapsed / 60, 1)}
+            write_results(options.json, [*runs, so_far], kept + new)
         runs = [r for r in runs if any(k.run == r["run"] for k in kept)]
         runs.append({**header, "minutes": round((time.monotonic() - start) / 60, 1)})
         # Corpus order, whatever order the runs came in.
