@@ -1,4 +1,4 @@
-"""Switch Transformers' experts loop over the experts some token chose, a loop of data-dependent
+"""Switch Transformers' (and OpenAI Privacy Filter's) experts loop over the experts some token chose, a loop of data-dependent
 length: replaced during capture (torch_onnx_fx.library_patches) by every expert on every token,
 keeping the routed rows. torch.onnx fails at capture."""
 
@@ -27,14 +27,32 @@ def _inputs(batch: int, length: int) -> dict[str, torch.Tensor]:
     return {"input_ids": ids, "attention_mask": torch.ones_like(ids)}
 
 
-def test_experts_replacement_equals_the_original_in_eager():
-    model = _model()
+def _privacy_filter():
+    """OpenAI Privacy Filter (gpt-oss's experts in float32) loops over the experts hit as Switch
+    Transformers' do; both exporters failed at capture before the patch."""
+    config = transformers.OpenAIPrivacyFilterConfig(
+        vocab_size=60, hidden_size=32, intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, num_local_experts=4, num_experts_per_tok=2, pad_token_id=0,
+    )
+    torch.manual_seed(0)
+    return transformers.OpenAIPrivacyFilterModel(config).eval()
+
+
+# Each model with the name of the method patched during its capture.
+_MODELS = {"switch_transformers": (_model, "SwitchTransformersExperts.forward"), "privacy_filter": (_privacy_filter, "OpenAIPrivacyFilterExperts.forward")}
+
+
+@pytest.mark.parametrize("name", sorted(_MODELS))
+def test_experts_replacement_equals_the_original_in_eager(name):
+    build, patched = _MODELS[name]
+    model = build()
     for inputs in (_inputs(2, 9), _inputs(1, 1)):
-        assert_patch_keeps_eager(lambda **kw: model(**kw).last_hidden_state, inputs, "SwitchTransformersExperts.forward")
+        assert_patch_keeps_eager(lambda **kw: model(**kw).last_hidden_state, inputs, patched)
 
 
-def test_switch_transformers_exports_and_matches_eager():
-    model = _model()
+@pytest.mark.parametrize("name", sorted(_MODELS))
+def test_experts_models_export_and_match_eager(name):
+    model = _MODELS[name][0]()
 
     class Hidden(torch.nn.Module):
         def __init__(self) -> None:

@@ -282,6 +282,26 @@ def _switch_experts(original: Any) -> Any:
     return forward
 
 
+def _gated_experts(original: Any) -> Any:
+    def forward(self, hidden_states, router_indices=None, routing_weights=None):  # type: ignore[no-untyped-def]
+        # OpenAI Privacy Filter's experts (gpt-oss's, in float32) loop over the experts some token
+        # chose (``for e in mask.nonzero()``), as Switch Transformers' do: every expert runs on
+        # every token here, and each token adds its routed experts' products in expert order, as
+        # the original's index_add_ does (a token's other experts add exact zeros).
+        states = hidden_states.float()
+        final = torch.zeros_like(hidden_states, dtype=torch.float32)
+        for expert in range(self.num_experts):
+            gate_up = states @ self.gate_up_proj[expert].float() + self.gate_up_proj_bias[expert].float()
+            output = self._apply_gate(gate_up).float() @ self.down_proj[expert].float() + self.down_proj_bias[expert].float()
+            for slot in range(router_indices.shape[-1]):
+                chosen = (router_indices[:, slot] == expert)[:, None]
+                routed = output * routing_weights[:, slot, None].float()
+                final = final + torch.where(chosen, routed, torch.zeros_like(routed))
+        return final.to(hidden_states.dtype)
+
+    return forward
+
+
 def _rglru_scan(original: Any) -> Any:
     def _rnn_scan(self, hidden_states, recurrent_gate, reset, recurrent_states, acc_dtype=torch.float32):  # type: ignore[no-untyped-def]
         # RecurrentGemma's linear recurrence over a prompt loops over positions in Python (see
@@ -359,6 +379,8 @@ PATCHES: tuple[Patch, ...] = (
       for family in ("falcon_mamba", "jamba", "zamba")),
     Patch("transformers.models.switch_transformers.modeling_switch_transformers", "SwitchTransformersExperts.forward",
           _switch_experts, "loops over the experts that some token chose: a loop of data-dependent length"),
+    Patch("transformers.models.openai_privacy_filter.modeling_openai_privacy_filter", "OpenAIPrivacyFilterExperts.forward",
+          _gated_experts, "as SwitchTransformersExperts.forward"),
     Patch("transformers.models.rwkv.modeling_rwkv", "rwkv_linear_attention_cpu", _rwkv_linear_attention_cpu,
           "loops over the sequence in Python, as Mamba's selective scan"),
     Patch("transformers.models.recurrent_gemma.modeling_recurrent_gemma", "RecurrentGemmaRglru._rnn_scan", _rglru_scan,
