@@ -27,7 +27,7 @@ import torch
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
-__all__ = ["ArangeIndexPass"]
+__all__ = ["ArangeIndexPass", "whole_range"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,18 +56,23 @@ def _is(value: Any, number: int) -> bool:
     return isinstance(value, (int, torch.SymInt)) and statically_known_true(value == number)
 
 
+def whole_range(size: Any, start: Any, end: Any, step: Any) -> bool:
+    """Whether ``start:end:step`` (numbers, SymInts or None) covers all of a dimension of
+    ``size``: start 0, step 1, an end at or past the size (``sys.maxsize`` as functionalization
+    writes it, or a size known to be no smaller)."""
+    whole_end = end is None or (isinstance(end, int) and end >= sys.maxsize) or (
+        isinstance(end, (int, torch.SymInt)) and statically_known_true(end >= size)
+    )
+    return (start is None or _is(start, 0)) and (step is None or _is(step, 1)) and whole_end
+
+
 def _whole_slice(node: torch.fx.Node) -> bool:
     """``aten.slice.Tensor(x, dim, 0, end >= size, 1)``: all of ``x``."""
     source, dim, start, end, step = (*node.args, None, None, None, None)[:5]
     example = _val(source)
     if not isinstance(example, torch.Tensor) or not isinstance(dim, int) or example.dim() == 0:
         return False
-    size = example.shape[dim % example.dim()]
-    end = _val(end)
-    whole_end = end is None or (isinstance(end, int) and end >= sys.maxsize) or (
-        isinstance(end, (int, torch.SymInt)) and statically_known_true(end >= size)
-    )
-    return (start is None or _is(start, 0)) and (step is None or _is(step, 1)) and whole_end
+    return whole_range(example.shape[dim % example.dim()], start, _val(end), step)
 
 
 def _placed(node: Any) -> _Placed | None:

@@ -12,14 +12,13 @@ Unsqueeze/ScatterND (and Transposes around them off dim 0), run at every inferen
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
-from torch.fx.experimental.symbolic_shapes import statically_known_true
 
+from torch_onnx_fx.arange_indexing import whole_range
 from torch_onnx_fx.registry import arg_example, register
 
 __all__ = ["aten_diagonal_scatter", "aten_slice_scatter_whole"]
@@ -77,17 +76,10 @@ def _writes_whole_dimension(node: torch.fx.Node) -> bool:
     if not isinstance(self_example, torch.Tensor) or self_example.dim() == 0:
         return False
     dim = _argument(node, 2, "dim", 0)
-    start = _argument(node, 3, "start", None)
-    end = _argument(node, 4, "end", None)
-    step = _argument(node, 5, "step", 1)
-    if not isinstance(dim, int) or not (start is None or (isinstance(start, int) and start == 0)):
+    if not isinstance(dim, int):
         return False
-    if not (isinstance(step, int) and step == 1):
-        return False
-    if end is None or (isinstance(end, int) and end >= sys.maxsize):
-        return True
     size = self_example.shape[dim % self_example.dim()]
-    return isinstance(end, (int, torch.SymInt)) and statically_known_true(end >= size)
+    return whole_range(size, _argument(node, 3, "start", None), _argument(node, 4, "end", None), _argument(node, 5, "step", 1))
 
 
 @register("aten::slice_scatter", supports=_writes_whole_dimension)
