@@ -263,40 +263,56 @@ def _rwkv_linear_attention_cpu(original: Any) -> Any:
     return rwkv_linear_attention_cpu
 
 
+def _every_expert_routed(
+    final: torch.Tensor,
+    experts: int,
+    slots: int,
+    run: Callable[[int], torch.Tensor],
+    chosen: Callable[[int, int], torch.Tensor],
+    weight: Callable[[int], torch.Tensor],
+) -> torch.Tensor:
+    """Mixture-of-experts layers that loop over the experts some token chose (``for e in
+    mask.nonzero()``): a loop of data-dependent length, which capture cannot unroll. Here every
+    expert runs on every token and each token adds its routed products, expert by expert and slot
+    by slot as the originals do, in ``final``'s dtype; a token's other experts add exact zeros
+    (``where`` rather than a 0/1 product, so an expert's inf or nan on a token it was not given
+    stays out)."""
+    for expert in range(experts):
+        output = run(expert)
+        for slot in range(slots):
+            routed = (output * weight(slot)).to(final.dtype)
+            final = final + torch.where(chosen(slot, expert), routed, torch.zeros_like(routed))
+    return final
+
+
 def _switch_experts(original: Any) -> Any:
     def forward(self, hidden_states, selected_experts, routing_weights):  # type: ignore[no-untyped-def]
-        # Switch Transformers loops over the experts some token chose (``for e in
-        # mask.nonzero()``): a loop of data-dependent length, which capture cannot unroll. Here
-        # every expert runs on every token and keeps the rows routed to it: what the original
-        # adds for a token is the same product, added to zeros (``where`` rather than a 0/1
-        # product, so an expert's inf or nan on a token it was not given stays out).
-        final = torch.zeros_like(hidden_states)
-        for expert in range(self.num_experts):
-            output = self[f"expert_{expert}"](hidden_states)
-            for slot in range(selected_experts.shape[1]):
-                chosen = selected_experts[:, slot, expert, None].bool()
-                routed = (output * routing_weights[:, slot, None]).to(hidden_states.dtype)
-                final = final + torch.where(chosen, routed, torch.zeros_like(routed))
-        return final
+        return _every_expert_routed(
+            torch.zeros_like(hidden_states), self.num_experts, selected_experts.shape[1],
+            run=lambda expert: self[f"expert_{expert}"](hidden_states),
+            chosen=lambda slot, expert: selected_experts[:, slot, expert, None].bool(),
+            weight=lambda slot: routing_weights[:, slot, None],
+        )
 
     return forward
 
 
 def _gated_experts(original: Any) -> Any:
     def forward(self, hidden_states, router_indices=None, routing_weights=None):  # type: ignore[no-untyped-def]
-        # OpenAI Privacy Filter's experts (gpt-oss's, in float32) loop over the experts some token
-        # chose (``for e in mask.nonzero()``), as Switch Transformers' do: every expert runs on
-        # every token here, and each token adds its routed experts' products in expert order, as
-        # the original's index_add_ does (a token's other experts add exact zeros).
+        # OpenAI Privacy Filter's experts (gpt-oss's) compute and add in float32, as the
+        # original's index_add_ into a float32 buffer does.
         states = hidden_states.float()
-        final = torch.zeros_like(hidden_states, dtype=torch.float32)
-        for expert in range(self.num_experts):
+
+        def run(expert: int) -> torch.Tensor:
             gate_up = states @ self.gate_up_proj[expert].float() + self.gate_up_proj_bias[expert].float()
-            output = self._apply_gate(gate_up).float() @ self.down_proj[expert].float() + self.down_proj_bias[expert].float()
-            for slot in range(router_indices.shape[-1]):
-                chosen = (router_indices[:, slot] == expert)[:, None]
-                routed = output * routing_weights[:, slot, None].float()
-                final = final + torch.where(chosen, routed, torch.zeros_like(routed))
+            return self._apply_gate(gate_up).float() @ self.down_proj[expert].float() + self.down_proj_bias[expert].float()
+
+        final = _every_expert_routed(
+            torch.zeros_like(hidden_states, dtype=torch.float32), self.num_experts, router_indices.shape[-1],
+            run=run,
+            chosen=lambda slot, expert: (router_indices[:, slot] == expert)[:, None],
+            weight=lambda slot: routing_weights[:, slot, None].float(),
+        )
         return final.to(hidden_states.dtype)
 
     return forward
