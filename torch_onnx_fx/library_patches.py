@@ -352,6 +352,46 @@ def _fsmt_padding_mask(original: Any) -> Any:
     return make_padding_mask
 
 
+def _canine_local_attention(original: Any) -> Any:
+    def forward(self, hidden_states, attention_mask=None, output_attentions=False):  # type: ignore[no-untyped-def]
+        # CANINE's character encoder attends within blocks of the sequence, one Python loop
+        # iteration per block: the block count becomes a constant at capture. With equal blocks
+        # of queries and keys (the layout CanineModel builds), one attention over the whole
+        # sequence with every other block's keys at -inf computes the same: a row's softmax and
+        # weighted sum see its block's keys only, also where all of them are masked (the
+        # original then spreads evenly over its block). Quadratic in the length where the
+        # original is linear, in one shallow layer beside the deep stack's full attention.
+        width = self.attend_from_chunk_stride
+        blocked = (
+            self.local and not self.always_attend_to_first_position and not self.first_position_attends_to_all
+            and width == self.attend_from_chunk_width == self.attend_to_chunk_width == self.attend_to_chunk_stride
+            and attention_mask is not None and attention_mask.ndim == 3 and not output_attentions
+        )
+        if not blocked:
+            return original(self, hidden_states, attention_mask, output_attentions)
+        block = torch.arange(hidden_states.shape[1], device=hidden_states.device) // width
+        additive = (1.0 - attention_mask.float()) * torch.finfo(hidden_states.dtype).min
+        outside = torch.tensor(float("-inf"), device=additive.device)
+        additive = torch.where(block[:, None] == block[None, :], additive, outside)[:, None]
+        context = self.self(hidden_states, hidden_states, additive, False)[0]
+        return (self.output(context, hidden_states),)
+
+    return forward
+
+
+def _canine_downsample_mask(original: Any) -> Any:
+    def downsample(self, char_attention_mask, downsampling_rate):  # type: ignore[no-untyped-def]
+        # MaxPool1d over the mask, built inside forward: its kernel fixes the sequence length at
+        # capture. The maximum of each whole window, as the pool takes (a partial last window is
+        # dropped by both).
+        batch, length = char_attention_mask.shape
+        windows = length // downsampling_rate
+        whole = char_attention_mask[:, : windows * downsampling_rate].float()
+        return whole.reshape(batch, windows, downsampling_rate).amax(dim=-1)
+
+    return downsample
+
+
 def _cpmant_attention_mask(original: Any) -> Any:
     def prepare_attention_mask(self, input_ids, span, context, length):  # type: ignore[no-untyped-def]
         # CPM-Ant counts the positions after its prompt down to 0 as a Python list,
@@ -403,6 +443,10 @@ PATCHES: tuple[Patch, ...] = (
           "loops over the sequence in Python, as Mamba's selective scan"),
     Patch("transformers.models.fsmt.modeling_fsmt", "make_padding_mask", _fsmt_padding_mask,
           "returns None when no token is padding: a branch on the data"),
+    Patch("transformers.models.canine.modeling_canine", "CanineAttention.forward", _canine_local_attention,
+          "attends block by block in a Python loop over the sequence's blocks: the length becomes a constant"),
+    Patch("transformers.models.canine.modeling_canine", "CanineModel._downsample_attention_mask", _canine_downsample_mask,
+          "max-pools the mask with a pooling module built in forward, which fixes the length"),
     Patch("transformers.models.cpmant.modeling_cpmant", "CpmAntModel._prepare_attention_mask", _cpmant_attention_mask,
           "builds a Python list of the sequence's length: the length becomes a constant"),
 )
