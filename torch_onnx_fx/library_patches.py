@@ -10,7 +10,8 @@ installs them only while a capture runs and restores the originals after, and on
 the user has already imported: nothing is imported here.
 
 Every replacement names the function it stands for; ``tests/test_library_patches.py``,
-``tests/test_longformer.py`` and ``tests/test_recurrent_models.py`` check each against the original
+``tests/test_keypoint_heatmaps.py``, ``tests/test_longformer.py``, ``tests/test_recurrent_models.py``,
+``tests/test_mixture_of_experts.py`` and ``tests/test_canine.py`` check each against the original
 in eager mode.
 """
 
@@ -118,6 +119,21 @@ def _paste_masks_in_image(original: Any) -> Any:
         return torch.where(keep, pasted, torch.zeros((), dtype=pasted.dtype))[:, None]
 
     return paste_masks_in_image
+
+
+def _heatmaps_to_keypoints(original: Any) -> Any:
+    def heatmaps_to_keypoints(maps: torch.Tensor, rois: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        # torchvision loops over the detections, resizing each one's heatmaps to its box's size:
+        # a count and sizes with no value at capture. One operator computes the same (and is a
+        # Loop in ONNX); torchvision's results are float32 whatever the maps, so only float32
+        # maps are routed through it.
+        if maps.dtype != torch.float32:
+            return original(maps, rois)
+        from torch_onnx_fx.keypoint_heatmaps import heatmap_keypoints
+
+        return heatmap_keypoints(maps, rois)
+
+    return heatmaps_to_keypoints
 
 
 def _longformer_self_attention(original: Any) -> Any:
@@ -418,6 +434,8 @@ PATCHES: tuple[Patch, ...] = (
           "takes len() of the filtered proposals, which has no value during capture"),
     Patch("torchvision.models.detection.roi_heads", "paste_masks_in_image", _paste_masks_in_image,
           "pastes masks one by one in a Python loop over the detections"),
+    Patch("torchvision.models.detection.roi_heads", "heatmaps_to_keypoints", _heatmaps_to_keypoints,
+          "resizes each detection's keypoint heatmaps to its box's size in a Python loop over the detections"),
     Patch("transformers.models.longformer.modeling_longformer", "LongformerSelfAttention.forward",
           _longformer_self_attention,
           "gathers global tokens into a set of data-dependent size and branches on whether there are any"),
