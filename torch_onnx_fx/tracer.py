@@ -30,6 +30,8 @@ from onnxscript import evaluator as onnxscript_evaluator
 from onnxscript import onnx_opset
 from onnxscript import values as onnxscript_values
 
+from torch_onnx_fx import trace_folding
+
 __all__ = ["GraphTracer", "TracingError"]
 
 logger = logging.getLogger(__name__)
@@ -341,7 +343,15 @@ class GraphTracer:
         version: int | None = None,
         infer: bool = True,
     ) -> Any:
-        """Append one node; return its output (or a tuple when ``num_outputs > 1``)."""
+        """Append one node; return its output (or a tuple when ``num_outputs > 1``).
+
+        Data movement on small constants is computed instead (:mod:`torch_onnx_fx.trace_folding`);
+        ``infer=False`` always records the node (an Identity that must be a value of its own).
+        """
+        if infer and num_outputs == 1 and version is None and domain in ("", "ai.onnx"):
+            folded = trace_folding.fold(op_type, inputs, attributes or {})
+            if folded is not None:
+                return self.constant(folded)
         attrs = [
             a if isinstance(a, ir.Attr) else ir.convenience.convert_attribute(k, a)
             for k, a in (attributes or {}).items()
