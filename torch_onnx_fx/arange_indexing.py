@@ -161,6 +161,5 @@ class ArangeIndexPass(PassBase):
             count += 1
         if count:
             # The aranges left unread go with the ONNX graph's dead nodes.
-            graph_module.recompile()
             logger.debug("%d index(es) by whole-dimension aranges made reshapes", count)
         return PassResult(graph_module, bool(count))

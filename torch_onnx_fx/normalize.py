@@ -6,8 +6,9 @@ int64 and indexes with any integer type; ONNX operators take one dtype per type 
 index with int64. Each pass here inserts ``prims.convert_element_type`` nodes (translated as a
 ``Cast``, or for complex results by the complex conversion) in front of the operands that need
 one. A pass is a ``torch.fx`` ``PassBase`` with its contract in its docstring; it changes the graph
-module in place and returns a ``PassResult`` saying whether it changed anything. :func:`normalize`
-runs them over the program's graph and every subgraph.
+in place and returns a ``PassResult`` saying whether it changed anything, leaving the module's
+generated code to its caller: :func:`normalize` runs them over the program's graph and every
+subgraph and recompiles each changed module once.
 
 Python numbers and symbolic sizes are not tensors and stay as they are here: the graph walk
 retypes them (``promotion.promote_scalars``). One pass simplifies instead: ``ArangeIndexPass``
@@ -94,7 +95,6 @@ class _ConvertingPass(PassBase):
                 count += 1
             node.args = tuple(args)
         if count:
-            graph_module.recompile()
             logger.debug("%s: %d conversion(s)", type(self).__name__, count)
         return PassResult(graph_module, bool(count))
 
@@ -255,7 +255,6 @@ class HalfPrecisionAccumulationPass(PassBase):
             node.replace_all_uses_with(back, delete_user_cb=lambda user: user is not back)
             count += 1
         if count:
-            graph_module.recompile()
             logger.debug("computing %d half-precision node(s) in float32", count)
         return PassResult(graph_module, bool(count))
 
@@ -300,7 +299,6 @@ class InPlaceToFunctionalPass(PassBase):
                         user.replace_input_with(alias, node)
             count += 1
         if count:
-            graph_module.recompile()
             logger.debug("%d in-place op(s) made functional", count)
         return PassResult(graph_module, bool(count))
 
@@ -341,7 +339,6 @@ class EffectTokenPass(PassBase):
             graph.erase_node(node)
             count += 1
         if count:
-            graph_module.recompile()
             logger.debug("EffectTokenPass: %d effectful call(s) unwrapped", count)
         return PassResult(graph_module, bool(count))
 
@@ -371,7 +368,13 @@ def normalize(program: torch.export.ExportedProgram, table: TranslationTable | N
     for module in list(program.graph_module.modules()):
         if not isinstance(module, torch.fx.GraphModule):
             continue
+        changed = False
         for normalize_pass in passes:
             result = normalize_pass(module)
-            modified = modified or bool(result and result.modified)
+            changed = changed or bool(result and result.modified)
+        if changed:
+            # Once for all the passes, not after each: regenerating a deep model's Python code
+            # costs as much as a pass's own work.
+            module.recompile()
+        modified = modified or changed
     return modified
