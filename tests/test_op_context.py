@@ -49,6 +49,34 @@ def test_context_carries_the_nodes_facts_and_a_loop_builder():
 
 def test_context_exposes_no_walk_state():
     public = {f.name for f in dataclasses.fields(OpContext) if not f.name.startswith("_")}
-    assert public == {"target", "name", "inputs", "keyword_inputs", "result", "argument_names"}
+    assert public == {"target", "name", "inputs", "keyword_inputs", "result", "argument_names", "results_read"}
     with pytest.raises(dataclasses.FrozenInstanceError):
-        OpContext("t", "n", (), {}, None, (), None).target = "other"  # type: ignore[arg-type, misc]
+        OpContext("t", "n", (), {}, None, (), None, None).target = "other"  # type: ignore[arg-type, misc]
+
+
+@pytest.mark.parametrize(
+    "forward, read",
+    [
+        (lambda x: torch.topk(x, 2, dim=0)[0] * 2, frozenset({0})),
+        (lambda x: torch.topk(x, 2, dim=0)[1] + 1, frozenset({1})),
+        (lambda x: torch.topk(x, 2, dim=0), frozenset({0, 1})),
+        (lambda x: (lambda top: top[0].sum() + top[1].sum())(torch.topk(x, 2, dim=0)), frozenset({0, 1})),
+    ],
+    ids=["values", "indices", "returned", "both"],
+)
+def test_context_says_which_results_the_model_reads(forward, read):
+    seen: list[OpContext] = []
+
+    @wants_context
+    def topk_watched(x, k, dim=-1, largest=True, sorted=True, *, ctx: OpContext):
+        seen.append(ctx)
+        values, indices = op.TopK(x, op.Constant(value_ints=[k]), axis=dim, largest=int(largest), sorted=int(sorted))
+        return values, indices
+
+    class Model(torch.nn.Module):
+        def forward(self, x):
+            return forward(x)
+
+    x = torch.randn(5, 3)
+    assert_matches_eager(Model(), (x,), custom_translation_table={torch.ops.aten.topk.default: topk_watched})
+    assert [ctx.results_read for ctx in seen] == [read]

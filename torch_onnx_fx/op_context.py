@@ -72,6 +72,10 @@ class OpContext:
     """Example value of its result."""
     argument_names: tuple[str, ...]
     """The schema's argument names, in order (empty for operators without a schema)."""
+    results_read: frozenset[int] | None
+    """For an operator returning several tensors, the positions the model reads; None when it
+    reads the result as a whole (or returns it). A translation that cannot compute one of its
+    results exactly refuses only when that result is read, and may return None for it otherwise."""
     _walk: TranslationContext = dataclasses.field(repr=False)
 
     @property

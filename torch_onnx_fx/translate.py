@@ -393,8 +393,21 @@ def _op_context(
         keyword_inputs=dict(example_kwargs),
         result=node.meta.get("val"),
         argument_names=tuple(a.name for a in schema.arguments) if schema is not None else (),
+        results_read=_results_read(node),
         _walk=ctx,
     )
+
+
+def _results_read(node: torch.fx.Node) -> frozenset[int] | None:
+    """The tuple positions of ``node``'s result that its users take apart; None when any user
+    reads the whole result."""
+    read: set[int] = set()
+    for user in node.users:
+        if user.target is not operator.getitem or not isinstance(user.args[1], int):
+            return None
+        if user.users:
+            read.add(user.args[1])
+    return frozenset(read)
 
 
 def _translation_error(node: torch.fx.Node, exc: Exception, ctx: TranslationContext) -> TranslationError:
