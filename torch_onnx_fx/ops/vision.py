@@ -9,9 +9,11 @@ imports torchvision: a model without it never reaches them.
 
 from __future__ import annotations
 
+import numpy as np
 import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
+from onnxscript import opset19
 
 from torch_onnx_fx.errors import TranslationError
 from torch_onnx_fx.op_context import OpContext
@@ -126,3 +128,110 @@ def heatmap_keypoints(maps: ir.Value, boxes: ir.Value, *, ctx: OpContext) -> tup
 
     points, peaks = ctx.loop(count, [points, peaks], one_box)
     return points, peaks
+
+
+def _float32_only(operator: str, ctx: OpContext) -> None:
+    dtype = getattr(ctx.inputs[0], "dtype", None)
+    if dtype != torch.float32:
+        # ONNX Runtime's kernel is float32 only, and computing a narrower type in float32 would
+        # round the box coordinates differently from torchvision.
+        raise TranslationError(f"{operator} is translated for float32 inputs only; got {dtype}.")
+
+
+@register("torchvision::roi_pool")
+@wants_context
+def torchvision_roi_pool(
+    input: ir.Value, rois: ir.Value, spatial_scale: float, pooled_height: int, pooled_width: int, *, ctx: OpContext
+) -> tuple[ir.Value, ir.Value | None]:
+    """roi_pool(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height,
+    SymInt pooled_width) -> (Tensor, Tensor)
+
+    ``MaxRoiPool``: both follow Caffe's RoI pooling (box corners rounded to whole pixels, bins
+    from floor/ceil of their fractional bounds, an empty bin 0). The second result, each maximum's
+    position, has no ONNX equivalent: ``torchvision.ops.roi_pool`` discards it, and a model that
+    reads it is refused.
+    """
+    _float32_only("torchvision::roi_pool", ctx)
+    if ctx.results_read is None or 1 in ctx.results_read:
+        raise TranslationError(
+            "torchvision::roi_pool's second result (the position of each maximum) has no ONNX "
+            "equivalent; only its pooled values can be exported."
+        )
+    pooled = op.MaxRoiPool(input, rois, pooled_shape=[int(pooled_height), int(pooled_width)], spatial_scale=float(spatial_scale))
+    return pooled, None
+
+
+@register("torchvision::ps_roi_align", min_opset=16)
+@wants_context
+def torchvision_ps_roi_align(
+    input: ir.Value, rois: ir.Value, spatial_scale: float, pooled_height: int, pooled_width: int, sampling_ratio: int,
+    *, ctx: OpContext,
+) -> tuple[ir.Value, ir.Value]:
+    """ps_roi_align(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height,
+    SymInt pooled_width, int sampling_ratio) -> (Tensor, Tensor)
+
+    Position-sensitive RoIAlign: output channel ``c`` at bin ``(i, j)`` averages input channel
+    ``(c * pooled_height + i) * pooled_width + j`` over that bin alone. Each bin is computed as
+    ``RoiAlign`` computes it with half-pixel coordinates (torchvision's kernels share the sampling
+    and interpolation, and neither clamps the box to a pixel here), so the translation runs
+    ``RoiAlign`` over every channel and gathers each output channel's own bin: exact, at
+    ``pooled_height * pooled_width`` times the work. One difference is made explicit: with an
+    adaptive sampling grid, a box so thin that a bin gets no sampling point divides 0 by 0 in
+    torchvision (NaN) where ``RoiAlign`` gives 0.
+    """
+    _float32_only("torchvision::ps_roi_align", ctx)
+    height, width = int(pooled_height), int(pooled_width)
+    bins = height * width
+    aligned = torchvision_roi_align(input, rois, spatial_scale, height, width, sampling_ratio, True)
+    # (boxes, out_channels * bins, h, w) -> (boxes, out_channels, bins, bins): input channel
+    # c * bins + b at bin b' sits at [.., c, b, b']; each output keeps b == b'.
+    square = op.Reshape(aligned, op.Constant(value_ints=[0, -1, bins, bins]))
+    diagonal = op.Constant(value=ir.tensor(np.arange(bins, dtype=np.int64).reshape(1, 1, bins, 1)))
+    taken = op.GatherElements(square, op.Expand(diagonal, op.Concat(op.Shape(square, start=0, end=2), op.Constant(value_ints=[bins, 1]), axis=0)), axis=3)
+    pooled = op.Reshape(taken, op.Concat(op.Shape(square, start=0, end=2), op.Constant(value_ints=[height, width]), axis=0))
+    if int(sampling_ratio) <= 0:
+        one = op.Constant(value_ints=[1])
+
+        def extent(start: int) -> ir.Value:
+            # torchvision's arithmetic: both corners scaled and shifted by half a pixel, then subtracted.
+            scale, half = op.Constant(value_float=float(spatial_scale)), op.Constant(value_float=0.5)
+            low = op.Sub(op.Mul(op.Slice(rois, op.Constant(value_ints=[start]), op.Constant(value_ints=[start + 1]), one), scale), half)
+            high = op.Sub(op.Mul(op.Slice(rois, op.Constant(value_ints=[start + 2]), op.Constant(value_ints=[start + 3]), one), scale), half)
+            return op.Sub(high, low)
+
+        grid_h = op.Ceil(op.Div(extent(2), op.Constant(value_float=float(height))))
+        grid_w = op.Ceil(op.Div(extent(1), op.Constant(value_float=float(width))))
+        empty = op.Reshape(op.Equal(op.Mul(grid_h, grid_w), op.Constant(value_float=0.0)), op.Constant(value_ints=[-1, 1, 1, 1]))
+        pooled = op.Where(empty, op.Constant(value_float=float("nan")), pooled)
+    channels = np.arange(ctx.result[0].shape[1] * bins, dtype=np.int32).reshape(1, -1, height, width)
+    mapping = op.Expand(op.Constant(value=ir.tensor(channels)), op.Shape(pooled))
+    return pooled, mapping
+
+
+@register("torchvision::deform_conv2d", min_opset=19)
+@wants_context
+def torchvision_deform_conv2d(
+    input: ir.Value, weight: ir.Value, offset: ir.Value, mask: ir.Value, bias: ir.Value,
+    stride_h: int, stride_w: int, pad_h: int, pad_w: int, dilation_h: int, dilation_w: int,
+    groups: int, offset_groups: int, use_mask: bool, *, ctx: OpContext,
+) -> ir.Value:
+    """deform_conv2d(Tensor input, Tensor weight, Tensor offset, Tensor mask, Tensor bias,
+    SymInt stride_h, SymInt stride_w, SymInt pad_h, SymInt pad_w, SymInt dilation_h,
+    SymInt dilation_w, SymInt groups, SymInt offset_groups, bool use_mask) -> Tensor
+
+    ``DeformConv``, whose offset and mask layouts are torchvision's ((y, x) pairs per kernel
+    position and offset group); the mask goes in only when ``use_mask`` (torchvision passes an
+    empty one otherwise).
+    """
+    dtype = getattr(ctx.inputs[0], "dtype", None)
+    if dtype not in (torch.float32, torch.float64):
+        raise TranslationError(f"torchvision::deform_conv2d is translated for float32 and float64 inputs; got {dtype}.")
+    inputs = [input, weight, offset, bias] + ([mask] if use_mask else [])
+    return opset19.DeformConv(
+        *inputs,
+        strides=[int(stride_h), int(stride_w)],
+        pads=[int(pad_h), int(pad_w), int(pad_h), int(pad_w)],
+        dilations=[int(dilation_h), int(dilation_w)],
+        group=int(groups),
+        offset_group=int(offset_groups),
+    )
