@@ -30,29 +30,17 @@ import onnx
 import onnx_ir as ir
 
 from torch_onnx_fx import float64_kernels
+from torch_onnx_fx.kernel_table import Kernel, cpu_kernels
 
 __all__ = ["KernelGapPass", "has_cpu_kernel"]
 
 logger = logging.getLogger(__name__)
 
-_Kernel = tuple[int, int, dict[str, frozenset[str]]]
-
 
 @functools.lru_cache(maxsize=1)
-def _cpu_kernels() -> dict[str, list[_Kernel]]:
-    """ONNX Runtime's CPU kernels of the default domain: op type -> (since, until, type constraints)."""
-    try:
-        from onnxruntime.capi import _pybind_state
-    except ImportError:  # no runtime installed: nothing to adapt to
-        return {}
-    table: dict[str, list[_Kernel]] = {}
-    for kernel in _pybind_state.get_all_opkernel_def():
-        if kernel.provider != "CPUExecutionProvider" or kernel.domain not in ("", "ai.onnx"):
-            continue
-        since, until = kernel.version_range
-        constraints = {name: frozenset(types) for name, types in kernel.type_constraints.items()}
-        table.setdefault(kernel.op_name, []).append((since, until, constraints))
-    return table
+def _cpu_kernels() -> dict[str, list[Kernel]]:
+    """ONNX Runtime's CPU kernels of the default domain (:mod:`torch_onnx_fx.kernel_table`)."""
+    return cpu_kernels()
 
 
 def _type_name(dtype: ir.DataType) -> str:
