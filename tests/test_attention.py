@@ -87,3 +87,22 @@ def test_float64_attention_is_exact(opset):
     q, k, v = (t.double() for t in _qkv())
     program = assert_matches_eager(Attention().eval(), (q, k, v, _bool_mask()), opset_version=opset, rtol=1e-12, atol=1e-12)
     assert "Attention" not in {node.op_type for node in program.model_proto.graph.node}
+
+
+@pytest.mark.parametrize("name", ["bool-mask-fully-masked-rows", "gqa-causal", "float-mask-inf-rows"])
+def test_onnxruntime_symbolic_shape_inference_types_every_output(name):
+    """ONNX Runtime's transformer tools run its symbolic shape inference first; it types the
+    written-out attention (default opset) with symbolic batch and lengths. (It knows no
+    ReduceMax with axes as an input: a flag computed so left the output untyped.)"""
+    from onnxruntime.tools.symbolic_shape_infer import SymbolicShapeInference
+
+    module, inputs = CASES[name]
+    batch, rows = torch.export.Dim("batch"), torch.export.Dim("rows")
+    args = inputs()
+    shapes = [{0: batch, 2: rows} if i == 0 else {0: batch} for i in range(len(args))]
+    if name == "bool-mask-fully-masked-rows":
+        shapes[3] = {0: batch, 2: rows}
+    program = assert_matches_eager(module, args, dynamic_shapes=tuple(shapes))
+    inferred = SymbolicShapeInference.infer_shapes(program.model_proto, auto_merge=True)
+    output = inferred.graph.output[0].type.tensor_type.shape
+    assert len(output.dim) == 4

@@ -266,7 +266,7 @@ def aten_sdpa(
         # throughout, and its output row is set to zeros by the mask's own "any key" flag, one
         # per query row shared by every head: cheaper than masking every head's weights.
         weights = op.Softmax(op.Where(attn_mask, scores, op.CastLike(float("-inf"), scores)), axis=-1)
-        any_key = op.Cast(op.ReduceMax(op.Cast(attn_mask, to=ir.DataType.INT32), op.Constant(value_ints=[-1]), keepdims=1), to=ir.DataType.BOOL)
+        any_key = op.Cast(op.ReduceSum(op.Cast(attn_mask, to=ir.DataType.INT32), op.Constant(value_ints=[-1]), keepdims=1), to=ir.DataType.BOOL)
         return op.Where(any_key, op.MatMul(weights, value), op.CastLike(0.0, value))
     weights = op.Softmax(op.Add(scores, op.CastLike(attn_mask, scores)), axis=-1)
     weights = op.Where(op.IsNaN(weights), op.CastLike(0.0, weights), weights)
