@@ -136,8 +136,9 @@ def render(machine: dict[str, Any], records: list[dict[str, Any]]) -> str:
         f"{machine['date']} (`{machine.get('command', 'python tools/depth_bench.py')}`); rows it did not measure "
         f"are from earlier runs ({_earlier_commits(machine, records)}). Each export runs in a fresh process; *capture* is `torch.export.export` alone, "
         "the floor every exporter built on it pays. *post-capture* is torch_onnx_fx's time after capture "
-        "(translate, optimize and the rest). Each process then exports the model a second time: that "
-        "table shows what an export costs once the libraries are loaded. Models from small configs with random weights, sequence 16.",
+        "(translate, optimize and the rest). Each process then exports the model twice more: the faster of "
+        "those, in a table of its own, is what an export costs once the libraries are loaded. Peak RSS is the "
+        "first export's. Models from small configs with random weights, sequence 16.",
         "",
     ]
     by_key = {(r["model"], r["layers"], r["exporter"]): r for r in records}
