@@ -106,3 +106,15 @@ def test_onnxruntime_symbolic_shape_inference_types_every_output(name):
     inferred = SymbolicShapeInference.infer_shapes(program.model_proto, auto_merge=True)
     output = inferred.graph.output[0].type.tensor_type.shape
     assert len(output.dim) == 4
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_query_without_keys_keeps_non_finite_values_as_aten_does(bad):
+    """ATen gives a query row without keys 0 * value summed over the keys: zeros, but NaN in each
+    column where a value is NaN or infinite. Only that column: the others stay 0."""
+    q, k, v = _qkv()
+    v[0, :, 2, 1] = bad
+    mask = _bool_mask()
+    program = assert_matches_eager(Attention().eval(), (q, k, v, mask))
+    (out,) = program(q, k, v, mask)
+    assert torch.isnan(out[0, :, 0, 1]).all() and torch.equal(out[0, :, 0, 0], torch.zeros_like(out[0, :, 0, 0]))

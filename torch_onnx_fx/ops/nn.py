@@ -263,11 +263,14 @@ def aten_sdpa(
         return op.MatMul(op.Softmax(scores, axis=-1), value)
     if attn_mask.dtype == ir.DataType.BOOL:
         # Masked keys get exactly 0 from the Softmax (exp(-inf)); a row with no key left is NaN
-        # throughout, and its output row is set to zeros by the mask's own "any key" flag, one
-        # per query row shared by every head: cheaper than masking every head's weights.
+        # throughout, and its output row is replaced using the mask's own "any key" flag, one per
+        # query row shared by every head: cheaper than masking every head's weights. ATen gives
+        # such a row its zero weights times the values, summed over the keys: 0, or NaN in every
+        # column where some value is not finite — which is what summing 0 * value computes.
         weights = op.Softmax(op.Where(attn_mask, scores, op.CastLike(float("-inf"), scores)), axis=-1)
         any_key = op.Cast(op.ReduceSum(op.Cast(attn_mask, to=ir.DataType.INT32), op.Constant(value_ints=[-1]), keepdims=1), to=ir.DataType.BOOL)
-        return op.Where(any_key, op.MatMul(weights, value), op.CastLike(0.0, value))
+        no_key_row = op.ReduceSum(op.Mul(value, op.CastLike(0.0, value)), op.Constant(value_ints=[-2]), keepdims=1)
+        return op.Where(any_key, op.MatMul(weights, value), no_key_row)
     weights = op.Softmax(op.Add(scores, op.CastLike(attn_mask, scores)), axis=-1)
     weights = op.Where(op.IsNaN(weights), op.CastLike(0.0, weights), weights)
     return op.MatMul(weights, value)
