@@ -101,6 +101,10 @@ def test_roi_pool_matches_torchvision(scale):
     features = torch.randn(2, 3, 16, 16)
     assert_matches_eager(Pool(), (features, _ROIS), rtol=0, atol=0)
     assert_matches_eager(Pool(), (-features.abs(), _ROIS), rtol=0, atol=0)
+    # torchvision's maximum skips NaN, wherever it lies in the bin
+    spotted = features.clone()
+    spotted[:, :, ::3, 1::2] = float("nan")
+    assert_matches_eager(Pool(), (spotted, _ROIS), rtol=0, atol=0)
 
 
 @pytest.mark.skipif(not HAS_TORCHVISION, reason="roi_pool's reference is torchvision itself (its own environment)")
@@ -131,7 +135,12 @@ def test_ps_roi_align_matches_torchvision(sampling_ratio):
 
     # A box thin enough that a bin gets no sampling point (adaptive grid): NaN in torchvision.
     rois = torch.cat([_ROIS, torch.tensor([[0, 5.0, 5.0, 5.0, 9.0]])])
-    assert_matches_eager(Align(), (torch.randn(2, 12, 16, 16), rois), rtol=1e-5, atol=1e-6)
+    features = torch.randn(2, 12, 16, 16)
+    boxes = torch.export.Dim("boxes")
+    assert_matches_eager(
+        Align(), (features, rois), rtol=1e-5, atol=1e-6, dynamic_shapes=(None, {0: boxes}),
+        more_inputs=[((features, rois[:0]), {})],  # no proposals at all
+    )
 
 
 @pytest.mark.skipif(not HAS_TORCHVISION, reason="ps_roi_align's reference is torchvision itself (its own environment)")

@@ -79,7 +79,8 @@ def heatmap_keypoints(maps: ir.Value, boxes: ir.Value, *, ctx: OpContext) -> tup
     One iteration per box: its maps resized (bicubic, half-pixel centres, A = -0.75, edges
     repeated: ``F.interpolate(mode="bicubic", align_corners=False)``'s rule) to the box's size
     rounded up to whole pixels, each map's first peak, and the peak's pixel centre scaled back to
-    the box. Each iteration writes its box's rows into buffers the size of the result, so no boxes
+    the box. ONNX Runtime's cubic weights round differently from ATen's: where two pixels of a
+    resized map are within float32 rounding of each other, the other one may be the peak. Each iteration writes its box's rows into buffers the size of the result, so no boxes
     give empty results of the right shape.
     """
     if ctx.inputs[0].dtype != torch.float32:
@@ -147,11 +148,15 @@ def torchvision_roi_pool(
     SymInt pooled_width) -> (Tensor, Tensor)
 
     ``MaxRoiPool``: both follow Caffe's RoI pooling (box corners rounded to whole pixels, bins
-    from floor/ceil of their fractional bounds, an empty bin 0). The second result, each maximum's
+    from floor/ceil of their fractional bounds, an empty bin 0); NaN features, which torchvision's
+    maximum skips, go in as -inf. The second result, each maximum's
     position, has no ONNX equivalent: ``torchvision.ops.roi_pool`` discards it, and a model that
     reads it is refused.
     """
     _float32_only("torchvision::roi_pool", ctx)
+    # torchvision's running maximum skips NaN (``value > max`` is false); ONNX Runtime's does not.
+    # -inf is skipped by both, and a bin of nothing else gives both their -FLT_MAX start.
+    input = op.Where(op.IsNaN(input), op.Constant(value_float=float("-inf")), input)
     if ctx.results_read is None or 1 in ctx.results_read:
         raise TranslationError(
             "torchvision::roi_pool's second result (the position of each maximum) has no ONNX "
@@ -185,7 +190,10 @@ def torchvision_ps_roi_align(
     aligned = torchvision_roi_align(input, rois, spatial_scale, height, width, sampling_ratio, True)
     # (boxes, out_channels * bins, h, w) -> (boxes, out_channels, bins, bins): input channel
     # c * bins + b at bin b' sits at [.., c, b, b']; each output keeps b == b'.
-    square = op.Reshape(aligned, op.Constant(value_ints=[0, -1, bins, bins]))
+    # The output channel count is static; the box count may be 0, which Reshape's 0 would copy
+    # beside a -1 (invalid).
+    out_channels = int(ctx.result[0].shape[1])
+    square = op.Reshape(aligned, op.Constant(value_ints=[-1, out_channels, bins, bins]))
     diagonal = op.Constant(value=ir.tensor(np.arange(bins, dtype=np.int64).reshape(1, 1, bins, 1)))
     taken = op.GatherElements(square, op.Expand(diagonal, op.Concat(op.Shape(square, start=0, end=2), op.Constant(value_ints=[bins, 1]), axis=0)), axis=3)
     pooled = op.Reshape(taken, op.Concat(op.Shape(square, start=0, end=2), op.Constant(value_ints=[height, width]), axis=0))
@@ -203,7 +211,7 @@ def torchvision_ps_roi_align(
         grid_w = op.Ceil(op.Div(extent(1), op.Constant(value_float=float(width))))
         empty = op.Reshape(op.Equal(op.Mul(grid_h, grid_w), op.Constant(value_float=0.0)), op.Constant(value_ints=[-1, 1, 1, 1]))
         pooled = op.Where(empty, op.Constant(value_float=float("nan")), pooled)
-    channels = np.arange(ctx.result[0].shape[1] * bins, dtype=np.int32).reshape(1, -1, height, width)
+    channels = np.arange(out_channels * bins, dtype=np.int32).reshape(1, -1, height, width)
     mapping = op.Expand(op.Constant(value=ir.tensor(channels)), op.Shape(pooled))
     return pooled, mapping
 
