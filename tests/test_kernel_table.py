@@ -29,7 +29,7 @@ def test_cached_table_is_the_runtimes(cache_home):
     assert kernel_table.cpu_kernels() == live
 
 
-@pytest.mark.parametrize("content", ["", "{not json", '{"kernels": {"Gemm": [[1]]}}', '{"kernels": 3}'])
+@pytest.mark.parametrize("content", ["", "{not json", '{"kernels": {"Gemm": [[1]]}}', '{"kernels": 3}', '{"kernels": {}}'])
 def test_a_broken_cache_is_replaced(cache_home, content):
     path = kernel_table.cache_file()
     path.parent.mkdir(parents=True)
@@ -59,3 +59,25 @@ def test_export_with_a_warm_cache_does_not_load_the_runtime(cache_home):
     # The first export on a machine reads the runtime's table; every later one the cache.
     assert first.stdout.strip().splitlines()[-1] == "loaded"
     assert second.stdout.strip().splitlines()[-1] == "not loaded"
+
+
+def test_an_unreadable_cache_is_skipped(cache_home, monkeypatch):
+    # As a user without permission on the folder sees it (root reads anything, so simulated).
+    kernel_table.cpu_kernels()
+    path = kernel_table.cache_file()
+    original = type(path).read_text
+
+    def denied(self, *args, **kwargs):
+        if self == path:
+            raise PermissionError(13, "Permission denied", str(self))
+        return original(self, *args, **kwargs)
+
+    def denied_exists(self, *args, **kwargs):
+        if self == path:  # what Python 3.11's exists() does on EACCES
+            raise PermissionError(13, "Permission denied", str(self))
+        return original_exists(self, *args, **kwargs)
+
+    original_exists = type(path).exists
+    monkeypatch.setattr(type(path), "read_text", denied)
+    monkeypatch.setattr(type(path), "exists", denied_exists)
+    assert kernel_table.cpu_kernels() == kernel_table._from_runtime()

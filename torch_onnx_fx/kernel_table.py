@@ -104,7 +104,8 @@ def cpu_kernels() -> dict[str, list[Kernel]]:
     """ONNX Runtime's CPU kernels of the default domain: op type -> kernels; empty without a
     runtime."""
     path = cache_file()
-    table = _read(path) if path is not None and path.exists() else None
+    # An empty table is never trusted: it would turn the kernel-gap pass off.
+    table = (_read(path) or None) if path is not None else None
     if table is None:
         table = _from_runtime()
         if table and path is not None:
