@@ -229,10 +229,10 @@ def aten_sdpa(
     float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor
 
     softmax(q k^T * scale + mask) v over the last two dims, any leading dims. A query row whose
-    keys are all masked out gives zeros, as ATen does: with a boolean mask the output rows of
-    queries without any key are zeroed (torchlib's translation fills masked scores with the
-    lowest float instead, so such a row averages every value: silently wrong on padded
-    positions); with a float mask a row of -inf gives NaN weights, replaced by zeros.
+    keys are all masked out gives zeros, as ATen does: with a boolean mask the weights are
+    masked again after the Softmax (torchlib's translation fills masked scores with the lowest
+    float instead, so such a row averages every value: silently wrong on padded positions);
+    with a float mask a row of -inf gives NaN weights, replaced by zeros.
     """
     if enable_gqa:
         key, value = _repeat_heads(key, query), _repeat_heads(value, query)
@@ -260,19 +260,13 @@ def aten_sdpa(
             ahead = op.Where(allowed, op.CastLike(0.0, attn_mask), op.CastLike(float("-inf"), attn_mask))
             attn_mask = op.Add(attn_mask, ahead)
     if attn_mask is None:
-        return op.MatMul(op.Softmax(scores, axis=-1), value)
-    if attn_mask.dtype == ir.DataType.BOOL:
-        # Masked keys get exactly 0 from the Softmax (exp(-inf)); a row with no key left is NaN
-        # throughout, and its output row is replaced using the mask's own "any key" flag, one per
-        # query row shared by every head: cheaper than masking every head's weights. ATen gives
-        # such a row its zero weights times the values, summed over the keys: 0, or NaN in every
-        # column where some value is not finite — which is what summing 0 * value computes.
-        weights = op.Softmax(op.Where(attn_mask, scores, op.CastLike(float("-inf"), scores)), axis=-1)
-        any_key = op.Cast(op.ReduceSum(op.Cast(attn_mask, to=ir.DataType.INT32), op.Constant(value_ints=[-1]), keepdims=1), to=ir.DataType.BOOL)
-        no_key_row = op.ReduceSum(op.Mul(value, op.CastLike(0.0, value)), op.Constant(value_ints=[-2]), keepdims=1)
-        return op.Where(any_key, op.MatMul(weights, value), no_key_row)
-    weights = op.Softmax(op.Add(scores, op.CastLike(attn_mask, scores)), axis=-1)
-    weights = op.Where(op.IsNaN(weights), op.CastLike(0.0, weights), weights)
+        weights = op.Softmax(scores, axis=-1)
+    elif attn_mask.dtype == ir.DataType.BOOL:
+        zero = op.CastLike(0.0, scores)
+        weights = op.Where(attn_mask, op.Softmax(op.Where(attn_mask, scores, op.CastLike(float("-inf"), scores)), axis=-1), zero)
+    else:
+        weights = op.Softmax(op.Add(scores, op.CastLike(attn_mask, scores)), axis=-1)
+        weights = op.Where(op.IsNaN(weights), op.CastLike(0.0, weights), weights)
     return op.MatMul(weights, value)
 
 
