@@ -67,6 +67,8 @@ NOT_FOLDED = [
     # malformed: left for shape inference to name
     ("Reshape", [np.arange(6, dtype=np.int64), np.array([4, -1], dtype=np.int64)], {}),
     ("Squeeze", [np.ones((2, 3), dtype=np.int64), np.array([0], dtype=np.int64)], {}),
+    # empty axes: squeezes every size-1 dimension in ONNX Runtime, nothing in numpy
+    ("Squeeze", [np.ones((1, 3, 1), dtype=np.int64), np.zeros((0,), dtype=np.int64)], {}),
     ("Concat", [np.array([1], dtype=np.int64), np.array([1], dtype=np.int32)], {"axis": 0}),
     # computes rather than moves
     ("Add", [np.array([1], dtype=np.int64), np.array([1], dtype=np.int64)], {}),

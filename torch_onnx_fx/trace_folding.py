@@ -91,6 +91,8 @@ def _squeeze(arrays: list[np.ndarray], attributes: Mapping[str, Any]) -> np.ndar
     if len(arrays) != 2 or "axes" in attributes:
         return None
     data, axes = arrays
+    if axes.size == 0:
+        return None  # empty axes: ONNX Runtime squeezes every size-1 dimension
     normalized = _normalized_axes(axes, data.ndim)
     if normalized is None or any(data.shape[a] != 1 for a in normalized):
         return None
