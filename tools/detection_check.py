@@ -97,14 +97,9 @@ def matched(expected: dict[str, torch.Tensor], actual: list[torch.Tensor]) -> tu
         close_box = ((boxes - box).abs() <= _ATOL + _RTOL * box.abs()).all(-1)
         same = labels == label
         candidates = same & close_score & close_box
-        if "masks" in named and bool(candidates.any()):
-            # Mask R-CNN: the matched detection's mask (probabilities) must match too.
-            reference = expected["masks"][rank]
-            close_mask = ((named["masks"] - reference).abs() <= _ATOL + _RTOL * reference.abs()).flatten(1).all(1)
-            candidates = candidates & close_mask
-        for part in ("keypoints", "keypoints_scores"):
-            # Keypoint R-CNN: the matched detection's keypoints (x, y, visibility) and their
-            # heatmap peaks must match too.
+        for part in ("masks", "keypoints", "keypoints_scores"):
+            # Mask R-CNN: the matched detection's mask (probabilities) must match too; Keypoint
+            # R-CNN: its keypoints (x, y, visibility) and their heatmap peaks.
             if part in named and bool(candidates.any()):
                 reference = expected[part][rank]
                 close = ((named[part] - reference).abs() <= _ATOL + _RTOL * reference.abs()).flatten(1).all(1)

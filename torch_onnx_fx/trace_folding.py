@@ -15,15 +15,12 @@ ONNX shape inference will then name), is recorded as a node as before.
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import onnx_ir as ir
 
 __all__ = ["SIZE_LIMIT", "fold"]
-
-logger = logging.getLogger(__name__)
 
 # Shape arithmetic is a handful of elements; a larger constant may be a weight, whose folding
 # (and storage size) is the optimizer's to decide.

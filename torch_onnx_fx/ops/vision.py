@@ -79,13 +79,13 @@ def heatmap_keypoints(maps: ir.Value, boxes: ir.Value, *, ctx: OpContext) -> tup
     One iteration per box: its maps resized (bicubic, half-pixel centres, A = -0.75, edges
     repeated: ``F.interpolate(mode="bicubic", align_corners=False)``'s rule) to the box's size
     rounded up to whole pixels, each map's first peak, and the peak's pixel centre scaled back to
-    the box. ONNX Runtime's cubic weights round differently from ATen's: where two pixels of a
-    resized map are within float32 rounding of each other, the other one may be the peak. Each iteration writes its box's rows into buffers the size of the result, so no boxes
-    give empty results of the right shape.
+    the box. Each iteration writes its box's rows into buffers the size of the result, so no
+    boxes give empty results of the right shape. ONNX Runtime's cubic weights round differently
+    from ATen's: where two pixels of a resized map are within float32 rounding of each other, the
+    other one may be the peak.
     """
-    if ctx.inputs[0].dtype != torch.float32:
-        # torchvision's decoding is float32 whatever the maps; only float32 maps are routed here.
-        raise TranslationError(f"heatmap_keypoints decodes float32 heatmaps; got {ctx.inputs[0].dtype}.")
+    # torchvision's decoding is float32 whatever the maps; only float32 maps are routed here.
+    _refuse_other_dtypes("torch_onnx_fx::heatmap_keypoints", ctx, torch.float32)
     joints = op.Shape(maps, start=1, end=2)
     count = op.Squeeze(op.Shape(maps, start=0, end=1))
     points = op.Expand(op.Constant(value_float=0.0), op.Concat(op.Shape(boxes, start=0, end=1), joints, op.Constant(value_ints=[3]), axis=0))
@@ -131,12 +131,12 @@ def heatmap_keypoints(maps: ir.Value, boxes: ir.Value, *, ctx: OpContext) -> tup
     return points, peaks
 
 
-def _float32_only(operator: str, ctx: OpContext) -> None:
+def _refuse_other_dtypes(operator: str, ctx: OpContext, *dtypes: torch.dtype) -> None:
+    """A TranslationError unless the first input is of one of ``dtypes``."""
     dtype = getattr(ctx.inputs[0], "dtype", None)
-    if dtype != torch.float32:
-        # ONNX Runtime's kernel is float32 only, and computing a narrower type in float32 would
-        # round the box coordinates differently from torchvision.
-        raise TranslationError(f"{operator} is translated for float32 inputs only; got {dtype}.")
+    if dtype not in dtypes:
+        names = " and ".join(str(d).removeprefix("torch.") for d in dtypes)
+        raise TranslationError(f"{operator} is translated for {names} inputs only; got {dtype}.")
 
 
 @register("torchvision::roi_pool")
@@ -153,15 +153,17 @@ def torchvision_roi_pool(
     position, has no ONNX equivalent: ``torchvision.ops.roi_pool`` discards it, and a model that
     reads it is refused.
     """
-    _float32_only("torchvision::roi_pool", ctx)
-    # torchvision's running maximum skips NaN (``value > max`` is false); ONNX Runtime's does not.
-    # -inf is skipped by both, and a bin of nothing else gives both their -FLT_MAX start.
-    input = op.Where(op.IsNaN(input), op.Constant(value_float=float("-inf")), input)
+    # ONNX Runtime's kernel is float32 only, and computing a narrower type in float32 would round
+    # the box coordinates differently from torchvision.
+    _refuse_other_dtypes("torchvision::roi_pool", ctx, torch.float32)
     if ctx.results_read is None or 1 in ctx.results_read:
         raise TranslationError(
             "torchvision::roi_pool's second result (the position of each maximum) has no ONNX "
             "equivalent; only its pooled values can be exported."
         )
+    # torchvision's running maximum skips NaN (``value > max`` is false); ONNX Runtime's does not.
+    # -inf is skipped by both, and a bin of nothing else gives both their -FLT_MAX start.
+    input = op.Where(op.IsNaN(input), op.Constant(value_float=float("-inf")), input)
     pooled = op.MaxRoiPool(input, rois, pooled_shape=[int(pooled_height), int(pooled_width)], spatial_scale=float(spatial_scale))
     return pooled, None
 
@@ -184,7 +186,7 @@ def torchvision_ps_roi_align(
     adaptive sampling grid, a box so thin that a bin gets no sampling point divides 0 by 0 in
     torchvision (NaN) where ``RoiAlign`` gives 0.
     """
-    _float32_only("torchvision::ps_roi_align", ctx)
+    _refuse_other_dtypes("torchvision::ps_roi_align", ctx, torch.float32)  # as roi_pool
     height, width = int(pooled_height), int(pooled_width)
     bins = height * width
     aligned = torchvision_roi_align(input, rois, spatial_scale, height, width, sampling_ratio, True)
@@ -195,8 +197,9 @@ def torchvision_ps_roi_align(
     out_channels = int(ctx.result[0].shape[1])
     square = op.Reshape(aligned, op.Constant(value_ints=[-1, out_channels, bins, bins]))
     diagonal = op.Constant(value=ir.tensor(np.arange(bins, dtype=np.int64).reshape(1, 1, bins, 1)))
-    taken = op.GatherElements(square, op.Expand(diagonal, op.Concat(op.Shape(square, start=0, end=2), op.Constant(value_ints=[bins, 1]), axis=0)), axis=3)
-    pooled = op.Reshape(taken, op.Concat(op.Shape(square, start=0, end=2), op.Constant(value_ints=[height, width]), axis=0))
+    boxes_channels = op.Shape(square, start=0, end=2)
+    taken = op.GatherElements(square, op.Expand(diagonal, op.Concat(boxes_channels, op.Constant(value_ints=[bins, 1]), axis=0)), axis=3)
+    pooled = op.Reshape(taken, op.Concat(boxes_channels, op.Constant(value_ints=[height, width]), axis=0))
     if int(sampling_ratio) <= 0:
         one = op.Constant(value_ints=[1])
 
@@ -231,9 +234,7 @@ def torchvision_deform_conv2d(
     position and offset group); the mask goes in only when ``use_mask`` (torchvision passes an
     empty one otherwise).
     """
-    dtype = getattr(ctx.inputs[0], "dtype", None)
-    if dtype not in (torch.float32, torch.float64):
-        raise TranslationError(f"torchvision::deform_conv2d is translated for float32 and float64 inputs; got {dtype}.")
+    _refuse_other_dtypes("torchvision::deform_conv2d", ctx, torch.float32, torch.float64)  # ONNX Runtime's kernels
     inputs = [input, weight, offset, bias] + ([mask] if use_mask else [])
     return opset19.DeformConv(
         *inputs,
