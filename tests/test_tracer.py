@@ -56,3 +56,35 @@ def test_reused_types_are_not_shared_between_values():
     third = _transpose(_value("g", ["batch", 3, 5]), [2, 0, 1])
     infer_node(third, 18, cache)
     assert third.outputs[0].dtype == ir.DataType.FLOAT
+
+
+def test_constant_calls_become_shared_typed_constants():
+    from onnxscript import onnx_opset
+
+    from torch_onnx_fx.tracer import GraphTracer
+
+    op = onnx_opset.opset18
+    tracer = GraphTracer(ir.Graph([], [], nodes=[], name="g"), 18)
+    with tracer.active():
+        ints = op.Constant(value_ints=[2, -1])
+        again = op.Constant(value_ints=[2, -1])
+        one = op.Constant(value_int=3)
+        floats = op.Constant(value_floats=[0.1, 2.0])
+        text = op.Constant(value_string="a")
+        tensor = op.Constant(value=ir.tensor(np.arange(6, dtype=np.float16).reshape(2, 3)))
+        strings = op.Constant(value_strings=["a", "b"])
+    assert again is ints
+    expected = [
+        (ints, ir.DataType.INT64, (2,), np.array([2, -1])),
+        (one, ir.DataType.INT64, (), np.array(3)),
+        (floats, ir.DataType.FLOAT, (2,), np.array([0.1, 2.0], dtype=np.float32)),
+        (tensor, ir.DataType.FLOAT16, (2, 3), np.arange(6, dtype=np.float16).reshape(2, 3)),
+    ]
+    for value, dtype, shape, data in expected:
+        assert value.dtype == dtype and tuple(value.shape) == shape
+        np.testing.assert_array_equal(value.const_value.numpy(), data)
+        assert value.const_value.numpy().dtype == data.dtype
+    assert text.dtype == ir.DataType.STRING and text.const_value.numpy().item() == "a"
+    # A form constant() does not make is still a node, typed by ONNX inference.
+    assert strings.const_value is None and strings.dtype == ir.DataType.STRING and tuple(strings.shape) == (2,)
+    assert [n.op_type for n in tracer.graph] == ["Constant"] * 6  # the repeated call made none

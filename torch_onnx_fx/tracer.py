@@ -91,6 +91,41 @@ def _python_typed(param: ir.schemas.Parameter) -> bool:
     return ir.SequenceType in kinds and ir.OptionalType in kinds
 
 
+# Constant attributes whose value constant() takes as is, with the dtype ONNX gives it.
+_CONSTANT_ATTRIBUTES = {
+    "value_int": ir.DataType.INT64,
+    "value_ints": ir.DataType.INT64,
+    "value_float": ir.DataType.FLOAT,
+    "value_floats": ir.DataType.FLOAT,
+    "value_string": ir.DataType.STRING,
+}
+
+
+def _constant_literal(attributes: Mapping[str, Any]) -> tuple[Any, ir.DataType | None] | None:
+    """What an ``op.Constant(...)`` call holds, as ``constant()``'s arguments; None for forms left
+    to a node of their own (sparse values, string lists).
+
+    Translations write ``op.Constant(value_ints=[...])`` for every axis and shape piece (torchlib's
+    slice and reshape helpers make several per call). Made through ``constant()`` they are
+    shared, typed without ONNX inference and visible to trace folding.
+    """
+    if len(attributes) != 1:
+        return None
+    ((name, attr),) = attributes.items()
+    if name == "value":
+        # Checked by attribute type, not isinstance(TensorProtocol): see constant().
+        if isinstance(attr, ir.Attr) and attr.type == ir.AttributeType.TENSOR:
+            return attr.value, None
+        return (attr, None) if isinstance(attr, np.ndarray) else None
+    value = attr.value if isinstance(attr, ir.Attr) else attr
+    dtype = _CONSTANT_ATTRIBUTES.get(name)
+    if dtype is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return list(value), dtype
+    return value, dtype
+
+
 def _value_dtype(value: Any) -> ir.DataType | None:
     if isinstance(value, ir.Value):
         return value.dtype
@@ -295,12 +330,15 @@ class GraphTracer:
             if dtype == ir.DataType.STRING:
                 tensor = ir.StringTensor(np.array(value, dtype=object).reshape(-1 if isinstance(value, (list, tuple)) else ()))
             else:
-                tensor = ir.tensor(np.array(value, dtype=dtype.numpy()))
+                # ir.Tensor, not ir.tensor(): the latter's runtime Protocol checks cost more than
+                # the rest of making a constant (Python 3.11 re-derives a Protocol's members
+                # on every isinstance).
+                tensor = ir.Tensor(np.array(value, dtype=dtype.numpy()))
         elif isinstance(value, np.ndarray) or isinstance(value, np.generic):
             array = np.asarray(value)
             if dtype is not None:
                 array = array.astype(dtype.numpy())
-            tensor = ir.tensor(array)
+            tensor = ir.Tensor(array)
         elif isinstance(value, ir.TensorProtocol):
             tensor = value
         else:
@@ -349,6 +387,10 @@ class GraphTracer:
         ``infer=False`` always records the node (an Identity that must be a value of its own).
         """
         if infer and num_outputs == 1 and version is None and domain in ("", "ai.onnx"):
+            if op_type == "Constant" and not inputs:
+                literal = _constant_literal(attributes or {})
+                if literal is not None:
+                    return self.constant(*literal)
             folded = trace_folding.fold(op_type, inputs, attributes or {})
             if folded is not None:
                 return self.constant(folded)
