@@ -139,8 +139,9 @@ def _optimize(model: ir.Model) -> None:
     )
     ir.passes.Sequential(
         common_passes.InlinePass(),
+        # No RemoveUnusedNodesPass after it: each of its rounds ends with one, and what follows
+        # it there (unused functions and opsets) leaves no node dead.
         fold_and_rewrite,
-        common_passes.RemoveUnusedNodesPass(),
         common_passes.LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0),
         common_passes.LiftSubgraphInitializersToMainGraphPass(),
         common_passes.DeduplicateInitializersPass(),
