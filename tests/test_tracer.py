@@ -88,3 +88,35 @@ def test_constant_calls_become_shared_typed_constants():
     # A form constant() does not make is still a node, typed by ONNX inference.
     assert strings.const_value is None and strings.dtype == ir.DataType.STRING and tuple(strings.shape) == (2,)
     assert [n.op_type for n in tracer.graph] == ["Constant"] * 6  # the repeated call made none
+
+
+def test_a_constant_of_another_dtype_than_the_node_gets_its_cast():
+    # The constant's Identity (a shared constant is never renamed) must keep the constant's type,
+    # or the dtype check in translation sees none and the model declares float16 for float32 data.
+    import torch
+    from onnxscript import opset18 as op
+
+    import torch_onnx_fx
+
+    class AddFull(torch.nn.Module):
+        def forward(self, x):
+            return x + torch.full((3,), 2.5, dtype=torch.float16)
+
+    def full(size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
+        return op.Constant(value_floats=[float(fill_value)] * int(size[0]))  # float32
+
+    def full_as_python_float(size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
+        return float(fill_value)  # becomes a float32 constant too
+
+    x = torch.randn(3).half()
+    expected = AddFull()(x)
+    for translation in (full, full_as_python_float):
+        for optimize in (True, False):
+            program = torch_onnx_fx.export(
+                AddFull(), (x,), dynamo=True, optimize=optimize, verbose=False,
+                custom_translation_table={torch.ops.aten.full.default: translation},
+            )
+            outputs = program(x)
+            assert len(outputs) == 1
+            assert outputs[0].dtype == torch.float16
+            torch.testing.assert_close(outputs[0], expected)
