@@ -97,13 +97,13 @@ _CONSTANT_ATTRIBUTES = {
     "value_ints": ir.DataType.INT64,
     "value_float": ir.DataType.FLOAT,
     "value_floats": ir.DataType.FLOAT,
-    "value_string": ir.DataType.STRING,
+    # Not value_string: constant() cannot yet make a string tensor onnx-ir serializes.
 }
 
 
 def _constant_literal(attributes: Mapping[str, Any]) -> tuple[Any, ir.DataType | None] | None:
     """What an ``op.Constant(...)`` call holds, as ``constant()``'s arguments; None for forms left
-    to a node of their own (sparse values, string lists).
+    to a node of their own (sparse values, strings).
 
     Translations write ``op.Constant(value_ints=[...])`` for every axis and shape piece (torchlib's
     slice and reshape helpers make several per call). Made through ``constant()`` they are
