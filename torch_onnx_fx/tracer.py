@@ -405,6 +405,16 @@ class GraphTracer:
             self.infer(node)
         return node.outputs[0] if num_outputs == 1 else tuple(node.outputs)
 
+    def identity(self, value: ir.Value) -> ir.Value:
+        """An Identity of ``value``: a value of its own (to name, or to type as its FX node says)
+        with the type and shape of ``value`` (copies: onnx-ir retypes a type object in place)."""
+        copied = self.op("Identity", [value], infer=False)
+        if value.type is not None:
+            copied.type = copy.copy(value.type)
+        if value.shape is not None:
+            copied.shape = ir.Shape(value.shape)
+        return copied
+
     def infer(self, node: ir.Node) -> None:
         """ONNX type and shape inference for one node; best effort, never fatal."""
         infer_node(node, self.opset_version, self._inferred)

@@ -10,7 +10,6 @@ linear in the graph size.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import logging
 import operator
@@ -155,10 +154,7 @@ class TranslationContext:
             if not isinstance(value, ir.Value):
                 value = self.tracer.constant(value)
             if value.producer() is None or id(value.producer()) not in inside or value in graph.outputs:
-                source = value
-                value = self.tracer.op("Identity", [value], infer=False)
-                if example is None:
-                    value.type, value.shape = source.type, source.shape
+                value = self.tracer.identity(value)
                 self.set_type(value, example)
             graph.outputs.append(value)
         return graph
@@ -333,14 +329,9 @@ def _finish_value(ctx: TranslationContext, value: ir.Value, example: Any, name: 
     # An initializer a translation made for this very node (named after it) is that node's value.
     own_initializer = value.is_initializer() and value.name == name and name not in ctx.named
     if not own_initializer and (value.producer() is None or value.name in ctx.named or value.const_value is not None):
-        source = value
-        value = tracer.op("Identity", [value], infer=False)
-        # The Identity has its input's type, so the dtype check below still sees what the
-        # translation produced (a float32 constant for a float16 node gets its Cast).
-        if source.type is not None:
-            value.type = copy.copy(source.type)
-        if source.shape is not None:
-            value.shape = ir.Shape(source.shape)
+        # Typed as its input, so the dtype check below still sees what the translation produced
+        # (a float32 constant for a float16 node gets its Cast).
+        value = tracer.identity(value)
     carried = isinstance(example, torch.Tensor) and is_carried(value.dtype, example.dtype)
     if isinstance(example, torch.Tensor) and not carried:
         expected = onnx_dtype(example.real.dtype if example.is_complex() else example.dtype)
