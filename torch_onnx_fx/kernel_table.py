@@ -83,8 +83,8 @@ def _read(path: Path) -> dict[str, list[Kernel]] | None:
 
 
 def _write(path: Path, table: dict[str, list[Kernel]]) -> None:
+    # The format's version is in the file name's key (cache_file), not repeated in the file.
     data = {
-        "format": _FORMAT,
         "kernels": {op: [[since, until, {n: sorted(t) for n, t in c.items()}] for since, until, c in kernels] for op, kernels in table.items()},
     }
     temporary: str | None = None
