@@ -79,6 +79,7 @@ def test_fused_attention_keeps_half_precision_inputs():
 
 def test_in_place_ops_on_unobserved_tensors_become_functional():
     from torch_onnx_fx.normalize import InPlaceToFunctionalPass
+    from torch_onnx_fx.ops import builtin_table
     from torch_onnx_fx.registry import TranslationTable
 
     def model(x):
@@ -88,7 +89,7 @@ def test_in_place_ops_on_unobserved_tensors_become_functional():
         return h, before
 
     module = _export(model, torch.randn(2, 3))
-    assert InPlaceToFunctionalPass(TranslationTable())(module).modified
+    assert InPlaceToFunctionalPass(TranslationTable(builtin_table()))(module).modified
     targets = [n.target for n in module.graph.nodes if n.op == "call_function"]
     assert torch.ops.aten.mul.Tensor in targets and torch.ops.aten.mul_.Tensor not in targets
     mul = next(n for n in module.graph.nodes if n.target is torch.ops.aten.mul.Tensor)

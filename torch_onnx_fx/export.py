@@ -17,7 +17,7 @@ import onnx_ir as ir
 import torch
 
 from torch_onnx_fx import annotate, capture, decompose, downgrade, naming, normalize, runtime_kernels, optimize as optimize_stage, options as options_module, translate
-from torch_onnx_fx import _state, dtypes
+from torch_onnx_fx import _state, dtypes, ops
 from torch_onnx_fx import fusion as fusion_stage
 from torch_onnx_fx.dynamic_shapes import prepare_dynamic_shapes
 from torch_onnx_fx.options import DEFAULT_OPSET, TORCHLIB_OPSET, UNSET
@@ -150,7 +150,7 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
     spare()
     # Opsets below 18 are built at 18 and rewritten at the end (torch_onnx_fx.downgrade).
     build_opset = max(opts.opset_version, downgrade.BUILD_OPSET)
-    table = TranslationTable(opts.custom_translation_table, build_opset, fused_translations=opts.fusion != "none")
+    table = TranslationTable(ops.builtin_table(), opts.custom_translation_table, build_opset, fused_translations=opts.fusion != "none")
 
     with progress.phase("decompose") as phase:
         decomposed = decompose.decompose(captured.exported_program, table)

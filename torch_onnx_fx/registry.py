@@ -1,8 +1,11 @@
 """The translation table: which ONNX Script function translates which FX target.
 
 Three layers, searched in order: the user's ``custom_translation_table``, torch_onnx_fx's own ops
-(``torch_onnx_fx.ops``) and onnxscript's torchlib. The built-in layers are built once per process;
-an export only layers its custom entries on top, so looking up a target is a dict access.
+(``torch_onnx_fx.ops``) and onnxscript's torchlib. The built-in layers are assembled once per
+process where the translations live (``torch_onnx_fx.ops.builtin_table``) and handed to each
+:class:`TranslationTable`, which layers an export's custom entries on top, so looking up a target
+is a dict access. The translations import this module to register themselves; it imports none of
+them.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ __all__ = [
     "Translation",
     "TranslationTable",
     "target_key",
-    "builtin_table",
+    "registered_translations",
+    "torchlib_limit",
     "register",
     "wants_context",
     "limit_torchlib",
@@ -31,6 +35,7 @@ __all__ = [
     "needs_complex",
     "complex_translation",
     "OURS",
+    "TORCHLIB",
 ]
 
 logger = logging.getLogger(__name__)
@@ -198,22 +203,15 @@ def limit_torchlib(target: str, supports: Callable[[torch.fx.Node], bool]) -> No
     _TORCHLIB_LIMITS[target_key(target)] = supports
 
 
-@functools.lru_cache(maxsize=1)
-def builtin_table() -> dict[Any, tuple[Translation, ...]]:
-    """torch_onnx_fx ops first, then torchlib: built once per process."""
-    import torch_onnx_fx.ops  # noqa: F401 - registers our translations
-    from onnxscript.function_libs.torch_lib import registration
-    import onnxscript.function_libs.torch_lib.ops  # noqa: F401 - fills the registry
+def registered_translations() -> dict[Any, list[Translation]]:
+    """What ``register`` has collected so far, by target key (read by the built-in table, which
+    ``torch_onnx_fx.ops`` assembles after importing every family)."""
+    return _OUR_OPS
 
-    table: dict[Any, list[Translation]] = {}
-    for key, translations in _OUR_OPS.items():
-        table.setdefault(key, []).extend(translations)
-    for name, overloaded in registration.default_registry.items():
-        entries = table.setdefault(name, [])
-        limit = _TORCHLIB_LIMITS.get(name)
-        entries.extend(Translation(f, TORCHLIB, supports=limit) for f in overloaded.overloads)
-        entries.extend(Translation(f, TORCHLIB, complex=True, supports=limit) for f in overloaded.complex)
-    return {k: tuple(v) for k, v in table.items()}
+
+def torchlib_limit(target: Any) -> Callable[[torch.fx.Node], bool] | None:
+    """The ``limit_torchlib`` predicate of ``target``, if any."""
+    return _TORCHLIB_LIMITS.get(target_key(target))
 
 
 def _custom_entries(value: Any) -> list[Translation]:
@@ -233,11 +231,19 @@ def _custom_entries(value: Any) -> list[Translation]:
 class TranslationTable:
     """The table one export dispatches through."""
 
-    def __init__(self, custom: Mapping[Any, Any] | None = None, opset_version: int = 18, fused_translations: bool = True):
+    def __init__(
+        self,
+        builtin: Mapping[Any, Sequence[Translation]],
+        custom: Mapping[Any, Any] | None = None,
+        opset_version: int = 18,
+        fused_translations: bool = True,
+    ):
         self.opset_version = opset_version
         # fusion="none": translations to one fused operator (Attention) are never chosen.
         self.fused_translations = fused_translations
-        self._builtin = builtin_table()
+        # The built-in translations (torch_onnx_fx.ops.builtin_table()): handed in, so the
+        # registry never imports the translations that import it.
+        self._builtin = builtin
         self._custom: dict[Any, list[Translation]] = {}
         for target, value in (custom or {}).items():
             if not (
