@@ -2,20 +2,21 @@
 
 Subclasses say how they want to be exported — example inputs, dynamic shapes, input and output
 names — so ``torch_onnx_fx.export(module)`` (or ``module.to_onnx()``) needs no arguments.
-Modules written for ``torch.onnx.ExportableModule`` work too: export reads the same methods.
+Modules written for ``torch.onnx.ExportableModule`` work too: export reads the same methods
+(``options.export_recipe`` recognises both by those methods, not by class).
 """
 
 from __future__ import annotations
 
 import abc
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import torch
 
-if TYPE_CHECKING:
-    from torch_onnx_fx.program import ONNXProgram
+from torch_onnx_fx.export import export
+from torch_onnx_fx.program import ONNXProgram
 
-__all__ = ["ExportableModule", "export_recipe"]
+__all__ = ["ExportableModule"]
 
 
 class ExportableModule(torch.nn.Module, abc.ABC):
@@ -37,25 +38,4 @@ class ExportableModule(torch.nn.Module, abc.ABC):
 
     def to_onnx(self, **kwargs: Any) -> ONNXProgram:
         """``torch_onnx_fx.export(self, **kwargs)`` with this module's recipe as defaults."""
-        from torch_onnx_fx.export import export
-
         return export(self, **kwargs)
-
-
-def export_recipe(model: Any) -> dict[str, Any] | None:
-    """The export defaults an exportable module declares, or None for other models."""
-    is_exportable = isinstance(model, ExportableModule) or (
-        isinstance(model, torch.nn.Module)
-        and type(model).__name__ != "ExportedProgram"
-        and all(callable(getattr(model, name, None)) for name in ("example_arguments", "to_onnx"))
-    )
-    if not is_exportable:
-        return None
-    args, kwargs = model.example_arguments()
-    return {
-        "args": tuple(args),
-        "kwargs": dict(kwargs or {}),
-        "dynamic_shapes": model.dynamic_shapes(),
-        "input_names": model.input_names(),
-        "output_names": model.output_names(),
-    }

@@ -12,16 +12,38 @@ translation cannot reach the FX graph, the value table or the tracer behind it.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
-if TYPE_CHECKING:
-    from torch_onnx_fx.translate import TranslationContext
+from torch_onnx_fx.tracer import GraphTracer
 
-__all__ = ["OpContext", "Subgraph"]
+__all__ = ["OpContext", "Subgraph", "WalkState"]
+
+
+class WalkState(Protocol):
+    """What the builders below need of the graph walk: its tracer, symbolic dims and subgraphs.
+
+    The walk's own context (``translate.TranslationContext``) is one; naming the protocol here
+    rather than importing it keeps the walk's module, which builds an OpContext for every node
+    that asks, the only one of the two that knows the other.
+    """
+
+    tracer: GraphTracer
+
+    def dim(self, size: Any) -> int | str | None: ...
+
+    def cast(self, value: ir.Value, dtype: ir.DataType) -> ir.Value: ...
+
+    def make_input(self, example: Any, hint: str = "arg") -> ir.Value: ...
+
+    def new_subgraph(self, name: str) -> WalkState: ...
+
+    def inline(self, module: torch.fx.GraphModule, inputs: Sequence[Any]) -> list[Any]: ...
+
+    def finish(self, outputs: Sequence[Any], examples: Sequence[Any]) -> ir.Graph: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,7 +53,7 @@ class Subgraph:
     Values of the enclosing graphs stay visible inside it, as ONNX subgraphs capture outer values.
     """
 
-    _walk: TranslationContext = dataclasses.field(repr=False)
+    _walk: WalkState = dataclasses.field(repr=False)
 
     def input(self, example: Any, hint: str = "arg") -> ir.Value:
         """A new input of the subgraph, typed like the FX example value ``example``."""
@@ -76,7 +98,7 @@ class OpContext:
     """For an operator returning several tensors, the positions the model reads; None when it
     reads the result as a whole (or returns it). A translation that cannot compute one of its
     results exactly refuses only when that result is read, and may return None for it otherwise."""
-    _walk: TranslationContext = dataclasses.field(repr=False)
+    _walk: WalkState = dataclasses.field(repr=False)
 
     @property
     def opset(self) -> int:

@@ -25,9 +25,8 @@ import torch
 from torch_onnx_fx.dynamic_shapes import forward_signature, from_dynamic_axes
 from torch_onnx_fx.fusion import DEFAULT_FUSION, FUSIONS
 from torch_onnx_fx.errors import ArgumentTypeError, UnsupportedArgumentError
-from torch_onnx_fx.exportable import export_recipe
 
-__all__ = ["ExportOptions", "resolve", "UNSET", "DEFAULT_OPSET", "TORCHLIB_OPSET", "MIN_OPSET", "max_opset"]
+__all__ = ["ExportOptions", "resolve", "export_recipe", "UNSET", "DEFAULT_OPSET", "TORCHLIB_OPSET", "MIN_OPSET", "max_opset"]
 
 logger = logging.getLogger(__name__)
 
@@ -245,6 +244,29 @@ def _check_call(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], dy
                 f"export(..., dynamic_shapes=...): keys {unknown} are not arguments of the model's "
                 f"forward({', '.join(parameters)}); a dict of dynamic shapes is keyed by argument name."
             )
+
+
+def export_recipe(model: Any) -> dict[str, Any] | None:
+    """The export defaults an exportable module declares, or None for other models.
+
+    Recognised by its methods, as torch.onnx does, so a ``torch.onnx.ExportableModule`` and a
+    ``torch_onnx_fx.ExportableModule`` (which has them all) are read alike.
+    """
+    is_exportable = (
+        isinstance(model, torch.nn.Module)
+        and type(model).__name__ != "ExportedProgram"
+        and all(callable(getattr(model, name, None)) for name in ("example_arguments", "to_onnx"))
+    )
+    if not is_exportable:
+        return None
+    args, kwargs = model.example_arguments()
+    return {
+        "args": tuple(args),
+        "kwargs": dict(kwargs or {}),
+        "dynamic_shapes": model.dynamic_shapes(),
+        "input_names": model.input_names(),
+        "output_names": model.output_names(),
+    }
 
 
 def _split_trailing_kwargs(args: tuple[Any, ...], kwargs: Mapping[str, Any] | None) -> tuple[tuple[Any, ...], dict[str, Any]]:
