@@ -89,7 +89,7 @@ def assert_patch_keeps_eager(run: Callable[..., Any], inputs: Mapping[str, Any],
     """``run(**inputs)`` gives the same with torch_onnx_fx's capture-time library patches
     installed (one of them ending in ``patched_name``) as without: the replacement is exact in
     eager mode, not only once exported."""
-    from torch_onnx_fx import library_patches
+    from torch_onnx_fx.capture import library_patches
 
     with torch.no_grad():
         expected = run(**inputs)

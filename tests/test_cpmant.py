@@ -1,5 +1,5 @@
 """CPM-Ant builds its attention mask from a Python list of the sequence's length; the capture-time
-patch (torch_onnx_fx.library_patches) keeps the length dynamic."""
+patch (torch_onnx_fx.capture.library_patches) keeps the length dynamic."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """FSMT's decoder padding mask is None when no token is padding (a branch on the data); the
-capture-time patch (torch_onnx_fx.library_patches) always returns the mask, which its only
+capture-time patch (torch_onnx_fx.capture.library_patches) always returns the mask, which its only
 reader applies as a no-op when it is all False."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import torch
 
 import torch_onnx_fx
 from torch_onnx_fx.errors import TranslationError
-from torch_onnx_fx.keypoint_heatmaps import heatmap_keypoints
+from torch_onnx_fx.capture.keypoint_heatmaps import heatmap_keypoints
 
 
 class Decode(torch.nn.Module):
@@ -59,7 +59,7 @@ def test_float64_maps_are_refused_not_approximated():
 def test_patch_decodes_what_torchvision_decodes(count):
     from torchvision.models.detection import roi_heads
 
-    from torch_onnx_fx import library_patches
+    from torch_onnx_fx.capture import library_patches
 
     maps, boxes = _case(count, 6, scale=1.5)
     expected = roi_heads.heatmaps_to_keypoints(maps, boxes)

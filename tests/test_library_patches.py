@@ -24,7 +24,7 @@ def _boxes(n: int, seed: int) -> torch.Tensor:
 def test_batched_nms_patch_keeps_what_torchvision_keeps(count):
     import torchvision
 
-    from torch_onnx_fx import library_patches
+    from torch_onnx_fx.capture import library_patches
 
     boxes, scores = _boxes(count, 0), torch.rand(count, generator=torch.Generator().manual_seed(1))
     classes = torch.randint(0, 5, (count,), generator=torch.Generator().manual_seed(2))
@@ -39,7 +39,7 @@ def test_batched_nms_patch_keeps_what_torchvision_keeps(count):
 def test_multiscale_roi_align_patch_pools_what_torchvision_pools():
     import torchvision
 
-    from torch_onnx_fx import library_patches
+    from torch_onnx_fx.capture import library_patches
 
     pooler = torchvision.ops.MultiScaleRoIAlign(["a", "b"], 3, 2)
     features = {"a": torch.randn(1, 4, 32, 32), "b": torch.randn(1, 4, 16, 16)}
@@ -71,7 +71,7 @@ def test_faster_rcnn_is_captured_through_its_data_dependent_filtering():
 def test_paste_masks_patch_pastes_what_torchvision_pastes(count):
     from torchvision.models.detection import roi_heads, transform
 
-    from torch_onnx_fx import library_patches
+    from torch_onnx_fx.capture import library_patches
 
     generator = torch.Generator().manual_seed(count)
     masks = torch.rand(count, 1, 28, 28, generator=generator)

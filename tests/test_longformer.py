@@ -1,5 +1,5 @@
 """Longformer: global attention of data-dependent count exports (a capture-time replacement of its
-self-attention, torch_onnx_fx.library_patches) and matches eager with and without global tokens.
+self-attention, torch_onnx_fx.capture.library_patches) and matches eager with and without global tokens.
 
 torch.onnx fails at capture (GuardOnDataDependentSymNode: the count of global tokens sizes a
 tensor, and the sliding-window chunking divides sizes through tensors).

@@ -1,5 +1,5 @@
 """Switch Transformers' (and OpenAI Privacy Filter's) experts loop over the experts some token chose, a loop of data-dependent
-length: replaced during capture (torch_onnx_fx.library_patches) by every expert on every token,
+length: replaced during capture (torch_onnx_fx.capture.library_patches) by every expert on every token,
 keeping the routed rows. torch.onnx fails at capture."""
 
 from __future__ import annotations

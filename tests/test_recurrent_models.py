@@ -1,6 +1,6 @@
 """State-space and RNN-style language models (transformers' Mamba, FalconMamba, Jamba, RWKV) export with
 a dynamic sequence: their Python loop over positions is replaced during capture by a scan
-(torch_onnx_fx.library_patches), which becomes an ONNX ``Scan``.
+(torch_onnx_fx.capture.library_patches), which becomes an ONNX ``Scan``.
 
 torch.onnx fails at capture: the loop unrolls and the sequence length becomes a constant
 ("Found the following conflicts between user-specified ranges and inferred ranges").

@@ -1,10 +1,14 @@
-"""Process-wide state: whether an export is under way, and the package version."""
+"""Process-wide state: whether an export is under way, the package version and its folder."""
 
 from __future__ import annotations
 
 import functools
+import os
 
 IN_ONNX_EXPORT = False
+
+# The package's root folder: frames of its own code are not the user's line in an error.
+PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 def is_in_onnx_export() -> bool:

@@ -22,6 +22,8 @@ import onnx_ir as ir
 import torch
 from torch.export import graph_signature as gs
 
+from torch_onnx_fx._state import PACKAGE_DIR
+
 if TYPE_CHECKING:
     from torch_onnx_fx.signature import OutputEntry
 
@@ -68,7 +70,6 @@ def node_metadata(node: torch.fx.Node) -> dict[str, str]:
     return meta
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _TORCH_DIR = os.path.dirname(torch.__file__)
 
 
@@ -87,7 +88,7 @@ def source_line(node: torch.fx.Node) -> str | None:
     if not frames:
         return None
     # The wrapper torch_onnx_fx puts around a plain function is no line of the user's.
-    frames = [f for f in frames if _PACKAGE_DIR not in f]
+    frames = [f for f in frames if PACKAGE_DIR not in f]
     if not frames:
         return None
     own = [f for f in frames if _TORCH_DIR not in f]

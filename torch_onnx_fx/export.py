@@ -16,10 +16,11 @@ from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 import onnx_ir as ir
 import torch
 
-from torch_onnx_fx import annotate, capture, decompose, downgrade, naming, normalize, runtime_kernels, optimize as optimize_stage, options as options_module, translate
+from torch_onnx_fx import annotate, decompose, downgrade, naming, normalize, runtime_kernels, optimize as optimize_stage, options as options_module, translate
+from torch_onnx_fx.capture import strategies as capture
 from torch_onnx_fx import _state, dtypes, ops
 from torch_onnx_fx import fusion as fusion_stage
-from torch_onnx_fx.dynamic_shapes import prepare_dynamic_shapes
+from torch_onnx_fx.capture.dynamic_shapes import prepare_dynamic_shapes
 from torch_onnx_fx.options import DEFAULT_OPSET, TORCHLIB_OPSET, UNSET
 from torch_onnx_fx.program import ONNXProgram
 from torch_onnx_fx.progress import Progress

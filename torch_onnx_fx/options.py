@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 import onnx
 import torch
 
-from torch_onnx_fx.dynamic_shapes import forward_signature, from_dynamic_axes
+from torch_onnx_fx.capture.dynamic_shapes import forward_signature, from_dynamic_axes
 from torch_onnx_fx.fusion import DEFAULT_FUSION, FUSIONS
 from torch_onnx_fx.errors import ArgumentTypeError, UnsupportedArgumentError
 

@@ -17,7 +17,7 @@ import torch
 
 from torch_onnx_fx import optimize as optimize_module
 from torch_onnx_fx.dtypes import as_complex
-from torch_onnx_fx.capture import STRATEGY_NAMES
+from torch_onnx_fx.capture.strategies import STRATEGY_NAMES
 from torch_onnx_fx.errors import ArgumentTypeError, InputMismatchError, OnnxRuntimeError, UnsupportedArgumentError
 from torch_onnx_fx.feeds import check_feeds
 from torch_onnx_fx import safetensors_files, saving, weights

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Mapping, Sequence
 
-from torch_onnx_fx.capture import STRATEGY_NAMES
+from torch_onnx_fx.capture.strategies import STRATEGY_NAMES
 from torch_onnx_fx.errors import UnsupportedArgumentError
 from torch_onnx_fx.verification import VerificationInfo, verify
 

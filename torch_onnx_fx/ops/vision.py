@@ -2,7 +2,7 @@
 
 ``torchvision.ops.nms`` (and ``batched_nms``, which offsets boxes per class and calls it) is
 ``NonMaxSuppression``; ``roi_align`` is ``RoiAlign``; Keypoint R-CNN's heatmap decoding, captured
-as ``torch_onnx_fx::heatmap_keypoints`` (see :mod:`torch_onnx_fx.keypoint_heatmaps`), is a
+as ``torch_onnx_fx::heatmap_keypoints`` (see :mod:`torch_onnx_fx.capture.keypoint_heatmaps`), is a
 ``Loop`` over the boxes around ``Resize``. They are registered by qualified name, so nothing here
 imports torchvision: a model without it never reaches them.
 """

@@ -15,7 +15,7 @@ Capture is as lenient as torch.onnx's, so a model that exports there exports her
   relation between dims, a constant), the fixes are applied and capture is tried once more; what
   was refined is warned about and kept in :attr:`CaptureResult.refinements`;
 * keywords a ``**kwargs`` parameter collects are spelled out in ``forward``'s signature while
-  tracing (:mod:`torch_onnx_fx.keywords`), so dynamic shapes can name them.
+  tracing (:mod:`torch_onnx_fx.capture.keywords`), so dynamic shapes can name them.
 """
 
 from __future__ import annotations
@@ -32,7 +32,10 @@ from typing import Any, Callable, Iterator, Mapping
 import torch
 import torch.fx.experimental._config as fx_config
 
-from torch_onnx_fx import eager_quantization, keywords, library_patches
+from torch_onnx_fx.capture import eager_quantization
+from torch_onnx_fx.capture import keywords
+from torch_onnx_fx.capture import library_patches
+from torch_onnx_fx._state import PACKAGE_DIR
 from torch_onnx_fx.errors import CaptureError, UnsupportedArgumentError
 
 __all__ = ["CaptureResult", "capture", "size_oblivious", "STRATEGY_NAMES"]
@@ -114,7 +117,7 @@ def _user_frame(exc: BaseException) -> str | None:
         for f in frames
         if not f.filename.startswith((_TORCH_DIR, _STDLIB_DIR + os.sep))
         and "site-packages" not in f.filename
-        and not f.filename.startswith(os.path.dirname(__file__))
+        and not f.filename.startswith(PACKAGE_DIR)
         and "<frozen" not in f.filename
     ]
     if not candidates:
@@ -161,7 +164,7 @@ def _suggested_fixes(exc: BaseException) -> str | None:
 
 def _export_once(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any, strict: bool) -> torch.export.ExportedProgram:
     # Known library functions that branch on data-dependent sizes are replaced while tracing
-    # (torch_onnx_fx.library_patches), then restored.
+    # (torch_onnx_fx.capture.library_patches), then restored.
     with size_oblivious(), library_patches.applied():
         return torch.export.export(
             module,

@@ -10,8 +10,8 @@ below 2**24, the same float32 requantization, the same half-to-even rounding), w
 ``quantize_per_tensor``/``dequantize_per_tensor`` ops (QuantizeLinear/DequantizeLinear) for the
 integer steps and the int8 weights kept as int8. The float functions eager code calls on quantized
 tensors (average pools, means, sigmoid, max pool, views) are patched likewise while the swap is in
-place (:mod:`torch_onnx_fx.quantized_functions`), for the tensors this capture made
-(:mod:`torch_onnx_fx.quantized_grids`); any other computation on them is refused, as is a
+place (:mod:`torch_onnx_fx.capture.quantized_functions`), for the tensors this capture made
+(:mod:`torch_onnx_fx.capture.quantized_grids`); any other computation on them is refused, as is a
 quantized module this file does not know.
 
 Outputs equal eager's bit for bit on inputs in the calibrated range. Beyond it fbgemm's 16-bit
@@ -31,9 +31,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torch_onnx_fx import quantized_functions, quantized_grids
+from torch_onnx_fx.capture import quantized_functions
+from torch_onnx_fx.capture import quantized_grids
 from torch_onnx_fx.errors import CaptureError
-from torch_onnx_fx.quantized_grids import (
+from torch_onnx_fx.capture.quantized_grids import (
     INTEGER, as_added, centred, float32, float_again, from_unit, grid_of, internal, round_to,
 )
 

@@ -16,8 +16,8 @@ from typing import Any, Mapping, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from torch_onnx_fx import keywords
-from torch_onnx_fx.keywords import forward_signature
+from torch_onnx_fx.capture import keywords
+from torch_onnx_fx.capture.keywords import forward_signature
 from torch_onnx_fx.errors import UnsupportedArgumentError
 
 __all__ = ["DimNames", "prepare_dynamic_shapes", "from_dynamic_axes", "forward_signature"]

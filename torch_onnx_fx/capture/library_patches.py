@@ -129,7 +129,7 @@ def _heatmaps_to_keypoints(original: Any) -> Any:
         # maps are routed through it.
         if maps.dtype != torch.float32:
             return original(maps, rois)
-        from torch_onnx_fx.keypoint_heatmaps import heatmap_keypoints
+        from torch_onnx_fx.capture.keypoint_heatmaps import heatmap_keypoints
 
         return heatmap_keypoints(maps, rois)
 

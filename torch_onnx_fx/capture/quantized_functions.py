@@ -4,7 +4,7 @@ Outside the quantized modules, eager-quantized models call float functions on qu
 torchvision's ``F.adaptive_avg_pool2d``, ``x.mean``, ``F.avg_pool2d``, ``nn.Hardsigmoid``, max pools,
 channel shuffles. ATen dispatches them to quantized kernels, which round: an average onto its
 input's grid, sigmoid onto 1/256 steps. While :func:`patched` is active these functions, given a
-grid value (:mod:`torch_onnx_fx.quantized_grids`), do the same; functions that keep the grid
+grid value (:mod:`torch_onnx_fx.capture.quantized_grids`), do the same; functions that keep the grid
 (max pool, relu, views) pass it on; :class:`QuantizedTensorGuard` refuses any other computation
 on a grid value, which a float graph would otherwise do without eager's rounding.
 """
@@ -21,7 +21,7 @@ import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode
 
 from torch_onnx_fx.errors import CaptureError
-from torch_onnx_fx.quantized_grids import (
+from torch_onnx_fx.capture.quantized_grids import (
     INTEGER, centred, float_again, from_unit, grid_of, inside_own_code, internal, mark, round_to, stored, tracking_active,
 )
 

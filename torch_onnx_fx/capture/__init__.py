@@ -1,0 +1,14 @@
+"""Capture: the user's model as a ``torch.export.ExportedProgram``.
+
+The first stage of an export. :func:`capture` tries torch.export's strategies in order
+(``strategies``), with the keyword arguments a ``**kwargs`` forward collects spelled out
+(``keywords``), known library functions that branch on data-dependent sizes replaced while tracing
+(``library_patches``, ``keypoint_heatmaps``), and eager-mode quantized modules swapped for float
+modules replaying their arithmetic (``eager_quantization``, ``quantized_functions``,
+``quantized_grids``). ``dynamic_shapes`` turns the user's dynamic shapes (or legacy
+``dynamic_axes``) into what torch.export takes.
+"""
+
+from torch_onnx_fx.capture.strategies import capture
+
+__all__ = ["capture"]
