@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from torch_onnx_fx.normalize import IndexDtypePass, IntegralAccumulationPass, TypePromotionPass
+from torch_onnx_fx.normalize.index_dtype import IndexDtypePass
+from torch_onnx_fx.normalize.integral_accumulation import IntegralAccumulationPass
+from torch_onnx_fx.normalize.type_promotion import TypePromotionPass
 
 _CONVERT = torch.ops.prims.convert_element_type.default
 
@@ -50,7 +52,7 @@ def test_int32_indices_become_int64():
 
 
 def test_half_precision_reductions_compute_in_float32_and_round_back():
-    from torch_onnx_fx.normalize import HalfPrecisionAccumulationPass
+    from torch_onnx_fx.normalize.half_precision import HalfPrecisionAccumulationPass
 
     module = _export(lambda x: x.sum(0) * 2, torch.randn(4, 3).half())
     assert HalfPrecisionAccumulationPass()(module).modified
@@ -78,7 +80,7 @@ def test_fused_attention_keeps_half_precision_inputs():
 
 
 def test_in_place_ops_on_unobserved_tensors_become_functional():
-    from torch_onnx_fx.normalize import InPlaceToFunctionalPass
+    from torch_onnx_fx.normalize.functional_in_place import InPlaceToFunctionalPass
     from torch_onnx_fx.ops import builtin_table
     from torch_onnx_fx.registry import TranslationTable
 
@@ -107,7 +109,7 @@ def test_joined_tensors_take_the_result_dtype():
     import onnx
 
     from helpers import assert_matches_eager
-    from torch_onnx_fx.normalize import JoinPromotionPass
+    from torch_onnx_fx.normalize.type_promotion import JoinPromotionPass
 
     module = _export(lambda a, b: torch.cat([a, b]), torch.randint(0, 5, (2, 3)), torch.randn(1, 3))
     assert JoinPromotionPass()(module).modified
@@ -123,7 +125,7 @@ def test_joined_tensors_take_the_result_dtype():
 def test_effectful_calls_lose_their_token():
     # linalg.inv's error check is wrapped in with_effects after decomposition; the pass calls it
     # directly and the token chain collapses to the program's token input.
-    from torch_onnx_fx.normalize import EffectTokenPass
+    from torch_onnx_fx.normalize.effect_tokens import EffectTokenPass
 
     class Inverse(torch.nn.Module):
         def forward(self, x):

@@ -17,7 +17,8 @@ from typing import Any, Protocol, Sequence
 import onnx_ir as ir
 import torch
 
-from torch_onnx_fx import promotion, zero_dim
+from torch_onnx_fx import zero_dim
+from torch_onnx_fx.normalize import promotion
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.registry import Translation
 from torch_onnx_fx.tracer import GraphTracer

@@ -18,7 +18,7 @@ import torch
 from onnx_ir.tensor_adapters import TorchTensor, from_torch_dtype
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.inplace import is_inert_in_place
+from torch_onnx_fx.normalize.inplace import is_inert_in_place
 from torch_onnx_fx.op_context import OpContext
 from torch_onnx_fx.registry import arg_example, register, wants_context
 

@@ -18,7 +18,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.arange_indexing import whole_range
+from torch_onnx_fx.normalize.arange_indexing import whole_range
 from torch_onnx_fx.registry import arg_example, register
 
 __all__ = ["aten_diagonal_scatter", "aten_slice_scatter_whole"]

@@ -20,7 +20,7 @@ import torch
 
 from torch_onnx_fx.capture.strategies import size_oblivious
 from torch_onnx_fx.errors import DecompositionError
-from torch_onnx_fx.inplace import is_inert_in_place, rebinding
+from torch_onnx_fx.normalize.inplace import is_inert_in_place, rebinding
 from torch_onnx_fx.registry import TranslationTable
 
 __all__ = ["DecomposeResult", "decompose"]
