@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from torch_onnx_fx import call_adapters
+from torch_onnx_fx.translate import call_adapters
 
 from helpers import Fn, assert_matches_eager
 

@@ -9,7 +9,7 @@ import torch
 from onnxscript import opset18 as op
 
 import torch_onnx_fx
-from torch_onnx_fx.op_context import OpContext
+from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.registry import wants_context
 
 from helpers import assert_matches_eager

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import torch_onnx_fx
-from torch_onnx_fx import trace_folding
+from torch_onnx_fx.translate import trace_folding
 from helpers import assert_matches_eager
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import onnx_ir as ir
 
-from torch_onnx_fx.tracer import infer_node
+from torch_onnx_fx.translate.node_inference import infer_node
 
 
 def _value(name: str, dims: list, dtype: ir.DataType = ir.DataType.FLOAT) -> ir.Value:
@@ -61,7 +61,7 @@ def test_reused_types_are_not_shared_between_values():
 def test_constant_calls_become_shared_typed_constants():
     from onnxscript import onnx_opset
 
-    from torch_onnx_fx.tracer import GraphTracer
+    from torch_onnx_fx.translate.tracer import GraphTracer
 
     op = onnx_opset.opset18
     tracer = GraphTracer(ir.Graph([], [], nodes=[], name="g"), 18)

@@ -102,7 +102,7 @@ class ExportSession:
         counts: collections.Counter[Any] = collections.Counter(
             n.target for n in graph.nodes if n.op == "call_function"
         )
-        from torch_onnx_fx.translate import target_name
+        from torch_onnx_fx.registry import target_name
 
         rows = []
         for target, count in counts.most_common():

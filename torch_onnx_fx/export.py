@@ -16,7 +16,9 @@ from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 import onnx_ir as ir
 import torch
 
-from torch_onnx_fx import annotate, downgrade, naming, runtime_kernels, optimize as optimize_stage, options as options_module, translate
+from torch_onnx_fx import downgrade, naming, runtime_kernels, optimize as optimize_stage, options as options_module
+from torch_onnx_fx.translate import metadata as annotate
+from torch_onnx_fx.translate import walk as translate
 from torch_onnx_fx.normalize import decomposition as decompose
 from torch_onnx_fx.normalize import sequence as normalize
 from torch_onnx_fx.capture import strategies as capture

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 import onnx_ir as ir
 import torch
 
-from torch_onnx_fx import annotate
+from torch_onnx_fx.translate import metadata as annotate
 from torch_onnx_fx.errors import UnsupportedArgumentError
 from torch_onnx_fx.passes import output_copy
 from torch_onnx_fx.signature import ProgramSignature

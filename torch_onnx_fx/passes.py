@@ -36,7 +36,7 @@ from onnxscript.rewriter import pattern as rewrite_pattern
 from onnxscript.rewriter.rules.common import _basic_rules as basic_rules
 from onnxscript.rewriter.rules.common import _no_op as no_op_rules
 
-from torch_onnx_fx.tracer import infer_node
+from torch_onnx_fx.translate.node_inference import infer_node
 
 __all__ = [
     "TrimUnusedOptionalOutputsPass", "RelevantRulesRewritePass", "DistinctOutputsPass", "InferMissingTypesPass",

@@ -24,6 +24,7 @@ __all__ = [
     "Translation",
     "TranslationTable",
     "target_key",
+    "target_name",
     "registered_translations",
     "torchlib_limit",
     "register",
@@ -87,6 +88,15 @@ def target_key(target: Any) -> Any:
     if isinstance(target, str):
         return target
     return target
+
+
+def target_name(target: Any) -> str:
+    """A target's name as errors and reports show it: ``aten::add.Tensor``, ``operator.mul``."""
+    if isinstance(target, torch._ops.OpOverload):
+        return target.name()
+    module = getattr(target, "__module__", None)
+    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or str(target)
+    return f"{module}.{name}" if module and module not in ("builtins",) else name
 
 
 # Our own ops register here at import time of torch_onnx_fx.ops.
@@ -159,7 +169,7 @@ def needs_complex(node: torch.fx.Node) -> bool:
 
 
 def wants_context(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a translation that needs an :class:`~torch_onnx_fx.op_context.OpContext`, passed as
+    """Mark a translation that needs an :class:`~torch_onnx_fx.translate.op_context.OpContext`, passed as
     the ``ctx=`` keyword: the node's example values and schema names, and the builders for
     loops, subgraphs, initializers and nodes ONNX Script cannot write inline."""
     fn._torch_onnx_fx_wants_context = True  # type: ignore[attr-defined]

@@ -204,8 +204,8 @@ def _intermediates(
     rtol: float | None,
     atol: float | None,
 ) -> list[VerificationInfo]:
-    from torch_onnx_fx import annotate
-    from torch_onnx_fx.translate import target_name
+    from torch_onnx_fx.translate import metadata as annotate
+    from torch_onnx_fx.registry import target_name
 
     producers = {out.name: node for node in onnx_program.model.graph for out in node.outputs}
     output_names = {v.name for v in onnx_program.model.graph.outputs}

@@ -30,7 +30,7 @@ import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import TorchTensor
 
-from torch_onnx_fx.annotate import INPUT_KIND_KEY
+from torch_onnx_fx.translate.metadata import INPUT_KIND_KEY
 from torch_onnx_fx.weight_transposes import PERM_KEY, WeightsPass, plain_data, without_data
 
 __all__ = ["FoldWeightRecipesPass", "RECIPE_KEY", "recipe_sources", "remake"]

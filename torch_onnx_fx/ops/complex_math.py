@@ -24,7 +24,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.errors import TranslationError
-from torch_onnx_fx.op_context import OpContext
+from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.ops._tensors import int64, ints
 from torch_onnx_fx.registry import register, wants_context
 

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import onnx_ir as ir
 from onnxscript import opset23
 
-from torch_onnx_fx.op_context import OpContext
+from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.registry import register, wants_context
 
 __all__ = ["onnx_symbolic", "onnx_symbolic_multi_out", "onnx_attention_opset23", "onnx_rotary_embedding_opset23"]

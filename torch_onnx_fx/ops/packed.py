@@ -17,7 +17,7 @@ import torch
 
 from torch_onnx_fx.dtypes import SUB_BYTE, onnx_dims, onnx_dtype
 from torch_onnx_fx.errors import TranslationError
-from torch_onnx_fx.op_context import OpContext
+from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.registry import register, wants_context
 
 __all__ = ["aten_empty_packed"]

@@ -16,7 +16,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.op_context import OpContext
+from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.registry import register, wants_context
 
 __all__ = ["aten_sym_size_int", "aten_sym_numel"]

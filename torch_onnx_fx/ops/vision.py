@@ -16,7 +16,7 @@ from onnxscript import opset18 as op
 from onnxscript import opset19
 
 from torch_onnx_fx.errors import TranslationError
-from torch_onnx_fx.op_context import OpContext
+from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.registry import register, wants_context
 
 __all__: list[str] = []

@@ -13,7 +13,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.op_context import OpContext
+from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.errors import TranslationError
 
 __all__ = [

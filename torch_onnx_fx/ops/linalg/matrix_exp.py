@@ -10,7 +10,7 @@ import math
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.op_context import OpContext
+from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.ops.linalg import _matrix as mx
 from torch_onnx_fx.registry import register, wants_context
 

@@ -15,7 +15,7 @@ import numpy as np
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.op_context import OpContext
+from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.ops.special._series import (
     DOUBLE,
     INF,

@@ -16,7 +16,7 @@ import onnx_ir as ir
 from onnx_ir.tensor_adapters import from_torch_dtype
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.op_context import OpContext
+from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.ops.special._series import DOUBLE, FLOAT, constant, trip_count
 from torch_onnx_fx.registry import register, wants_context
 

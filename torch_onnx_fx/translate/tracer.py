@@ -13,7 +13,7 @@ evaluator that, instead of computing, appends a node to an ``ir.Graph`` and retu
 * Every node gets ONNX's own per-node type and shape inference, because trace-only translations
   branch on ``x.dtype`` and ``x.shape`` of the values they create.
 
-The tracer knows nothing about FX: :mod:`torch_onnx_fx.translate` drives it.
+The tracer knows nothing about FX: :mod:`torch_onnx_fx.translate.walk` drives it.
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ import logging
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
-import onnx
 import onnx_ir as ir
 from onnxscript import evaluator as onnxscript_evaluator
 from onnxscript import onnx_opset
 from onnxscript import values as onnxscript_values
 
-from torch_onnx_fx import trace_folding
+from torch_onnx_fx.translate import trace_folding
+from torch_onnx_fx.translate.node_inference import InferenceCache, infer_node
+from torch_onnx_fx.translate.opset_adapters import OPSET_ADAPTERS
 
 __all__ = ["GraphTracer", "TracingError"]
 
@@ -134,99 +135,6 @@ def _value_dtype(value: Any) -> ir.DataType | None:
             if isinstance(item, ir.Value) and item.dtype is not None:
                 return item.dtype
     return None
-
-
-# What ONNX inference gave for a node, by everything it reads (op, attributes, input types, shapes
-# and small constant inputs). A deep model repeats its layers: a 32-layer Llama's 5,600 nodes make
-# about 200 distinct inference calls, and one call (serialising the node, its inputs' types and
-# constants to protobuf) costs more than translating the node. One cache per export (the tracer
-# holds it), so nothing of one model stays alive for the next.
-InferenceCache = dict[tuple[Any, ...], list[tuple[Any, Any]]]
-_PLAIN_ATTRIBUTES = (int, float, str, bytes)
-# Constant inputs up to this many elements are shown to inference (a shape, an axis list), so
-# they are part of the cache key too.
-_KNOWN_CONSTANT_SIZE = 64
-
-
-def _inference_key(node: ir.Node, opset_version: int) -> tuple[Any, ...] | None:
-    """A hashable key of what inference reads, or None when the node has attributes (tensors,
-    graphs) that are not worth hashing."""
-    attributes = []
-    for name, attr in node.attributes.items():
-        value = attr.value
-        if isinstance(value, (list, tuple)):
-            if not all(isinstance(v, _PLAIN_ATTRIBUTES) for v in value):
-                return None
-            value = tuple(value)
-        elif not isinstance(value, _PLAIN_ATTRIBUTES):
-            return None
-        attributes.append((name, attr.type, value))
-    inputs = []
-    for value in node.inputs:
-        if value is None:
-            inputs.append(None)
-            continue
-        const = value.const_value
-        data = None
-        if const is not None and const.size <= _KNOWN_CONSTANT_SIZE:
-            try:
-                data = (const.dtype, tuple(const.shape), const.tobytes())
-            except Exception:  # noqa: BLE001 - a tensor without data (meta, fake): not cached
-                return None
-        inputs.append((value.type, None if value.shape is None else tuple(value.shape), data))
-    return (node.domain, node.op_type, opset_version, len(node.outputs), tuple(attributes), tuple(inputs))
-
-
-def infer_node(node: ir.Node, opset_version: int, cache: InferenceCache | None = None) -> None:
-    """ONNX type and shape inference for one node of the standard domain; best effort, never fatal.
-    With ``cache``, the results of earlier nodes that read the same things are reused."""
-    if any(i is not None and i.type is None for i in node.inputs):
-        return
-    key = _inference_key(node, opset_version) if cache is not None else None
-    known = cache.get(key) if key is not None else None
-    if known is None:
-        _infer_with_onnx(node, opset_version)
-        if key is not None:
-            cache[key] = [(copy.copy(o.type), None if o.shape is None else tuple(o.shape)) for o in node.outputs]
-        return
-    for output, (type_, dims) in zip(node.outputs, known):
-        if type_ is not None:
-            # A copy: onnx-ir changes a value's dtype in place on its type object, which would
-            # otherwise retype every value that shares it.
-            output.type = copy.copy(type_)
-        if dims is not None:
-            output.shape = ir.Shape(dims)
-
-
-def _infer_with_onnx(node: ir.Node, opset_version: int) -> None:
-    try:
-        schema = onnx.defs.get_schema(node.op_type, opset_version, node.domain)
-        input_types = {}
-        input_data = {}
-        for value in node.inputs:
-            if value is None:
-                continue
-            type_proto = ir.serde.serialize_type(value.type)
-            if value.shape is not None:
-                ir.serde.serialize_shape_into(type_proto, value.shape)
-            input_types[value.name] = type_proto
-            const = value.const_value
-            if const is not None and const.size <= _KNOWN_CONSTANT_SIZE:
-                input_data[value.name] = ir.serde.serialize_tensor(const)
-        inferred = onnx.shape_inference.infer_node_outputs(
-            schema, ir.serde.serialize_node(node), input_types, input_data
-        )
-    except Exception as exc:  # noqa: BLE001 - inference only refines types
-        logger.debug("shape inference failed for %s: %s", node.op_type, exc)
-        return
-    for output in node.outputs:
-        type_proto = inferred.get(output.name)
-        if type_proto is None:
-            continue
-        output.type = ir.serde.deserialize_type_proto_for_type(type_proto)
-        shape = ir.serde.deserialize_type_proto_for_shape(type_proto)
-        if shape is not None:
-            output.shape = shape
 
 
 # onnxscript makes a new Op object, and so derives its signature from the ONNX schema again,
@@ -383,7 +291,7 @@ class GraphTracer:
     ) -> Any:
         """Append one node; return its output (or a tuple when ``num_outputs > 1``).
 
-        Data movement on small constants is computed instead (:mod:`torch_onnx_fx.trace_folding`);
+        Data movement on small constants is computed instead (:mod:`torch_onnx_fx.translate.trace_folding`);
         ``infer=False`` always records the node (an Identity that must be a value of its own).
         """
         if infer and num_outputs == 1 and version is None and domain in ("", "ai.onnx"):
@@ -567,12 +475,12 @@ class GraphTracer:
         """Rewrite a call written for an older opset whose operator later changed incompatibly.
 
         torchlib writes against opset 18; graphs are built at the requested opset. Only these
-        operators changed meaning since 18, each fixed by an entry in ``_OPSET_ADAPTERS``.
+        operators changed meaning since 18, each fixed by an entry in ``opset_adapters.OPSET_ADAPTERS``.
         """
         if op.domain not in ("", "ai.onnx"):
             return inputs, attributes
         written_for = op.opset.version or self.opset_version
-        for changed_in, adapter in _OPSET_ADAPTERS.get(op.name, ()):
+        for changed_in, adapter in OPSET_ADAPTERS.get(op.name, ()):
             if written_for < changed_in <= self.opset_version:
                 inputs, attributes = adapter(self, inputs, attributes)
         return inputs, attributes
@@ -679,34 +587,3 @@ def _is_default(param: ir.schemas.AttributeParameter, attr: ir.Attr) -> bool:
     if attr.type in (ir.AttributeType.GRAPH, ir.AttributeType.GRAPHS, ir.AttributeType.TENSOR, ir.AttributeType.TENSORS):
         return False
     return default.value == attr.value
-
-
-def _dft_axis_as_input(
-    tracer: GraphTracer, inputs: list[ir.Value | None], attributes: dict[str, ir.Attr]
-) -> tuple[list[ir.Value | None], dict[str, ir.Attr]]:
-    """DFT-20 takes the axis as its third input instead of an attribute."""
-    attributes = dict(attributes)
-    axis = attributes.pop("axis").as_int() if "axis" in attributes else 1
-    padded = [*inputs, None][:2] if len(inputs) < 2 else list(inputs[:2])
-    return [*padded, tracer.constant(axis, ir.DataType.INT64)], attributes
-
-
-_GRID_SAMPLE_MODES = {"bilinear": "linear", "bicubic": "cubic"}
-
-
-def _grid_sample_mode_names(
-    tracer: GraphTracer, inputs: list[ir.Value | None], attributes: dict[str, ir.Attr]
-) -> tuple[list[ir.Value | None], dict[str, ir.Attr]]:
-    """GridSample-20 renamed its interpolation modes."""
-    attributes = dict(attributes)
-    if "mode" in attributes:
-        mode = attributes["mode"].as_string()
-        attributes["mode"] = ir.AttrString("mode", _GRID_SAMPLE_MODES.get(mode, mode))
-    return inputs, attributes
-
-
-# op_type -> [(opset in which it changed, adapter)]
-_OPSET_ADAPTERS: dict[str, list[tuple[int, Any]]] = {
-    "DFT": [(20, _dft_axis_as_input)],
-    "GridSample": [(20, _grid_sample_mode_names)],
-}

@@ -17,11 +17,11 @@ from typing import Any, Protocol, Sequence
 import onnx_ir as ir
 import torch
 
-from torch_onnx_fx import zero_dim
+from torch_onnx_fx.translate import zero_dim
 from torch_onnx_fx.normalize import promotion
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.registry import Translation
-from torch_onnx_fx.tracer import GraphTracer
+from torch_onnx_fx.translate.tracer import GraphTracer
 
 __all__ = ["Call", "CallAdapter", "ScalarPromotion", "ComplexScalars", "RankOneLift", "ADAPTERS"]
 

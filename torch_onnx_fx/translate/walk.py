@@ -3,7 +3,7 @@
 One pass over the nodes, in order. Placeholders become graph inputs (user inputs) or initializers
 (parameters, buffers, constants, carrying their state-dict names); ``call_function`` nodes are
 dispatched through the :class:`~torch_onnx_fx.registry.TranslationTable` and recorded by the
-:class:`~torch_onnx_fx.tracer.GraphTracer`; the output node gives the graph outputs (user
+:class:`~torch_onnx_fx.translate.tracer.GraphTracer`; the output node gives the graph outputs (user
 outputs, then mutated buffers/inputs if asked for). Work per node is constant, so the whole stage is
 linear in the graph size.
 """
@@ -21,29 +21,22 @@ import torch
 from onnx_ir.tensor_adapters import TorchTensor
 from torch.export import graph_signature as gs
 
-from torch_onnx_fx import annotate, call_adapters
+from torch_onnx_fx.translate import metadata as annotate
+from torch_onnx_fx.translate import call_adapters
 from torch_onnx_fx.dtypes import SUB_BYTE, is_carried, onnx_dims, onnx_dtype
 from torch_onnx_fx.errors import MissingTranslationError, TranslationError, UnsupportedArgumentError
-from torch_onnx_fx.registry import TranslationTable, choose
+from torch_onnx_fx.registry import TranslationTable, choose, target_name
 from torch_onnx_fx.signature import OutputEntry, ProgramSignature, lifted_tensor
-from torch_onnx_fx.op_context import OpContext
-from torch_onnx_fx.tracer import GraphTracer
+from torch_onnx_fx.translate.op_context import OpContext
+from torch_onnx_fx.translate.tracer import GraphTracer
 
-__all__ = ["TranslationContext", "translate", "untranslatable_nodes", "missing_translation_error", "target_name"]
+__all__ = ["TranslationContext", "translate", "untranslatable_nodes", "missing_translation_error"]
 
 logger = logging.getLogger(__name__)
 
 # FX targets the graph walk handles itself rather than through the table.
 _WALK_HANDLED: set[Any] = {operator.getitem}
 _WITH_EFFECTS = torch.ops.higher_order.with_effects
-
-
-def target_name(target: Any) -> str:
-    if isinstance(target, torch._ops.OpOverload):
-        return target.name()
-    module = getattr(target, "__module__", None)
-    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", None) or str(target)
-    return f"{module}.{name}" if module and module not in ("builtins",) else name
 
 
 @dataclasses.dataclass

@@ -18,7 +18,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.tracer import GraphTracer
+from torch_onnx_fx.translate.tracer import GraphTracer
 
 __all__ = ["OpContext", "Subgraph", "WalkState"]
 
