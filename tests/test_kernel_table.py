@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from torch_onnx_fx import kernel_table
+from torch_onnx_fx.optimize.runtime import kernel_table
 
 
 @pytest.fixture()

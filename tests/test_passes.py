@@ -11,8 +11,8 @@ from torch import nn
 
 import onnxscript.optimizer
 import torch_onnx_fx
-from torch_onnx_fx import optimize
-from torch_onnx_fx.passes import RelevantRulesRewritePass, _op_types
+from torch_onnx_fx.optimize import optimizer as optimize
+from torch_onnx_fx.optimize.rewrite_rules import RelevantRulesRewritePass, _op_types
 from helpers import assert_matches_eager
 
 
@@ -75,4 +75,4 @@ def test_constants_the_folder_cannot_evaluate_are_not_warned_about(caplog):
     with caplog.at_level(logging.DEBUG):
         assert_matches_eager(model, (torch.zeros(1, 16, dtype=torch.long),))
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING and "Evaluation failed" in r.getMessage()]
-    assert [r for r in caplog.records if r.name == "torch_onnx_fx.optimize" and "not folded" in r.getMessage()]
+    assert [r for r in caplog.records if r.name == "torch_onnx_fx.optimize.optimizer" and "not folded" in r.getMessage()]

@@ -8,7 +8,7 @@ import onnx_ir as ir
 import pytest
 import torch
 
-from torch_onnx_fx.runtime_kernels import KernelGapPass, has_cpu_kernel
+from torch_onnx_fx.optimize.runtime.kernel_gaps import KernelGapPass, has_cpu_kernel
 
 from helpers import assert_matches_eager
 

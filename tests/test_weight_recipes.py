@@ -12,7 +12,7 @@ from torch import nn
 
 import torch_onnx_fx
 from tests.helpers import assert_matches_eager
-from torch_onnx_fx.weight_recipes import RECIPE_KEY
+from torch_onnx_fx.optimize.weights.recipes import RECIPE_KEY
 
 
 class Tagger(nn.Module):

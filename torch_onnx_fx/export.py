@@ -16,14 +16,16 @@ from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 import onnx_ir as ir
 import torch
 
-from torch_onnx_fx import downgrade, naming, runtime_kernels, optimize as optimize_stage, options as options_module
+from torch_onnx_fx import naming, options as options_module
+from torch_onnx_fx.optimize import downgrade
+from torch_onnx_fx.optimize import optimize_model
 from torch_onnx_fx.translate import metadata as annotate
 from torch_onnx_fx.translate import walk as translate
 from torch_onnx_fx.normalize import decomposition as decompose
 from torch_onnx_fx.normalize import sequence as normalize
 from torch_onnx_fx.capture import strategies as capture
 from torch_onnx_fx import _state, dtypes, ops
-from torch_onnx_fx import fusion as fusion_stage
+from torch_onnx_fx.optimize import fusion as fusion_stage
 from torch_onnx_fx.capture.dynamic_shapes import prepare_dynamic_shapes
 from torch_onnx_fx.options import DEFAULT_OPSET, TORCHLIB_OPSET, UNSET
 from torch_onnx_fx.program import ONNXProgram
@@ -106,7 +108,7 @@ def export(
     are the model's outputs (``None`` left out); ``state_outputs=True`` appends the new values of
     buffers and inputs the model mutates. ``fusion`` (not a torch.onnx argument) chooses fused
     operators: ``"standard"`` (default) those of the ONNX standard where the opset has them (opset 23:
-    Attention, RMSNormalization, RotaryEmbedding), ``"none"`` none (see :mod:`torch_onnx_fx.fusion`).
+    Attention, RMSNormalization, RotaryEmbedding), ``"none"`` none (see :mod:`torch_onnx_fx.optimize.fusion`).
     """
     legacy = dict(
         training=training, operator_export_type=operator_export_type, do_constant_folding=do_constant_folding,
@@ -153,7 +155,7 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
         phase.detail = captured.strategy
     session.captured(captured)
     spare()
-    # Opsets below 18 are built at 18 and rewritten at the end (torch_onnx_fx.downgrade).
+    # Opsets below 18 are built at 18 and rewritten at the end (torch_onnx_fx.optimize.downgrade).
     build_opset = max(opts.opset_version, downgrade.BUILD_OPSET)
     table = TranslationTable(ops.builtin_table(), opts.custom_translation_table, build_opset, fused_translations=opts.fusion != "none")
 
@@ -186,20 +188,13 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
     )
 
     with progress.phase("optimize") as phase:
-        optimize_stage.finalize(model_ir)
-        fused: dict[str, int] = {}
-        if opts.optimize:
-            optimize_stage.optimize(model_ir, weights=signature.state_names)
-            fused = fusion_stage.fuse(model_ir, opts.fusion)
-        if opts.opset_version < build_opset:
-            downgrade.DowngradeOpsetPass(opts.opset_version)(model_ir)
-            optimize_stage.finalize(model_ir)
-        runtime_kernels.KernelGapPass()(model_ir)
+        fused = optimize_model(
+            model_ir, opset_version=opts.opset_version, weights=signature.state_names, optimize=opts.optimize,
+            fusion_mode=opts.fusion, extra_opsets=opts.extra_opsets,
+        )
         phase.detail = f"{len(model_ir.graph)} nodes" + ("" if opts.optimize else " (optimize=False)")
         if fused:
             phase.detail += "; fused " + ", ".join(f"{n} {name}" for name, n in fused.items())
-    graph.opset_imports.update(opts.extra_opsets)
-    model_ir.ir_version = dtypes.ir_version_for(model_ir)
 
     naming.rename_inputs(graph, opts.input_names, signature)
     naming.rename_outputs(graph, opts.output_names)

@@ -17,7 +17,7 @@ import torch
 
 from torch_onnx_fx.translate import metadata as annotate
 from torch_onnx_fx.errors import UnsupportedArgumentError
-from torch_onnx_fx.passes import output_copy
+from torch_onnx_fx.optimize.distinct_outputs import output_copy
 from torch_onnx_fx.signature import ProgramSignature
 
 __all__ = ["rename_inputs", "rename_outputs", "apply_output_axes", "symbol_names"]

@@ -23,7 +23,7 @@ import onnx
 import torch
 
 from torch_onnx_fx.capture.dynamic_shapes import forward_signature, from_dynamic_axes
-from torch_onnx_fx.fusion import DEFAULT_FUSION, FUSIONS
+from torch_onnx_fx.optimize.fusion import DEFAULT_FUSION, FUSIONS
 from torch_onnx_fx.errors import ArgumentTypeError, UnsupportedArgumentError
 
 __all__ = ["ExportOptions", "resolve", "export_recipe", "UNSET", "DEFAULT_OPSET", "TORCHLIB_OPSET", "MIN_OPSET", "max_opset"]
@@ -37,7 +37,7 @@ DEFAULT_OPSET = 20
 # opset (see the tracer's opset adapters for what changed before and after it).
 TORCHLIB_OPSET = 18
 # The oldest opset a graph can be produced at: below 18 it is built at 18 and rewritten
-# (torch_onnx_fx.downgrade); 13 is the oldest with the axes-as-input forms most operators use.
+# (torch_onnx_fx.optimize.downgrade); 13 is the oldest with the axes-as-input forms most operators use.
 MIN_OPSET = 13
 
 

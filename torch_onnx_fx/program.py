@@ -15,7 +15,7 @@ import onnx
 import onnx_ir as ir
 import torch
 
-from torch_onnx_fx import optimize as optimize_module
+from torch_onnx_fx.optimize import optimizer as optimize_module
 from torch_onnx_fx.dtypes import as_complex
 from torch_onnx_fx.capture.strategies import STRATEGY_NAMES
 from torch_onnx_fx.errors import ArgumentTypeError, InputMismatchError, OnnxRuntimeError, UnsupportedArgumentError

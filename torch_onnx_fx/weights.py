@@ -19,8 +19,9 @@ from onnx_ir.tensor_adapters import TorchTensor
 
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.errors import ArgumentTypeError, StateDictMismatchError
-from torch_onnx_fx.weight_recipes import RECIPE_KEY, recipe_sources, remake
-from torch_onnx_fx.weight_transposes import PERM_KEY, WEIGHT_KEY, without_data
+from torch_onnx_fx.optimize.weights.recipes import RECIPE_KEY, recipe_sources, remake
+from torch_onnx_fx.optimize.weights.base import without_data
+from torch_onnx_fx.optimize.weights.transposes import PERM_KEY, WEIGHT_KEY
 
 __all__ = ["apply_weights"]
 

@@ -16,10 +16,14 @@ import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 from onnxscript.optimizer import _constant_folding as constant_folding
 
-from torch_onnx_fx.batchnorm_into_conv import BatchNormIntoConvPass
-from torch_onnx_fx.passes import DistinctOutputsPass, InferMissingTypesPass, RelevantRulesRewritePass, TrimUnusedOptionalOutputsPass
-from torch_onnx_fx.weight_recipes import FoldWeightRecipesPass
-from torch_onnx_fx.weight_transposes import FoldWeightTransposesPass, without_data
+from torch_onnx_fx.optimize.weights.batchnorm_into_conv import BatchNormIntoConvPass
+from torch_onnx_fx.optimize.distinct_outputs import DistinctOutputsPass
+from torch_onnx_fx.optimize.infer_missing_types import InferMissingTypesPass
+from torch_onnx_fx.optimize.optional_outputs import TrimUnusedOptionalOutputsPass
+from torch_onnx_fx.optimize.rewrite_rules import RelevantRulesRewritePass
+from torch_onnx_fx.optimize.weights.recipes import FoldWeightRecipesPass
+from torch_onnx_fx.optimize.weights.base import without_data
+from torch_onnx_fx.optimize.weights.transposes import FoldWeightTransposesPass
 
 __all__ = ["finalize", "optimize"]
 

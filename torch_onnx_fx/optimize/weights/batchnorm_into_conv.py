@@ -21,7 +21,7 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
-from torch_onnx_fx.weight_transposes import WeightsPass
+from torch_onnx_fx.optimize.weights.base import WeightsPass
 
 __all__ = ["BatchNormIntoConvPass"]
 

@@ -12,44 +12,19 @@ itself and records on the new initializer the weight it holds and the permutatio
 from __future__ import annotations
 
 import logging
-from typing import Collection
 
 import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import TorchTensor
-from torch._subclasses.fake_tensor import FakeTensor
 
-__all__ = ["FoldWeightTransposesPass", "WeightsPass", "WEIGHT_KEY", "PERM_KEY", "plain_data", "without_data"]
+from torch_onnx_fx.optimize.weights.base import WeightsPass, plain_data, without_data
+
+__all__ = ["FoldWeightTransposesPass", "WEIGHT_KEY", "PERM_KEY"]
 
 logger = logging.getLogger(__name__)
 
 WEIGHT_KEY = "pkg.torch_onnx_fx.weight"
 PERM_KEY = "pkg.torch_onnx_fx.weight_perm"
-
-
-def without_data(value: ir.Value) -> bool:
-    """Whether an initializer's tensor has no data (meta device, FakeTensorMode): it cannot be
-    folded, and apply_weights must give it a value."""
-    raw = getattr(value.const_value, "raw", None)
-    return isinstance(raw, torch.Tensor) and (raw.device.type == "meta" or isinstance(raw, FakeTensor))
-
-
-def plain_data(value: ir.Value) -> torch.Tensor | None:
-    """The weight's tensor when it holds real data (not meta or fake weights; nor other tensor
-    subclasses, whose transposed copy might not be a plain tensor)."""
-    raw = getattr(value.const_value, "raw", None)
-    if not isinstance(raw, torch.Tensor) or without_data(value):
-        return None
-    return raw if type(raw) is torch.Tensor or isinstance(raw, torch.nn.Parameter) else None
-
-
-class WeightsPass(ir.passes.InPlacePass):
-    """A pass over the initializers named in ``weights`` (the model's parameters and persistent
-    buffers), which must stay replaceable by ``apply_weights``."""
-
-    def __init__(self, weights: Collection[str]):
-        super().__init__()
-        self.weights = set(weights)
 
 
 class FoldWeightTransposesPass(WeightsPass):

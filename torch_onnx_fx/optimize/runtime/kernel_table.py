@@ -1,6 +1,6 @@
 """ONNX Runtime's CPU kernel table, read from the runtime once per installed build.
 
-:mod:`torch_onnx_fx.runtime_kernels` checks every exported node against the kernels ONNX
+:mod:`torch_onnx_fx.optimize.runtime.kernel_gaps` checks every exported node against the kernels ONNX
 Runtime's CPU provider registers. Asking the runtime means loading its native library, which
 adds some 17 MB to an export's peak memory (a tenth of what the exporter itself adds to
 ``torch.export``'s) though the export never runs a session. The table depends only on the

@@ -1,32 +1,17 @@
-"""onnx-ir passes of our own, written like onnx-ir's: small, in place, reporting ``modified``.
-
-``RelevantRulesRewritePass`` applies onnxscript's rewrite rules, but only those whose pattern's
+"""``RelevantRulesRewritePass`` applies onnxscript's rewrite rules, but only those whose pattern's
 operators all occur in the model. onnxscript tries every rule at every node, so the pattern
 matcher was over 80 % of the optimizer's time on a 1,000-node graph, nearly all of it spent on
 rules (Conv/BatchNorm fusions, Slice/Scatter rewrites…) that cannot match a model without those
 operators. Skipping them changes no result.
-
-``TrimUnusedOptionalOutputsPass`` drops trailing outputs that no one uses and that the operator's
-schema marks optional. Translations recorded through onnxscript get every declared output (that
-is onnxscript's eager convention), but some operators change meaning with their output count:
-``BatchNormalization`` with three outputs is the *training* form, which ONNX Runtime rejects in
-inference mode.
-
-``DistinctOutputsPass`` gives a graph output that repeats an earlier one an Identity of its own
-(a value may stand once in a graph's outputs). Unlike onnx-ir's ``OutputFixPass`` it leaves a
-graph input returned unchanged as it is: ONNX allows it, and the alternative renames the *input*
-(``x`` → ``x_orig``), which breaks every caller feeding the model by input name.
 """
 
 from __future__ import annotations
 
-import logging
-
 import functools
+import logging
 from typing import Any, Sequence
 
 import numpy as np
-import onnx
 import onnx_ir as ir
 from onnxscript import rewriter
 from onnxscript.rewriter import pattern as rewrite_pattern
@@ -36,100 +21,9 @@ from onnxscript.rewriter import pattern as rewrite_pattern
 from onnxscript.rewriter.rules.common import _basic_rules as basic_rules
 from onnxscript.rewriter.rules.common import _no_op as no_op_rules
 
-from torch_onnx_fx.translate.node_inference import infer_node
-
-__all__ = [
-    "TrimUnusedOptionalOutputsPass", "RelevantRulesRewritePass", "DistinctOutputsPass", "InferMissingTypesPass",
-    "output_copy", "default_rules",
-]
+__all__ = ["RelevantRulesRewritePass", "default_rules"]
 
 logger = logging.getLogger(__name__)
-
-
-def output_copy(graph: ir.Graph, index: int, name: str) -> ir.Value:
-    """Make graph output ``index`` an Identity of its value, named ``name`` (type and shape
-    carried over), so the output can be named or repeated independently."""
-    value = graph.outputs[index]
-    node = ir.node("Identity", inputs=[value])
-    copy = node.outputs[0]
-    copy.name, copy.type, copy.shape = name, value.type, value.shape
-    graph.append(node)
-    graph.outputs[index] = copy
-    return copy
-
-
-class DistinctOutputsPass(ir.passes.InPlacePass):
-    """Repeated graph outputs (main graph and subgraphs) become Identities of the first."""
-
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
-        added = 0
-        for graph in (model.graph, *model.graph.subgraphs()):
-            seen: set[int] = set()
-            for i, value in enumerate(list(graph.outputs)):
-                if id(value) not in seen:
-                    seen.add(id(value))
-                    continue
-                # A repeat stands for the same output: it keeps the output's metadata.
-                output_copy(graph, i, f"{value.name}__{i}").metadata_props.update(value.metadata_props)
-                added += 1
-        logger.debug("DistinctOutputsPass: %d Identity node(s) added", added)
-        return ir.passes.PassResult(model, modified=bool(added))
-
-
-class InferMissingTypesPass(ir.passes.InPlacePass):
-    """Type and shape the outputs of standard-domain nodes that lack either, by ONNX's per-node
-    inference (with the constants folding made known).
-
-    Translation types every node it makes, so the optimizer's folder runs without a shape
-    inference of its own (which re-infers every node: 1.3 of 2 s optimizing a 32-layer Llama);
-    what the rewrite rules make, and shapes that only folding made static, are filled in here for
-    the passes after the optimizer (``KernelGapPass`` rewrites a float64 convolution by its
-    static shape).
-    """
-
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
-        opset = model.opset_imports.get("", None)
-        typed = 0
-        if opset is not None:
-            for node in ir.traversal.RecursiveGraphIterator(model.graph):
-                if node.domain not in ("", "ai.onnx") or all(o.type is not None and o.shape is not None for o in node.outputs):
-                    continue
-                before = [(o.type, o.shape) for o in node.outputs]
-                infer_node(node, opset)
-                for output, (type_, shape) in zip(node.outputs, before):
-                    # Outputs already typed and shaped keep what they have (translation's named dims).
-                    if type_ is not None and shape is not None:
-                        output.type, output.shape = type_, shape
-                typed += before != [(o.type, o.shape) for o in node.outputs]
-        logger.debug("InferMissingTypesPass: typed or shaped the outputs of %d node(s)", typed)
-        return ir.passes.PassResult(model, modified=bool(typed))
-
-
-class TrimUnusedOptionalOutputsPass(ir.passes.InPlacePass):
-    def call(self, model: ir.Model) -> ir.passes.PassResult:
-        modified = False
-        graph_outputs = {id(v) for v in model.graph.outputs}
-        for node in ir.traversal.RecursiveGraphIterator(model.graph):
-            if len(node.outputs) < 2:
-                continue
-            version = model.opset_imports.get(node.domain, 1) if node.domain else model.graph.opset_imports.get("", 18)
-            try:
-                schema = onnx.defs.get_schema(node.op_type, version, node.domain)
-            except onnx.defs.SchemaError:
-                continue
-            formal = schema.outputs
-            keep = len(node.outputs)
-            while keep > 1:
-                output = node.outputs[keep - 1]
-                index = min(keep - 1, len(formal) - 1)
-                optional = formal[index].option == onnx.defs.OpSchema.FormalParameterOption.Optional
-                if not optional or output.uses() or id(output) in graph_outputs:
-                    break
-                keep -= 1
-            if keep < len(node.outputs):
-                node.resize_outputs(keep)
-                modified = True
-        return ir.passes.PassResult(model, modified)
 
 
 def _op_types(model: ir.Model) -> frozenset[tuple[str, str]]:
@@ -250,6 +144,8 @@ def _filtered(rule: rewrite_pattern.RewriteRule) -> Any:
 
 
 class RelevantRulesRewritePass(ir.passes.InPlacePass):
+    """onnxscript's rewrite rules (``default_rules`` unless given), those that can match this model."""
+
     def __init__(self, rules: Sequence[rewrite_pattern.RewriteRule] | None = None):
         super().__init__()
         self._rules = [(rule, _required_ops(rule)) for rule in (default_rules() if rules is None else rules)]

@@ -12,7 +12,7 @@ kernel in the installed ONNX Runtime (its own kernel registry is the table) and
   (integer results cast back wrap exactly as ATen's fixed-width arithmetic does);
 - rewrites integer ``Gemm`` (MatMul + Add) and ``Relu`` (Max with 0) exactly, and float64
   operators the runtime has only for float32 (trigonometry, ``Elu``, ``Softplus``,
-  ``InstanceNormalization``…, see :mod:`torch_onnx_fx.float64_kernels`) in operators that have
+  ``InstanceNormalization``…, see :mod:`torch_onnx_fx.optimize.runtime.float64_kernels`) in operators that have
   float64 kernels. Computing those in float32 would be an approximation, which this pass never
   makes.
 
@@ -29,8 +29,8 @@ from typing import Callable
 import onnx
 import onnx_ir as ir
 
-from torch_onnx_fx import float64_kernels
-from torch_onnx_fx.kernel_table import Kernel, cpu_kernels
+from torch_onnx_fx.optimize.runtime import float64_kernels
+from torch_onnx_fx.optimize.runtime.kernel_table import Kernel, cpu_kernels
 
 __all__ = ["KernelGapPass", "has_cpu_kernel"]
 
@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 
 @functools.lru_cache(maxsize=1)
 def _cpu_kernels() -> dict[str, list[Kernel]]:
-    """ONNX Runtime's CPU kernels of the default domain (:mod:`torch_onnx_fx.kernel_table`)."""
+    """ONNX Runtime's CPU kernels of the default domain (:mod:`torch_onnx_fx.optimize.runtime.kernel_table`)."""
     return cpu_kernels()
 
 

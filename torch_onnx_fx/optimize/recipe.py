@@ -1,0 +1,53 @@
+"""The optimize stage's recipe: what runs on the translated model, in order.
+
+1. ``finalize``: inline torchlib's scripted functions, drop dead nodes (every export);
+2. with ``optimize=True``, onnxscript's optimizer (``optimizer``: folding, rewrite rules, lifting,
+   deduplication, common subexpressions) with the weights kept replaceable and folded only by the
+   weight passes (``weights/``), then the ``fusion`` rewrites (``fusion``);
+3. below opset 18, the graph built at 18 rewritten to the requested opset (``downgrade``), and
+   finalized again;
+4. nodes ONNX Runtime's CPU provider has no kernel for computed in a wider type
+   (``runtime/kernel_gaps``);
+5. the legacy ``custom_opsets`` imported, and the oldest IR version that holds every type used.
+"""
+
+from __future__ import annotations
+
+from typing import Collection, Mapping
+
+import onnx_ir as ir
+
+from torch_onnx_fx import dtypes
+from torch_onnx_fx.optimize import downgrade, fusion, optimizer
+from torch_onnx_fx.optimize.runtime.kernel_gaps import KernelGapPass
+
+__all__ = ["optimize_model"]
+
+
+def optimize_model(
+    model: ir.Model,
+    *,
+    opset_version: int,
+    weights: Collection[str],
+    optimize: bool = True,
+    fusion_mode: str = fusion.DEFAULT_FUSION,
+    extra_opsets: Mapping[str, int] | None = None,
+) -> dict[str, int]:
+    """Run the recipe on ``model`` in place; how many of each fused operator the graph has.
+
+    ``opset_version`` is the opset asked for (the model may have been built at a newer one);
+    ``weights`` names the initializers ``apply_weights`` must be able to replace.
+    """
+    built_at = model.graph.opset_imports[""]
+    optimizer.finalize(model)
+    fused: dict[str, int] = {}
+    if optimize:
+        optimizer.optimize(model, weights=weights)
+        fused = fusion.fuse(model, fusion_mode)
+    if opset_version < built_at:
+        downgrade.DowngradeOpsetPass(opset_version)(model)
+        optimizer.finalize(model)
+    KernelGapPass()(model)
+    model.graph.opset_imports.update(extra_opsets or {})
+    model.ir_version = dtypes.ir_version_for(model)
+    return fused
