@@ -121,7 +121,7 @@ def test_an_exception_while_streaming_weights_keeps_the_previous_files(saved, mo
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(torch_onnx_fx.program, "SaveProgress", lambda enabled: interrupted)
+    monkeypatch.setattr(torch_onnx_fx.program.onnx_program, "SaveProgress", lambda enabled: interrupted)
     with pytest.raises(KeyboardInterrupt):
         _program(1).save(path, external_data=True)
     assert _snapshot(path.parent) == before
@@ -146,7 +146,7 @@ def test_a_folder_that_cannot_be_written_leaves_nothing(saved, monkeypatch):
     def denied(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(torch_onnx_fx.saving.tempfile, "mkdtemp", denied)
+    monkeypatch.setattr(torch_onnx_fx.program.saving.tempfile, "mkdtemp", denied)
     with pytest.raises(torch_onnx_fx.SaveError, match="Permission denied"):
         _program(1).save(path, external_data=True)
     assert _snapshot(path.parent) == before

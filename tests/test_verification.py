@@ -9,7 +9,7 @@ from torch import nn
 
 import torch_onnx_fx
 from torch_onnx_fx.testing import assert_onnx_program
-from torch_onnx_fx.verification import first_divergence, verify_onnx_program
+from torch_onnx_fx.diagnostics.verification import first_divergence, verify_onnx_program
 
 
 class Deep(nn.Module):

@@ -121,7 +121,7 @@ def cmd_export(options: argparse.Namespace) -> int:
     program.save(options.output, external_data=options.external_data)
     print(f"saved {options.output} ({len(program.model.graph)} nodes, opset {program.model.opset_imports['']})")
     if options.verify:
-        from torch_onnx_fx.verification import verify_onnx_program
+        from torch_onnx_fx.diagnostics.verification import verify_onnx_program
 
         failed = [info for info in verify_onnx_program(program, args, kwargs) if not info.passed]
         if failed:
@@ -213,7 +213,7 @@ def cmd_verify(options: argparse.Namespace) -> int:
     if not os.path.exists(options.model):
         raise FileNotFoundError(options.model)
     onnx_program = torch_onnx_fx.ONNXProgram(ir.load(options.model), program)
-    from torch_onnx_fx.verification import verify_onnx_program
+    from torch_onnx_fx.diagnostics.verification import verify_onnx_program
 
     infos = verify_onnx_program(onnx_program, args, kwargs)
     for info in infos:

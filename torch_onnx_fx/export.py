@@ -16,7 +16,8 @@ from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
 import onnx_ir as ir
 import torch
 
-from torch_onnx_fx import naming, options as options_module
+from torch_onnx_fx import options as options_module
+from torch_onnx_fx.program import naming
 from torch_onnx_fx.optimize import downgrade
 from torch_onnx_fx.optimize import optimize_model
 from torch_onnx_fx.translate import metadata as annotate
@@ -29,6 +30,7 @@ from torch_onnx_fx.optimize import fusion as fusion_stage
 from torch_onnx_fx.capture.dynamic_shapes import prepare_dynamic_shapes
 from torch_onnx_fx.options import DEFAULT_OPSET, TORCHLIB_OPSET, UNSET
 from torch_onnx_fx.program import ONNXProgram
+from torch_onnx_fx import diagnostics
 from torch_onnx_fx.progress import Progress
 from torch_onnx_fx.registry import TranslationTable
 from torch_onnx_fx.signature import ProgramSignature
@@ -124,8 +126,6 @@ def export(
         dynamic_axes=dynamic_axes, state_outputs=state_outputs, legacy=legacy, fusion=fusion,
     )
     progress = Progress(enabled=opts.verbose is not False)
-    from torch_onnx_fx import diagnostics
-
     with _in_export(), _collector_spared() as spare, diagnostics.session(model, opts.args, opts.kwargs, progress, **opts.diagnostics) as session:
         onnx_program = _pipeline(model, opts, progress, session, spare)
         if opts.verify:

@@ -6,7 +6,7 @@ from typing import Any, Literal, Mapping, Sequence
 
 from torch_onnx_fx.capture.strategies import STRATEGY_NAMES
 from torch_onnx_fx.errors import UnsupportedArgumentError
-from torch_onnx_fx.verification import VerificationInfo, verify
+from torch_onnx_fx.diagnostics.verification import VerificationInfo, verify
 
 __all__ = ["assert_onnx_program"]
 

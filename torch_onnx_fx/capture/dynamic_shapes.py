@@ -162,7 +162,7 @@ def from_dynamic_axes(
 
     A key names an input tensor: an ``input_names`` entry (which name the *flattened* tensor
     inputs in order, nested lists/tuples/dicts included), else a top-level argument's name.
-    Output keys are left to :func:`torch_onnx_fx.naming.apply_output_axes`. A key that is neither
+    Output keys are left to :func:`torch_onnx_fx.program.naming.apply_output_axes`. A key that is neither
     takes the next unnamed input tensor in order (torch.onnx pairs keys with inputs by position),
     with a warning. ``{axis: name}`` keeps the name; a list of axes gets
     ``<key>_dynamic_axes_<i>`` names.

@@ -19,8 +19,10 @@ from torch_onnx_fx.optimize import optimizer as optimize_module
 from torch_onnx_fx.dtypes import as_complex
 from torch_onnx_fx.capture.strategies import STRATEGY_NAMES
 from torch_onnx_fx.errors import ArgumentTypeError, InputMismatchError, OnnxRuntimeError, UnsupportedArgumentError
-from torch_onnx_fx.feeds import check_feeds
-from torch_onnx_fx import safetensors_files, saving, weights
+from torch_onnx_fx.program.feeds import check_feeds
+from torch_onnx_fx.program import safetensors_files
+from torch_onnx_fx.program import saving
+from torch_onnx_fx.program import weights
 from torch_onnx_fx.progress import SaveProgress
 from torch_onnx_fx.signature import OutputEntry, ProgramSignature
 
@@ -238,7 +240,7 @@ class ONNXProgram:
         external_data: bool | None = None,
         external_data_name: str | None = None,
     ) -> None:
-        """Save the model, atomically (see :mod:`torch_onnx_fx.saving`).
+        """Save the model, atomically (see :mod:`torch_onnx_fx.program.saving`).
 
         Weights go to an external data file beside the model when ``external_data`` is True, or
         when it is None and the weights exceed protobuf's 2 GB; it is named
@@ -280,7 +282,7 @@ class ONNXProgram:
         for what the files lack (a meta-built model's non-persistent buffers). Files are
         memory-mapped, not read: ``save(external_data=True)`` then streams each weight from disk.
 
-        Every key is checked before anything is replaced (see :mod:`torch_onnx_fx.weights`): with
+        Every key is checked before anything is replaced (see :mod:`torch_onnx_fx.program.weights`): with
         ``strict`` (the default) the dict must hold every weight the graph uses and nothing else;
         ``strict=False`` updates the weights it names and ignores other keys. Shapes and dtypes
         must match either way; a mismatch raises :class:`StateDictMismatchError` listing the keys.

@@ -20,8 +20,10 @@ from typing import Any, Iterator, Mapping
 
 import torch
 
-from torch_onnx_fx.signature import ProgramSignature
+from torch_onnx_fx.diagnostics.verification import verify_onnx_program
 from torch_onnx_fx.progress import Progress
+from torch_onnx_fx.registry import target_name
+from torch_onnx_fx.signature import ProgramSignature
 
 __all__ = ["ExportSession", "session"]
 
@@ -83,8 +85,6 @@ class ExportSession:
         self.program = program
 
     def verify(self, program: Any) -> str:
-        from torch_onnx_fx.verification import verify_onnx_program
-
         self.verification = verify_onnx_program(program, self.args, self.kwargs)
         failed = [r for r in self.verification if not r.passed]
         worst = max((r.max_abs_diff for r in self.verification), default=0.0)
@@ -102,8 +102,6 @@ class ExportSession:
         counts: collections.Counter[Any] = collections.Counter(
             n.target for n in graph.nodes if n.op == "call_function"
         )
-        from torch_onnx_fx.registry import target_name
-
         rows = []
         for target, count in counts.most_common():
             source = self.table.source_of(target) if self.table is not None else None
