@@ -1,4 +1,4 @@
-"""Complex tensors through strides, indices, masks and products (ops/complex_tensors.py),
+"""Complex tensors through strides, indices, masks and products (ops/complex/tensors.py),
 compared with eager in complex64 and complex128, 0-d and empty tensors included."""
 
 from __future__ import annotations

@@ -16,8 +16,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     exactness,  # first: its refusals come before any translation of the same operators
     activation,
     arithmetic,
-    complex_math,
-    complex_tensors,
+    complex,
     control_flow,
     core,
     grid_sample,
@@ -34,7 +33,6 @@ from torch_onnx_fx.ops import (  # noqa: F401
     prims,
     sorting,
     special,
-    spectral,
     symbolic,
     view_scatter,
     vision,

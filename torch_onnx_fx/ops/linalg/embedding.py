@@ -20,7 +20,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.translate.op_context import OpContext
-from torch_onnx_fx.ops.complex_math import _im, _join, _re
+from torch_onnx_fx.ops.complex.real_view import _im, _join, _re
 from torch_onnx_fx.ops.linalg import _matrix as mx
 from torch_onnx_fx.ops.linalg.eigen import aten_linalg_eigh, aten_linalg_pinv, aten_linalg_svd
 from torch_onnx_fx.ops.linalg.matrix_exp import aten_linalg_matrix_exp

@@ -16,7 +16,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.translate.op_context import OpContext
-from torch_onnx_fx.ops.complex_math import _atan2
+from torch_onnx_fx.ops.complex.real_view import _atan2
 from torch_onnx_fx.ops.linalg import _matrix as mx
 from torch_onnx_fx.ops.linalg.field import REAL, Field, field_of, register_real_and_complex
 from torch_onnx_fx.registry import register, wants_context

@@ -21,10 +21,10 @@ from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.errors import TranslationError
 from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.ops._tensors import int64, ints
-from torch_onnx_fx.ops.complex_math import (
+from torch_onnx_fx.ops.complex.real_view import (
     _complex_rank, _dim, _filled, _in_dtype, _join, _mul, _nonzero, _operand, _re, _size_tensor, _torchlib,
-    aten_mm_complex,
 )
+from torch_onnx_fx.ops.complex.reductions import aten_mm_complex
 from torch_onnx_fx.ops.indexing import aten_nonzero_static
 from torch_onnx_fx.ops.linalg import _matrix as mx
 from torch_onnx_fx.ops.view_scatter import aten_diagonal_scatter

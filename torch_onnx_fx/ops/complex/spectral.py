@@ -11,7 +11,7 @@ import numpy as np
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.ops.complex_math import _torchlib
+from torch_onnx_fx.ops.complex.real_view import _torchlib
 from torch_onnx_fx.registry import register
 
 __all__ = ["aten_stft", "aten_fft_c2c_complex"]
