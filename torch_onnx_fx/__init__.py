@@ -25,7 +25,7 @@ from torch_onnx_fx.export import DEFAULT_OPSET, export
 from torch_onnx_fx.exportable import ExportableModule
 from torch_onnx_fx.program import ONNXProgram
 from torch_onnx_fx.registry import complex_translation
-from torch_onnx_fx import testing, verification  # noqa: E402  (public submodules)
+from torch_onnx_fx import testing, verification  # noqa: F401  (public submodules)
 
 __all__ = [
     "export",

@@ -1,8 +1,9 @@
-"""``export``: the public entry, composing the pipeline.
+"""``export``: the public entry, composing the pipeline one stage a line.
 
-options → capture → decompose → translate → annotate → optimize → name → ``ONNXProgram``.
+options → capture → normalize → translate → optimize → program (with diagnostics around it).
 The signature is ``torch.onnx.export``'s, legacy arguments included, so replacing the call is a
-one-word change; :mod:`torch_onnx_fx.options` decides what the arguments mean.
+one-word change; it is declared once, with each argument's check and documentation, in
+:mod:`torch_onnx_fx.options`, which also decides what one call's arguments mean.
 """
 
 from __future__ import annotations
@@ -11,26 +12,15 @@ import contextlib
 import gc
 import logging
 import os
-from typing import Any, Callable, Collection, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator
 
-import onnx_ir as ir
 import torch
 
-from torch_onnx_fx import options as options_module
-from torch_onnx_fx.program import naming
-from torch_onnx_fx.optimize import downgrade
+from torch_onnx_fx import _state, capture, diagnostics, normalize, ops, options, translate
 from torch_onnx_fx.optimize import optimize_model
-from torch_onnx_fx.translate import metadata as annotate
-from torch_onnx_fx.translate import walk as translate
-from torch_onnx_fx.normalize import decomposition as decompose
-from torch_onnx_fx.normalize import sequence as normalize
-from torch_onnx_fx.capture import strategies as capture
-from torch_onnx_fx import _state, dtypes, ops
-from torch_onnx_fx.optimize import fusion as fusion_stage
-from torch_onnx_fx.capture.dynamic_shapes import prepare_dynamic_shapes
-from torch_onnx_fx.options import DEFAULT_OPSET, TORCHLIB_OPSET, UNSET
-from torch_onnx_fx.program import ONNXProgram
-from torch_onnx_fx import diagnostics
+from torch_onnx_fx.optimize.downgrade import BUILD_OPSET
+from torch_onnx_fx.options import DEFAULT_OPSET, TORCHLIB_OPSET, ExportOptions
+from torch_onnx_fx.program import ONNXProgram, naming
 from torch_onnx_fx.progress import Progress
 from torch_onnx_fx.registry import TranslationTable
 from torch_onnx_fx.signature import ProgramSignature
@@ -71,60 +61,16 @@ def _collector_spared() -> Iterator[Callable[[], None]]:
         gc.unfreeze()
 
 
-def export(
-    model: torch.nn.Module | torch.export.ExportedProgram | Callable[..., Any],
-    args: tuple[Any, ...] | Any = (),
-    f: str | os.PathLike[str] | None = None,
-    *,
-    kwargs: Mapping[str, Any] | None = None,
-    verbose: bool | None = None,
-    input_names: Sequence[str] | None = None,
-    output_names: Sequence[str] | None = None,
-    opset_version: int | None = None,
-    dynamo: bool = True,
-    external_data: bool = True,
-    dynamic_shapes: Mapping[str, Any] | tuple[Any, ...] | list[Any] | None = None,
-    custom_translation_table: Mapping[Any, Any] | None = None,
-    report: bool = False,
-    optimize: bool = True,
-    fusion: str = fusion_stage.DEFAULT_FUSION,
-    verify: bool = False,
-    profile: bool = False,
-    dump_exported_program: bool = False,
-    artifacts_dir: str | os.PathLike[str] = ".",
-    export_params: bool = True,
-    keep_initializers_as_inputs: bool = False,
-    dynamic_axes: Mapping[str, Mapping[int, str]] | Mapping[str, Sequence[int]] | None = None,
-    state_outputs: bool = False,
-    training: Any = UNSET,
-    operator_export_type: Any = UNSET,
-    do_constant_folding: Any = UNSET,
-    custom_opsets: Mapping[str, int] | None | Any = UNSET,
-    export_modules_as_functions: bool | Collection[type[torch.nn.Module]] | Any = UNSET,
-    autograd_inlining: Any = UNSET,
-) -> ONNXProgram:
+def export(model: Any, args: Any = (), f: Any = None, **arguments: Any) -> ONNXProgram:
     """Export ``model`` to ONNX through torch.export; a drop-in for ``torch.onnx.export(dynamo=True)``.
 
     Returns an :class:`ONNXProgram`. When ``f`` is given the model is also saved there, honouring
     ``external_data``, ``export_params`` and ``keep_initializers_as_inputs``. The graph's outputs
     are the model's outputs (``None`` left out); ``state_outputs=True`` appends the new values of
-    buffers and inputs the model mutates. ``fusion`` (not a torch.onnx argument) chooses fused
-    operators: ``"standard"`` (default) those of the ONNX standard where the opset has them (opset 23:
-    Attention, RMSNormalization, RotaryEmbedding), ``"none"`` none (see :mod:`torch_onnx_fx.optimize.fusion`).
+    buffers and inputs the model mutates. Every argument after ``f`` is keyword-only; the
+    signature and the list below come from their declaration in :mod:`torch_onnx_fx.options`.
     """
-    legacy = dict(
-        training=training, operator_export_type=operator_export_type, do_constant_folding=do_constant_folding,
-        custom_opsets=custom_opsets, export_modules_as_functions=export_modules_as_functions,
-        autograd_inlining=autograd_inlining,
-    )
-    opts = options_module.resolve(
-        model, args, kwargs=kwargs, f=f, verbose=verbose, input_names=input_names, output_names=output_names,
-        opset_version=opset_version, dynamo=dynamo, external_data=external_data, dynamic_shapes=dynamic_shapes,
-        custom_translation_table=custom_translation_table, report=report, optimize=optimize, verify=verify,
-        profile=profile, dump_exported_program=dump_exported_program, artifacts_dir=artifacts_dir,
-        export_params=export_params, keep_initializers_as_inputs=keep_initializers_as_inputs,
-        dynamic_axes=dynamic_axes, state_outputs=state_outputs, legacy=legacy, fusion=fusion,
-    )
+    opts = options.resolve(model, args, f, arguments)
     progress = Progress(enabled=opts.verbose is not False)
     with _in_export(), _collector_spared() as spare, diagnostics.session(model, opts.args, opts.kwargs, progress, **opts.diagnostics) as session:
         onnx_program = _pipeline(model, opts, progress, session, spare)
@@ -145,47 +91,39 @@ def export(
     return onnx_program
 
 
-def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress, session: Any, spare: Callable[[], None]) -> ONNXProgram:
-    """capture → decompose → translate → annotate → optimize → name, for one normalised call."""
-    is_program = isinstance(model, torch.export.ExportedProgram)
-    prepared_shapes, dim_names = (None, None) if is_program else prepare_dynamic_shapes(model, opts.args, opts.kwargs, opts.dynamic_shapes)
+export.__signature__ = options.signature()  # type: ignore[attr-defined]
+export.__doc__ = f"{export.__doc__}\n    {options.argument_docs().replace(chr(10), chr(10) + '    ')}\n"
 
+
+def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any, spare: Callable[[], None]) -> ONNXProgram:
+    """The stages, in order, for one resolved call; each phase is timed and reported."""
+    is_program = isinstance(model, torch.export.ExportedProgram)
+    shapes, dim_names = (None, None) if is_program else capture.prepare_dynamic_shapes(model, opts.args, opts.kwargs, opts.dynamic_shapes)
     with progress.phase("capture") as phase:
-        captured = capture.capture(model, opts.args, opts.kwargs, prepared_shapes)
+        captured = capture.capture(model, opts.args, opts.kwargs, shapes)
         phase.detail = captured.strategy
     session.captured(captured)
     spare()
-    # Opsets below 18 are built at 18 and rewritten at the end (torch_onnx_fx.optimize.downgrade).
-    build_opset = max(opts.opset_version, downgrade.BUILD_OPSET)
+
+    # Opsets below 18 are built at 18 and rewritten by the optimize stage (optimize/downgrade).
+    build_opset = max(opts.opset_version, BUILD_OPSET)
     table = TranslationTable(ops.builtin_table(), opts.custom_translation_table, build_opset, fused_translations=opts.fusion != "none")
-
     with progress.phase("decompose") as phase:
-        decomposed = decompose.decompose(captured.exported_program, table)
+        decomposed = normalize.decompose(captured.exported_program, table)
         phase.detail = f"{len(decomposed.decomposed)} operator(s) decomposed" if decomposed.retraced else "not needed"
-    program = decomposed.exported_program
     session.decomposed(decomposed, table)
+    program = decomposed.exported_program
     normalize.normalize(program, table)
+
     signature = ProgramSignature.of(program)
-
-    missing = translate.untranslatable_nodes(program.graph_module, table)
-    if missing:
-        raise translate.missing_translation_error(missing, table)
+    translate.check_translatable(program, table)
     symbols = naming.symbol_names(signature, dim_names, opts.args, opts.kwargs)
-
     with progress.phase("translate") as phase:
-        graph, tracer = translate.translate(
+        model_ir = translate.translate_program(
             program, table, opset_version=build_opset, symbol_names=symbols, signature=signature,
             state_outputs=opts.state_outputs, progress=progress.step,
         )
-        phase.detail = f"{len(graph)} ONNX nodes from {len(program.graph.nodes)} FX nodes"
-    annotate.annotate_graph(graph, program)
-    model_ir = ir.Model(
-        graph,
-        ir_version=dtypes.DEFAULT_IR_VERSION,
-        producer_name="torch_onnx_fx",
-        producer_version=_state.version(),
-        functions=list(tracer.functions.values()),
-    )
+        phase.detail = f"{len(model_ir.graph)} ONNX nodes from {len(program.graph.nodes)} FX nodes"
 
     with progress.phase("optimize") as phase:
         fused = optimize_model(
@@ -196,12 +134,10 @@ def _pipeline(model: Any, opts: options_module.ExportOptions, progress: Progress
         if fused:
             phase.detail += "; fused " + ", ".join(f"{n} {name}" for name, n in fused.items())
 
-    naming.rename_inputs(graph, opts.input_names, signature)
-    naming.rename_outputs(graph, opts.output_names)
-    if opts.dynamic_axes is not None:
-        naming.apply_output_axes(graph, opts.dynamic_axes, opts.input_names or [])
-    annotate.annotate_outputs(graph, signature.graph_outputs(opts.state_outputs))
-
+    naming.name_interface(
+        model_ir.graph, signature, input_names=opts.input_names, output_names=opts.output_names,
+        dynamic_axes=opts.dynamic_axes, state_outputs=opts.state_outputs,
+    )
     onnx_program = ONNXProgram(
         model_ir,
         program,

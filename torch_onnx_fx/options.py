@@ -1,32 +1,43 @@
-"""Options: the arguments of one ``export`` call, normalised once into a record.
+"""Options: every argument of ``export`` declared once, and one call's arguments resolved.
 
-``export`` takes ``torch.onnx.export``'s arguments, legacy ones included. Everything that decides
-what they mean lives here, before any work is done: an ``ExportableModule``'s own recipe, the
-TorchScript-era arguments (accepted with a ``DeprecationWarning`` where ignoring them changes
-nothing, refused where the user asked for something this exporter does not do), the opset range,
-torch.onnx's rule that a ``dict`` ending ``args`` is the keyword arguments, and the conversion of
-legacy ``dynamic_axes`` to ``dynamic_shapes``. The stages read the resulting :class:`ExportOptions`.
+``export`` takes ``torch.onnx.export``'s arguments, legacy ones included, and two of its own.
+Each is a field of :class:`ExportOptions`, declared below with its default, its type as the
+signature shows it, the check its value must pass before any work is done, and what it does. From
+that one declaration come ``export``'s signature and the argument section of its docstring
+(:func:`signature`, :func:`argument_docs`), the up-front type checks, and the table of
+``docs/migration.md`` (``tools/pages/arguments.py``); adding an argument is adding a field.
+
+:func:`resolve` decides what one call's arguments mean, before any work is done: an
+``ExportableModule``'s own recipe, the TorchScript-era arguments (accepted with a
+``DeprecationWarning`` where ignoring them changes nothing, refused where the user asked for
+something this exporter does not do), the opset range, torch.onnx's rule that a ``dict`` ending
+``args`` is the keyword arguments, and the conversion of legacy ``dynamic_axes`` to
+``dynamic_shapes``. The stages read the resulting :class:`ExportOptions`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import enum
 import inspect
 import io
 import logging
 import os
 import warnings
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import onnx
 import torch
 
 from torch_onnx_fx.capture.dynamic_shapes import forward_signature, from_dynamic_axes
-from torch_onnx_fx.optimize.fusion import DEFAULT_FUSION, FUSIONS
 from torch_onnx_fx.errors import ArgumentTypeError, UnsupportedArgumentError
+from torch_onnx_fx.optimize.fusion import DEFAULT_FUSION, FUSIONS
 
-__all__ = ["ExportOptions", "resolve", "export_recipe", "UNSET", "DEFAULT_OPSET", "TORCHLIB_OPSET", "MIN_OPSET", "max_opset"]
+__all__ = [
+    "ExportOptions", "resolve", "signature", "argument_docs", "arguments", "export_recipe", "UNSET", "LEGACY",
+    "DEFAULT_OPSET", "TORCHLIB_OPSET", "MIN_OPSET", "max_opset",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -55,34 +66,188 @@ class _Default(enum.Enum):
 UNSET = _Default.UNSET
 
 
+def _short(value: Any) -> str:
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# -- the checks a value must pass before any work ----------------------------------------------------
+
+Check = Callable[[str, Any], None]
+
+
+def _instance(accepted: tuple[type, ...], description: str) -> Check:
+    """A check that the value is one of ``accepted``: a typo fails in milliseconds, not after a
+    capture, and a bool flag given a string is a mistake, not a truthy value."""
+
+    def check(name: str, value: Any) -> None:
+        if not isinstance(value, accepted):
+            raise ArgumentTypeError(
+                f"export(..., {name}=...): expected {description}, got {type(value).__name__} ({_short(value)})."
+            )
+
+    return check
+
+
+# ints too: torch.onnx's TorchScript-era callers pass 0/1.
+_FLAG = _instance((bool, int), "True or False")
+
+
+def _names(name: str, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
+        raise ArgumentTypeError(
+            f"export(..., {name}=...): expected a list of str (one name per graph {name.split('_')[0]}), got {_short(value)}."
+        )
+
+
+# -- the declaration ---------------------------------------------------------------------------------
+
+TORCH_ONNX, OURS, LEGACY_KIND, RESOLVED = "torch.onnx", "ours", "legacy", "resolved"
+
+
+def _argument(default: Any, annotation: str, doc: str, *, check: Check | None = None, kind: str = TORCH_ONNX) -> Any:
+    """One argument of ``export``: its default, its type as the signature shows it, what it does
+    (a row of the migration table, in Markdown) and the check its value must pass."""
+    return dataclasses.field(default=default, metadata={"annotation": annotation, "doc": doc, "check": check, "kind": kind})
+
+
+MODEL_DOC = (
+    "`nn.Module`, `ExportedProgram` (used as is) or a plain callable. TorchScript modules raise "
+    "`UnsupportedArgumentError`."
+)
+MODEL_ANNOTATION = "torch.nn.Module | torch.export.ExportedProgram | Callable[..., Any]"
+
+
 @dataclasses.dataclass
 class ExportOptions:
-    """One export call, normalised: what the stages read."""
+    """``export``'s arguments, declared once; after :func:`resolve`, one call's, normalised."""
 
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    opset_version: int
-    dynamic_shapes: Any
-    dynamic_axes: Mapping[str, Any] | None
-    input_names: Sequence[str] | None
-    output_names: Sequence[str] | None
-    custom_translation_table: Mapping[Any, Any] | None
-    optimize: bool
-    fusion: str
-    state_outputs: bool
-    extra_opsets: dict[str, int]
-    verbose: bool | None
-    # Where and how to save, when ``f`` was given.
-    f: str | os.PathLike[str] | None
-    external_data: bool
-    export_params: bool
-    keep_initializers_as_inputs: bool
-    # Artifacts and checks (see diagnostics).
-    report: bool
-    verify: bool
-    profile: bool
-    dump_exported_program: bool
-    artifacts_dir: str | os.PathLike[str]
+    args: Any = _argument(
+        (), "tuple[Any, ...] | Any",
+        "Example inputs; a single tensor is accepted. Non-tensor arguments are baked into the model. Without "
+        "`kwargs`, a `dict` ending `args` is the keyword arguments (`(x, {\"b\": y})` calls `model(x, b=y)`), as in "
+        "torch.onnx; end `args` with `{}` to pass a dict positionally.",
+    )
+    f: Any = _argument(
+        None, "str | os.PathLike[str] | None",
+        "When given, the model is also saved there (honouring `external_data`, `export_params`, "
+        "`keep_initializers_as_inputs`).",
+        check=_instance((str, os.PathLike, io.IOBase, type(None)), "a file path (str or os.PathLike), a binary file object or None"),
+    )
+    kwargs: Any = _argument(
+        None, "Mapping[str, Any] | None", "Example keyword inputs, as `args`.",
+        check=_instance((Mapping, type(None)), "a dict of keyword arguments or None"),
+    )
+    verbose: Any = _argument(
+        None, "bool | None",
+        "`None`: one progress line per phase on stderr. `False`: silent. `True`: progress, then the model is printed.",
+        check=_instance((bool, type(None)), "True, False or None"),
+    )
+    input_names: Any = _argument(
+        None, "Sequence[str] | None",
+        "Rename graph inputs in order. They name the *flattened* tensor inputs (nested lists, tuples and dicts "
+        "included). As in the TorchScript exporter, `input_names` longer than the user inputs go on to name "
+        "parameters and buffers in order; `apply_weights` still accepts their state-dict names.",
+        check=_names,
+    )
+    output_names: Any = _argument(
+        None, "Sequence[str] | None",
+        "Rename graph outputs in order. Naming an output that is an input passed through adds an `Identity`, so "
+        "the input keeps its name.",
+        check=_names,
+    )
+    opset_version: Any = _argument(
+        None, "int | None",
+        f"`None` means {DEFAULT_OPSET}. {MIN_OPSET} to the newest opset the installed `onnx` defines; anything else "
+        "raises before any work. Below 18 the graph is built at 18 and each operator that changed is rewritten to "
+        "its older form (see below); an operator with no older form raises a `TranslationError` naming it and the "
+        "opset it needs. At 23 and later, `scaled_dot_product_attention` is one `Attention` node.",
+    )
+    dynamo: Any = _argument(True, "bool", "`False` raises: only the torch.export path exists.", check=_FLAG)
+    external_data: Any = _argument(True, "bool", "With `f`: weights to `<f>.data`.", check=_FLAG)
+    dynamic_shapes: Any = _argument(
+        None, "Mapping[str, Any] | tuple[Any, ...] | list[Any] | None",
+        "Every form torch.export accepts; strings name ONNX dims (see [dynamic shapes](dynamic_shapes.md)). "
+        "Captured as torch.onnx captures: dims of size 0 or 1 in the example stay symbolic, deferrable shape checks "
+        "become run-time asserts, and `Dim` ranges torch.export rejects with suggested fixes are refined by those "
+        "fixes, with a `UserWarning` (the fixes are in `ONNXProgram.capture_refinements`). Two names for dims "
+        "torch.export proves equal warn, keeping the first.",
+        check=_instance((Mapping, tuple, list, type(None)), "a dict, tuple or list of dynamic shapes (as torch.export.export takes), or None"),
+    )
+    custom_translation_table: Any = _argument(
+        None, "Mapping[Any, Any] | None",
+        "`{OpOverload or callable: function or [functions]}`; an `OpOverloadPacket` key raises naming the "
+        "overload to use.",
+        check=_instance((Mapping, type(None)), "a dict mapping operators to translation functions, or None"),
+    )
+    report: Any = _argument(False, "bool", "A Markdown report of the export. See [diagnostics](diagnostics.md).", check=_FLAG)
+    optimize: Any = _argument(
+        True, "bool", "`True`: onnxscript's optimizer. `False`: only function inlining and dead-code removal.", check=_FLAG,
+    )
+    fusion: Any = _argument(
+        DEFAULT_FUSION, "str",
+        "`\"standard\"` (default): the ONNX standard's fused operators where the opset has them (opset 23: "
+        "`Attention`, `RMSNormalization`, `RotaryEmbedding`); `\"none\"`: never. See [fused operators](fusion.md).",
+        kind=OURS,
+    )
+    verify: Any = _argument(
+        False, "bool", "Run the model in ONNX Runtime and compare with eager. See [diagnostics](diagnostics.md).", check=_FLAG,
+    )
+    profile: Any = _argument(False, "bool", "Profile the export. See [diagnostics](diagnostics.md).", check=_FLAG)
+    dump_exported_program: Any = _argument(
+        False, "bool", "Write the `ExportedProgram`. See [diagnostics](diagnostics.md).", check=_FLAG,
+    )
+    artifacts_dir: Any = _argument(
+        ".", "str | os.PathLike[str]",
+        "Where `report`, `profile` and `dump_exported_program` write (created if missing). See "
+        "[diagnostics](diagnostics.md).",
+        check=_instance((str, os.PathLike), "a folder path"),
+    )
+    export_params: Any = _argument(
+        True, "bool", "With `f`: `False` saves no weights. Without `f`: a warning (use `ONNXProgram.save`).", check=_FLAG,
+    )
+    keep_initializers_as_inputs: Any = _argument(
+        False, "bool", "With `f`: weights also listed as inputs. Without `f`: a warning.", check=_FLAG,
+    )
+    dynamic_axes: Any = _argument(
+        None, "Mapping[str, Mapping[int, str]] | Mapping[str, Sequence[int]] | None",
+        "Converted to `dynamic_shapes` with torch.onnx's `DeprecationWarning` and `UserWarning`. Keys are "
+        "`input_names` entries (flattened inputs), argument names, or output names (these rename output dims); a "
+        "key that is none of them takes the next unnamed input, with a warning. Dict form keeps the axis names; "
+        "list form names axes `<name>_dynamic_axes_<i>`. Cannot be combined with `dynamic_shapes`.",
+        check=_instance((Mapping, type(None)), "a dict mapping input/output names to their dynamic axes, or None"),
+    )
+    state_outputs: Any = _argument(
+        False, "bool",
+        "`False` (default): the graph's outputs are the model's outputs, in order, `None` left out — as "
+        "torch.onnx's. `True`: the new values of mutated buffers and inputs follow them (their "
+        "`OutputSpec.kind` metadata says which is which), for callers that carry state (KV caches, running "
+        "statistics) themselves.",
+        check=_FLAG, kind=OURS,
+    )
+    training: Any = _argument(
+        UNSET, "Any", "`TrainingMode.TRAINING` raises (set `model.train()` yourself); other values warn (deprecated).",
+        kind=LEGACY_KIND,
+    )
+    operator_export_type: Any = _argument(
+        UNSET, "Any", "Anything but `ONNX` raises; `ONNX` warns (deprecated).", kind=LEGACY_KIND,
+    )
+    do_constant_folding: Any = _argument(
+        UNSET, "Any", "Warns (deprecated): folding is part of `optimize`.", kind=LEGACY_KIND,
+    )
+    custom_opsets: Any = _argument(
+        UNSET, "Mapping[str, int] | None", "Warns (deprecated) and sets those domain versions on the model.",
+        kind=LEGACY_KIND,
+    )
+    export_modules_as_functions: Any = _argument(
+        UNSET, "bool | Collection[type[torch.nn.Module]]", "`True` raises; `False` warns (deprecated).",
+        kind=LEGACY_KIND,
+    )
+    autograd_inlining: Any = _argument(UNSET, "Any", "Warns (deprecated).", kind=LEGACY_KIND)
+    # What resolve() derives; not an argument.
+    extra_opsets: dict[str, int] = dataclasses.field(default_factory=dict, metadata={"kind": RESOLVED})
 
     @property
     def diagnostics(self) -> dict[str, Any]:
@@ -90,6 +255,50 @@ class ExportOptions:
             report=self.report, verify=self.verify, profile=self.profile,
             dump_exported_program=self.dump_exported_program, artifacts_dir=self.artifacts_dir,
         )
+
+
+def arguments() -> list[dataclasses.Field[Any]]:
+    """The declared arguments, in signature order."""
+    return [field for field in dataclasses.fields(ExportOptions) if field.metadata.get("kind") != RESOLVED]
+
+
+LEGACY = tuple(field.name for field in arguments() if field.metadata["kind"] == LEGACY_KIND)
+_ARGUMENT_NAMES = frozenset(field.name for field in arguments())
+_POSITIONAL = ("args", "f")
+
+
+def signature(return_annotation: str = "ONNXProgram") -> inspect.Signature:
+    """``export``'s signature: ``model``, then every declared argument (``args`` and ``f``
+    positional too, the rest keyword-only, as torch.onnx.export's)."""
+    parameters = [inspect.Parameter("model", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=MODEL_ANNOTATION)]
+    for field in arguments():
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD if field.name in _POSITIONAL else inspect.Parameter.KEYWORD_ONLY
+        parameters.append(inspect.Parameter(field.name, kind, default=field.default, annotation=field.metadata["annotation"]))
+    return inspect.Signature(parameters, return_annotation=return_annotation)
+
+
+def argument_docs() -> str:
+    """The argument section of ``export``'s docstring, from the declaration."""
+    lines = ["Arguments:", f"    model: {MODEL_DOC}"]
+    for field in arguments():
+        origin = {OURS: " (torch_onnx_fx only)", LEGACY_KIND: " (legacy)"}.get(field.metadata["kind"], "")
+        lines.append(f"    {field.name}{origin}: {field.metadata['doc']}")
+    return "\n".join(lines)
+
+
+def _check_types(given: ExportOptions) -> None:
+    """Each argument's declared check, in declaration order, before any work."""
+    for field in arguments():
+        check = field.metadata["check"]
+        if check is not None:
+            check(field.name, getattr(given, field.name))
+
+
+def _unknown_argument(name: str) -> ArgumentTypeError:
+    known = [field.name for field in arguments()]
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; it takes {', '.join(known)}."
+    return ArgumentTypeError(f"export() got an unexpected keyword argument {name!r}{hint}")
 
 
 def _legacy_arguments(legacy: Mapping[str, Any]) -> dict[str, int]:
@@ -170,48 +379,6 @@ def _opset(opset_version: Any) -> int:
     return opset_version
 
 
-def _short(value: Any) -> str:
-    text = " ".join(repr(value).split())
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _expect(name: str, value: Any, accepted: tuple[type, ...], description: str) -> None:
-    if isinstance(value, accepted):
-        return
-    raise ArgumentTypeError(f"export(..., {name}=...): expected {description}, got {type(value).__name__} ({_short(value)}).")
-
-
-def _names(name: str, value: Any) -> None:
-    if value is None:
-        return
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(isinstance(v, str) for v in value):
-        raise ArgumentTypeError(
-            f"export(..., {name}=...): expected a list of str (one name per graph {name.split('_')[0]}), got {_short(value)}."
-        )
-
-
-def _check_types(arguments: Mapping[str, Any]) -> None:
-    """Each argument's type, checked before any work so a typo fails in milliseconds, not after a
-    capture: a bool flag given a string is a mistake, not a truthy value."""
-    flags = ("dynamo", "external_data", "report", "optimize", "verify", "profile", "dump_exported_program",
-             "export_params", "keep_initializers_as_inputs", "state_outputs")
-    for flag in flags:
-        # ints too: torch.onnx's TorchScript-era callers pass 0/1.
-        _expect(flag, arguments[flag], (bool, int), "True or False")
-    _expect("verbose", arguments["verbose"], (bool, type(None)), "True, False or None")
-    _expect("kwargs", arguments["kwargs"], (Mapping, type(None)), "a dict of keyword arguments or None")
-    _expect("f", arguments["f"], (str, os.PathLike, io.IOBase, type(None)), "a file path (str or os.PathLike), a binary file object or None")
-    _expect("artifacts_dir", arguments["artifacts_dir"], (str, os.PathLike), "a folder path")
-    _expect("custom_translation_table", arguments["custom_translation_table"], (Mapping, type(None)),
-            "a dict mapping operators to translation functions, or None")
-    _expect("dynamic_axes", arguments["dynamic_axes"], (Mapping, type(None)),
-            "a dict mapping input/output names to their dynamic axes, or None")
-    _expect("dynamic_shapes", arguments["dynamic_shapes"], (Mapping, tuple, list, type(None)),
-            "a dict, tuple or list of dynamic shapes (as torch.export.export takes), or None")
-    _names("input_names", arguments["input_names"])
-    _names("output_names", arguments["output_names"])
-
-
 def _check_fusion(fusion: Any) -> None:
     if fusion not in FUSIONS:
         raise UnsupportedArgumentError(
@@ -277,47 +444,22 @@ def _split_trailing_kwargs(args: tuple[Any, ...], kwargs: Mapping[str, Any] | No
     return args, dict(kwargs or {})
 
 
-def resolve(
-    model: Any,
-    args: Any,
-    *,
-    kwargs: Mapping[str, Any] | None,
-    f: str | os.PathLike[str] | None,
-    verbose: bool | None,
-    input_names: Sequence[str] | None,
-    output_names: Sequence[str] | None,
-    opset_version: int | None,
-    dynamo: bool,
-    external_data: bool,
-    dynamic_shapes: Any,
-    custom_translation_table: Mapping[Any, Any] | None,
-    report: bool,
-    optimize: bool,
-    verify: bool,
-    profile: bool,
-    dump_exported_program: bool,
-    artifacts_dir: str | os.PathLike[str],
-    export_params: bool,
-    keep_initializers_as_inputs: bool,
-    dynamic_axes: Mapping[str, Any] | None,
-    state_outputs: bool,
-    legacy: Mapping[str, Any],
-    fusion: str = DEFAULT_FUSION,
-) -> ExportOptions:
+def resolve(model: Any, args: Any, f: Any, given_arguments: Mapping[str, Any]) -> ExportOptions:
     """Normalise ``export``'s arguments; raise :class:`UnsupportedArgumentError` for bad ones."""
-    _check_types(dict(
-        kwargs=kwargs, f=f, verbose=verbose, input_names=input_names, output_names=output_names, dynamo=dynamo,
-        external_data=external_data, dynamic_shapes=dynamic_shapes, custom_translation_table=custom_translation_table,
-        report=report, optimize=optimize, verify=verify, profile=profile, dump_exported_program=dump_exported_program,
-        artifacts_dir=artifacts_dir, export_params=export_params, keep_initializers_as_inputs=keep_initializers_as_inputs,
-        dynamic_axes=dynamic_axes, state_outputs=state_outputs,
-    ))
-    if report or profile or dump_exported_program:
+    for name in given_arguments:
+        if name not in _ARGUMENT_NAMES:
+            raise _unknown_argument(name)
+    given = ExportOptions(args=args, f=f, **given_arguments)
+    _check_types(given)
+    # What an exportable module's recipe or the resolution may change; the rest is read from given.
+    kwargs, dynamic_shapes, input_names, output_names = given.kwargs, given.dynamic_shapes, given.input_names, given.output_names
+    dynamic_axes = given.dynamic_axes
+    if given.report or given.profile or given.dump_exported_program:
         try:
-            os.makedirs(artifacts_dir, exist_ok=True)
+            os.makedirs(given.artifacts_dir, exist_ok=True)
         except OSError as exc:
             raise UnsupportedArgumentError(
-                f"export(..., artifacts_dir={os.fspath(artifacts_dir)!r}): cannot create the folder for the "
+                f"export(..., artifacts_dir={os.fspath(given.artifacts_dir)!r}): cannot create the folder for the "
                 f"report/profile/program files ({exc.strerror}); pass a writable folder."
             ) from exc
     recipe = export_recipe(model)
@@ -329,17 +471,17 @@ def resolve(
             dynamic_shapes = recipe["dynamic_shapes"]
         input_names = input_names if input_names is not None else recipe["input_names"]
         output_names = output_names if output_names is not None else recipe["output_names"]
-    if not dynamo:
+    if not given.dynamo:
         raise UnsupportedArgumentError(
             "dynamo=False (the TorchScript exporter) is not implemented by torch_onnx_fx; only the "
             "torch.export path is. Remove dynamo=False, or call torch.onnx.export for TorchScript."
         )
-    extra_opsets = _legacy_arguments(legacy)
-    opset = _opset(opset_version)
-    _check_fusion(fusion)
+    extra_opsets = _legacy_arguments({name: getattr(given, name) for name in LEGACY})
+    opset = _opset(given.opset_version)
+    _check_fusion(given.fusion)
     if dynamic_shapes is not None and dynamic_axes is not None:
         raise UnsupportedArgumentError("Pass either dynamic_shapes or the legacy dynamic_axes, not both.")
-    if f is None and (not export_params or keep_initializers_as_inputs):
+    if given.f is None and (not given.export_params or given.keep_initializers_as_inputs):
         warnings.warn(
             "export_params and keep_initializers_as_inputs only apply when f is given; use "
             "ONNXProgram.save(include_initializers=..., keep_initializers_as_inputs=...) instead.",
@@ -367,27 +509,15 @@ def resolve(
         raise UnsupportedArgumentError("dynamic_shapes cannot be applied to an ExportedProgram; pass them to torch.export.export.")
     if dynamic_axes is not None:
         dynamic_shapes = from_dynamic_axes(model, args, kwargs, dynamic_axes, input_names, output_names)
-    return ExportOptions(
+    return dataclasses.replace(
+        given,
         args=args,
         kwargs=kwargs,
         opset_version=opset,
         dynamic_shapes=dynamic_shapes,
-        dynamic_axes=dynamic_axes,
         input_names=input_names,
         output_names=output_names,
-        custom_translation_table=custom_translation_table,
-        optimize=optimize,
-        fusion=fusion,
-        state_outputs=bool(state_outputs),
+        state_outputs=bool(given.state_outputs),
         extra_opsets=extra_opsets,
-        verbose=verbose,
-        f=f,
-        external_data=external_data,
-        export_params=export_params,
-        keep_initializers_as_inputs=keep_initializers_as_inputs,
-        report=report,
-        verify=verify,
-        profile=profile,
-        dump_exported_program=dump_exported_program,
-        artifacts_dir=artifacts_dir,
     )
+

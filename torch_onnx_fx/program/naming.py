@@ -15,12 +15,12 @@ from typing import Any, Mapping, Sequence
 import onnx_ir as ir
 import torch
 
-from torch_onnx_fx.translate import metadata as annotate
+from torch_onnx_fx.translate import metadata
 from torch_onnx_fx.errors import UnsupportedArgumentError
 from torch_onnx_fx.optimize.distinct_outputs import output_copy
 from torch_onnx_fx.signature import ProgramSignature
 
-__all__ = ["rename_inputs", "rename_outputs", "apply_output_axes", "symbol_names"]
+__all__ = ["name_interface", "rename_inputs", "rename_outputs", "apply_output_axes", "symbol_names"]
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ def _rename(values: Sequence[ir.Value], names: Sequence[str], kind: str, taken: 
             continue
         if name in taken:
             raise UnsupportedArgumentError(f"{kind} name {name!r} is already used by another value in the graph.")
-        value.metadata_props[annotate.ORIGINAL_NAME_KEY] = value.name or ""
+        value.metadata_props[metadata.ORIGINAL_NAME_KEY] = value.name or ""
         value.name = name
 
 
@@ -107,6 +107,24 @@ def apply_output_axes(graph: ir.Graph, dynamic_axes: Mapping[str, Any], input_na
             if name is not None:
                 dims[axis] = str(name)
         value.shape = ir.Shape(dims)
+
+
+def name_interface(
+    graph: ir.Graph,
+    signature: ProgramSignature,
+    *,
+    input_names: Sequence[str] | None,
+    output_names: Sequence[str] | None,
+    dynamic_axes: Mapping[str, Any] | None,
+    state_outputs: bool,
+) -> None:
+    """The graph's interface as the user asked for it: inputs and outputs renamed, output dims
+    named from ``dynamic_axes``, and each output's metadata saying what it stands for."""
+    rename_inputs(graph, input_names, signature)
+    rename_outputs(graph, output_names)
+    if dynamic_axes is not None:
+        apply_output_axes(graph, dynamic_axes, input_names or [])
+    metadata.annotate_outputs(graph, signature.graph_outputs(state_outputs))
 
 
 def symbol_names(signature: ProgramSignature, names: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, str]:

@@ -1,6 +1,8 @@
 """Translate: the normalized FX graph as an ONNX graph.
 
-The third stage of an export. :func:`translate` walks the FX nodes in order (``walk``): look up
+The third stage of an export. :func:`check_translatable` names every operator without a
+translation up front; :func:`translate_program` builds the model (``model``), whose graph the walk
+makes, visiting the FX nodes in order (``walk``): look up
 each node's translation in the table, choose among the candidates, adapt the call
 (``call_adapters``: Python numbers, complex scalars, 0-d inputs given a dim; ``zero_dim``), call
 it, bind its result. Translations record their ONNX Script calls into onnx-ir through the
@@ -10,6 +12,6 @@ those that need more than their arguments get an ``op_context.OpContext``. ``met
 PyTorch's metadata keys on the nodes, values and graph.
 """
 
-from torch_onnx_fx.translate.walk import translate
+from torch_onnx_fx.translate.model import check_translatable, translate_program
 
-__all__ = ["translate"]
+__all__ = ["check_translatable", "translate_program"]
