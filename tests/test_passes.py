@@ -11,7 +11,7 @@ from torch import nn
 
 import onnxscript.optimizer
 import torch_onnx_fx
-from torch_onnx_fx.optimize import optimizer as optimize
+from torch_onnx_fx.optimize import optimizer
 from torch_onnx_fx.optimize.rewrite_rules import RelevantRulesRewritePass, _op_types
 from helpers import assert_matches_eager
 
@@ -31,7 +31,7 @@ def test_optimizer_matches_onnxscript_optimize_ir():
     program = torch_onnx_fx.export(Model().eval(), (torch.randn(2, 3, 8, 8),), optimize=False, verbose=False)
     ours = ir.from_proto(program.model_proto)
     theirs = ir.from_proto(program.model_proto)
-    optimize.optimize(ours)
+    optimizer.optimize(ours)
     onnxscript.optimizer.optimize_ir(theirs)
     assert [n.op_type for n in ours.graph] == [n.op_type for n in theirs.graph]
     # The Conv+BatchNorm fusion and the double-Relu rule did fire.
@@ -75,4 +75,25 @@ def test_constants_the_folder_cannot_evaluate_are_not_warned_about(caplog):
     with caplog.at_level(logging.DEBUG):
         assert_matches_eager(model, (torch.zeros(1, 16, dtype=torch.long),))
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING and "Evaluation failed" in r.getMessage()]
-    assert [r for r in caplog.records if r.name == "torch_onnx_fx.optimize.optimizer" and "not folded" in r.getMessage()]
+    assert [
+        r for r in caplog.records
+        if r.name == "torch_onnx_fx.optimize.optimizer" and r.levelno == logging.DEBUG and "Evaluation failed" in r.getMessage()
+    ]
+
+
+def test_third_party_warnings_are_quieted_by_logger_and_level_while_optimizing(caplog):
+    # Whatever the message: below ERROR it is debug in our log, from ERROR on it is theirs.
+    from torch_onnx_fx.optimize.optimizer import _QUIETED_LOGGERS, _third_party_warnings_quieted
+
+    with caplog.at_level(logging.DEBUG), _third_party_warnings_quieted():
+        for name in _QUIETED_LOGGERS:
+            logging.getLogger(name).warning("some warning %d", 1)
+            logging.getLogger(name).error("some error")
+    theirs = [(r.name, r.levelno) for r in caplog.records if r.name in _QUIETED_LOGGERS]
+    assert theirs == [(name, logging.ERROR) for name in _QUIETED_LOGGERS]
+    ours = [r.getMessage() for r in caplog.records if r.name == "torch_onnx_fx.optimize.optimizer"]
+    assert ours == [f"{name}: some warning 1" for name in _QUIETED_LOGGERS]
+    # Outside the optimizer nothing is filtered.
+    caplog.clear()
+    logging.getLogger(_QUIETED_LOGGERS[0]).warning("after")
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]

@@ -9,7 +9,6 @@ is the true one and must not be "corrected" to the carrier.
 
 from __future__ import annotations
 
-import logging
 from typing import Sequence
 
 import onnx_ir as ir
@@ -17,8 +16,6 @@ import torch
 from onnx_ir.tensor_adapters import from_torch_dtype
 
 __all__ = ["onnx_dtype", "onnx_dims", "is_carried", "ir_version_for", "as_complex", "SUB_BYTE", "DEFAULT_IR_VERSION"]
-
-logger = logging.getLogger(__name__)
 
 _EXTRA = {
     torch.float4_e2m1fn_x2: ir.DataType.FLOAT4E2M1,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import logging
 import os
 from typing import Any, Callable, Iterator
 
@@ -26,8 +25,6 @@ from torch_onnx_fx.registry import TranslationTable
 from torch_onnx_fx.signature import ProgramSignature
 
 __all__ = ["export", "DEFAULT_OPSET", "TORCHLIB_OPSET"]
-
-logger = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager

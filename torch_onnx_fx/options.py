@@ -22,7 +22,6 @@ import difflib
 import enum
 import inspect
 import io
-import logging
 import os
 import warnings
 from typing import Any, Callable, Mapping, Sequence
@@ -38,8 +37,6 @@ __all__ = [
     "ExportOptions", "resolve", "signature", "argument_docs", "arguments", "export_recipe", "UNSET", "LEGACY",
     "DEFAULT_OPSET", "TORCHLIB_OPSET", "MIN_OPSET", "max_opset",
 ]
-
-logger = logging.getLogger(__name__)
 
 # The opset used when ``opset_version`` is None: the newest one ONNX Runtime and the major
 # back ends have supported for long, the same default as torch.onnx.

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import onnx_ir as ir
@@ -38,8 +37,6 @@ __all__ = [
     "OURS",
     "TORCHLIB",
 ]
-
-logger = logging.getLogger(__name__)
 
 CUSTOM = "custom"
 OURS = "torch_onnx_fx"

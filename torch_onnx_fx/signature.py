@@ -16,7 +16,6 @@ only when the caller opts in (``export(..., state_outputs=True)``).
 from __future__ import annotations
 
 import dataclasses
-import logging
 from typing import Any, Mapping, Sequence
 
 import torch
@@ -26,8 +25,6 @@ from torch.export import graph_signature as gs
 from torch_onnx_fx.errors import InputMismatchError, UnsupportedArgumentError
 
 __all__ = ["ProgramSignature", "OutputEntry", "flatten_user_inputs", "lifted_tensor"]
-
-logger = logging.getLogger(__name__)
 
 _LIFTED_KINDS = (gs.InputKind.PARAMETER, gs.InputKind.BUFFER, gs.InputKind.CONSTANT_TENSOR)
 _STATE_KINDS = (gs.OutputKind.BUFFER_MUTATION, gs.OutputKind.USER_INPUT_MUTATION)

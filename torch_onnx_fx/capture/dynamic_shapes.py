@@ -9,7 +9,6 @@ The result is a ``symbol -> user name`` map that translation uses for every dim 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import warnings
 from typing import Any, Mapping, Sequence
 
@@ -21,8 +20,6 @@ from torch_onnx_fx.capture.keywords import forward_signature
 from torch_onnx_fx.errors import UnsupportedArgumentError
 
 __all__ = ["DimNames", "prepare_dynamic_shapes", "from_dynamic_axes", "forward_signature"]
-
-logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass

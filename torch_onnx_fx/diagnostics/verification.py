@@ -11,7 +11,6 @@ find a numeric bug in a graph of thousands of nodes.
 from __future__ import annotations
 
 import dataclasses
-import logging
 from typing import Any, Mapping, Sequence
 
 import torch
@@ -23,8 +22,6 @@ from torch_onnx_fx.signature import ProgramSignature
 from torch_onnx_fx.translate import metadata
 
 __all__ = ["VerificationInfo", "verify_onnx_program", "verify", "first_divergence", "tolerance_for", "check_output_count"]
-
-logger = logging.getLogger(__name__)
 
 # (rtol, atol) by dtype: float16/bfloat16 keep ~3 and ~2 significant digits.
 _TOLERANCES = {

@@ -4,7 +4,7 @@
 type, attributes, output dtypes and shapes) in the FX graph; we emit exactly that node.
 ``torch.onnx.ops.attention``/``rotary_embedding`` become the standard ``Attention`` /
 ``RotaryEmbedding`` operators from opset 23; below it they have no translation here and are
-decomposed with ``torch.onnx.ops.aten_decompositions()`` (see ``decompose.py``).
+decomposed with ``torch.onnx.ops.aten_decompositions()`` (see ``normalize/decomposition.py``).
 """
 
 from __future__ import annotations

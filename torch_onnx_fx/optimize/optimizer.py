@@ -42,27 +42,34 @@ def finalize(model: ir.Model) -> None:
     passes(model)
 
 
-# onnx-ir warns for every initializer it does not deduplicate because it is a graph input or
-# output: for the weights kept here, and for outputs, that is the intent, not news for the user.
-dedup_logger = logging.getLogger("onnx_ir.passes.common.initializer_deduplication")
+# Warnings of two passes the optimizer runs are about choices made here on purpose, not news for
+# the user: onnx-ir warns for every initializer it does not deduplicate because it is a graph input
+# or output (the weights kept replaceable, and outputs), and onnxscript's folder when ONNX's
+# reference implementation cannot evaluate a constant node (its GatherElements fails on BERT's
+# token-type buffer; the node is then simply not folded and runs in the model). While our
+# optimizer runs, what those two loggers say below ERROR goes to our log at debug level instead.
+_QUIETED_LOGGERS = ("onnx_ir.passes.common.initializer_deduplication", "onnxscript.optimizer._constant_folding")
 
 
-def _expected_skips(record: logging.LogRecord) -> bool:
-    return not str(record.msg).startswith("Skipped deduplication of initializer")
-
-
-# onnxscript's folder warns when ONNX's reference implementation cannot evaluate a constant node
-# (its GatherElements fails on BERT's token-type buffer: "cannot reshape array of size 1 into
-# shape (1,16)"); the node is then simply not folded and runs in the model. Not news for the
-# user either: kept at debug level in our log.
-fold_logger = logging.getLogger("onnxscript.optimizer._constant_folding")
-
-
-def _unfolded_to_debug(record: logging.LogRecord) -> bool:
-    if str(record.msg).startswith("Evaluation failed"):
-        logger.debug("constant not folded: %s", record.getMessage())
+class _BelowErrorToDebug(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno >= logging.ERROR:
+            return True
+        logger.debug("%s: %s", record.name, record.getMessage())
         return False
-    return True
+
+
+@contextlib.contextmanager
+def _third_party_warnings_quieted() -> Iterator[None]:
+    quieted = [logging.getLogger(name) for name in _QUIETED_LOGGERS]
+    only_errors = _BelowErrorToDebug()
+    for third_party in quieted:
+        third_party.addFilter(only_errors)
+    try:
+        yield
+    finally:
+        for third_party in quieted:
+            third_party.removeFilter(only_errors)
 
 
 @contextlib.contextmanager
@@ -106,14 +113,8 @@ def optimize(model: ir.Model, weights: Collection[str] = ()) -> None:
     The passes and order of ``onnxscript.optimizer.optimize_ir`` (what torch.onnx runs), with the
     rewrite step restricted to rules that can match this model (see ``RelevantRulesRewritePass``).
     """
-    dedup_logger.addFilter(_expected_skips)
-    fold_logger.addFilter(_unfolded_to_debug)
-    try:
-        with _weights_kept(model, weights):
-            _optimize(model)
-    finally:
-        dedup_logger.removeFilter(_expected_skips)
-        fold_logger.removeFilter(_unfolded_to_debug)
+    with _third_party_warnings_quieted(), _weights_kept(model, weights):
+        _optimize(model)
     # The folds kept weights need, each noting which weights the stored tensor is made of: used
     # transposed (stored so), or only moved and computed with (torchlib's LSTM/GRU gate
     # reordering, Gemma's 1 + weight, a BatchNormalization's factors taken into its Conv).

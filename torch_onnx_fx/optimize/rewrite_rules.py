@@ -8,7 +8,6 @@ operators. Skipping them changes no result.
 from __future__ import annotations
 
 import functools
-import logging
 from typing import Any, Sequence
 
 import numpy as np
@@ -22,8 +21,6 @@ from onnxscript.rewriter.rules.common import _basic_rules as basic_rules
 from onnxscript.rewriter.rules.common import _no_op as no_op_rules
 
 __all__ = ["RelevantRulesRewritePass", "default_rules"]
-
-logger = logging.getLogger(__name__)
 
 
 def _op_types(model: ir.Model) -> frozenset[tuple[str, str]]:

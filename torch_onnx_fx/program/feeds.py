@@ -9,7 +9,6 @@ graph name and position and says what was expected, before anything runs.
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Sequence
 
 import numpy as np
@@ -21,8 +20,6 @@ from torch_onnx_fx.dtypes import is_carried, onnx_dims, onnx_dtype
 from torch_onnx_fx.errors import InputMismatchError
 
 __all__ = ["check_feeds"]
-
-logger = logging.getLogger(__name__)
 
 # Python numbers a rank-0 graph input of each element type takes (a SymInt/SymFloat/SymBool
 # argument of the model, or a scalar lifted to a 0-d tensor).

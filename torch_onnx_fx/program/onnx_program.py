@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import io
-import logging
 import os
 import tempfile
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -15,7 +14,7 @@ import onnx
 import onnx_ir as ir
 import torch
 
-from torch_onnx_fx.optimize import optimizer as optimize_module
+from torch_onnx_fx.optimize import optimizer
 from torch_onnx_fx.dtypes import as_complex
 from torch_onnx_fx.capture.strategies import STRATEGY_NAMES
 from torch_onnx_fx.errors import ArgumentTypeError, InputMismatchError, OnnxRuntimeError, UnsupportedArgumentError
@@ -27,8 +26,6 @@ from torch_onnx_fx.progress import SaveProgress
 from torch_onnx_fx.signature import OutputEntry, ProgramSignature
 
 __all__ = ["ONNXProgram"]
-
-logger = logging.getLogger(__name__)
 
 # Protobuf cannot serialize a message over 2 GiB; larger models must keep weights outside.
 _PROTOBUF_LIMIT = 2 * 1024**3
@@ -444,6 +441,6 @@ class ONNXProgram:
 
     def optimize(self) -> None:
         """Optimize the model in place (constant folding, dead code and redundancy removal)."""
-        optimize_module.optimize(self.model, weights=self.signature.state_names if self.signature is not None else ())
+        optimizer.optimize(self.model, weights=self.signature.state_names if self.signature is not None else ())
         self.release()
 

@@ -16,7 +16,6 @@ see ``docs/migration.md``.
 from __future__ import annotations
 
 import io
-import logging
 import os
 import shutil
 import stat
@@ -29,8 +28,6 @@ import onnx_ir as ir
 from torch_onnx_fx.errors import ArgumentTypeError, SaveError, UnsupportedArgumentError
 
 __all__ = ["save_model", "data_file_name"]
-
-logger = logging.getLogger(__name__)
 
 
 def data_file_name(name: str | os.PathLike[str], model_path: Path) -> str:

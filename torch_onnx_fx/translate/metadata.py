@@ -14,7 +14,6 @@ Node metadata is computed per FX node (once) and stamped on every ONNX node made
 
 from __future__ import annotations
 
-import logging
 import os
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -28,8 +27,6 @@ if TYPE_CHECKING:
     from torch_onnx_fx.signature import OutputEntry
 
 __all__ = ["node_metadata", "source_line", "annotate_graph", "annotate_outputs", "ORIGINAL_NAME_KEY", "INPUT_KIND_KEY"]
-
-logger = logging.getLogger(__name__)
 
 ORIGINAL_NAME_KEY = "pkg.torch.onnx.original_node_name"
 INPUT_KIND_KEY = "pkg.torch.export.graph_signature.InputSpec.kind"

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import logging
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -34,8 +33,6 @@ from torch_onnx_fx.translate.node_inference import InferenceCache, infer_node
 from torch_onnx_fx.translate.opset_adapters import OPSET_ADAPTERS
 
 __all__ = ["GraphTracer", "TracingError"]
-
-logger = logging.getLogger(__name__)
 
 _PY_DEFAULT_DTYPE = {bool: ir.DataType.BOOL, int: ir.DataType.INT64, float: ir.DataType.FLOAT}
 

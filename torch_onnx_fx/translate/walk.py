@@ -11,7 +11,6 @@ linear in the graph size.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import operator
 from typing import Any, Callable, Mapping, Sequence
 
@@ -21,7 +20,7 @@ import torch
 from onnx_ir.tensor_adapters import TorchTensor
 from torch.export import graph_signature as gs
 
-from torch_onnx_fx.translate import metadata as annotate
+from torch_onnx_fx.translate import metadata
 from torch_onnx_fx.translate import call_adapters
 from torch_onnx_fx.dtypes import SUB_BYTE, is_carried, onnx_dims, onnx_dtype
 from torch_onnx_fx.errors import MissingTranslationError, TranslationError, UnsupportedArgumentError
@@ -31,8 +30,6 @@ from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.translate.tracer import GraphTracer
 
 __all__ = ["TranslationContext", "translate", "untranslatable_nodes", "missing_translation_error"]
-
-logger = logging.getLogger(__name__)
 
 # FX targets the graph walk handles itself rather than through the table.
 _WALK_HANDLED: set[Any] = {operator.getitem}
@@ -199,12 +196,12 @@ def _complex_decline(target: Any, node: torch.fx.Node, table: TranslationTable) 
     """Why ``node`` has no translation when it is only for want of complex support."""
     if not table.declined_for_complex(target, node):
         return None
-    inputs = ", ".join(annotate.describe_value(_meta(a)) for a in node.args)
+    inputs = ", ".join(metadata.describe_value(_meta(a)) for a in node.args)
     line = (
         f"{target_name(target)}({inputs}) has translations for real tensors only; none handles "
         "complex inputs exactly, and torch has no decomposition for it."
     )
-    where = annotate.source_line(node)
+    where = metadata.source_line(node)
     if where:
         line += f"\n  from the model at {where}"
     return line
@@ -403,8 +400,8 @@ def _results_read(node: torch.fx.Node) -> frozenset[int] | None:
 
 
 def _translation_error(node: torch.fx.Node, exc: Exception, ctx: TranslationContext) -> TranslationError:
-    inputs = ", ".join(annotate.describe_value(_meta(a)) for a in node.args)
-    where = annotate.source_line(node)
+    inputs = ", ".join(metadata.describe_value(_meta(a)) for a in node.args)
+    where = metadata.source_line(node)
     translation = ""
     # The translation this node was given (complex or real), not the first one registered.
     candidates = ctx.table.candidates(node.target, node)
@@ -493,7 +490,7 @@ def _walk(
     tracer = ctx.tracer
     for index, node in enumerate(nodes):
         if node.op == "call_function":
-            tracer.node_metadata = annotate.node_metadata(node)
+            tracer.node_metadata = metadata.node_metadata(node)
             try:
                 _call(ctx, node)
             except (MissingTranslationError, UnsupportedArgumentError):

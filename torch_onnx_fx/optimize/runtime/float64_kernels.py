@@ -13,15 +13,12 @@ float32 first guess and one Newton step in float64, which restores full float64 
 from __future__ import annotations
 
 import itertools
-import logging
 import math
 from typing import Callable
 
 import onnx_ir as ir
 
 __all__ = ["REWRITES"]
-
-logger = logging.getLogger(__name__)
 
 Rewrite = Callable[[ir.tape.Tape, ir.Node], ir.Value]
 

@@ -5,7 +5,7 @@ torchlib's LSTM and GRU reorder PyTorch's gates (input, forget, cell, output) in
 and stack both directions: 5-9 Slice/Concat/Unsqueeze nodes per weight; Gemma's norms scale by
 ``1 + weight``; a BatchNormalization folded into its Conv (``batchnorm_into_conv.py``) scales the
 Conv's weight by ``scale / sqrt(var + eps)``. All of it runs at every inference because the
-optimizer keeps weights unfolded (``optimize._weights_kept``) so that ``apply_weights`` can replace
+optimizer keeps weights unfolded (``optimizer._weights_kept``) so that ``apply_weights`` can replace
 them by name. torch.onnx folds them into anonymous constants, and its ``apply_weights`` then
 silently changes nothing those constants hold.
 

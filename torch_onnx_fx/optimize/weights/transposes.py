@@ -4,7 +4,7 @@
 waste, which is why optimizers fold it into a transposed copy of W. But onnxscript's folding (what
 torch.onnx runs) forgets where the copy came from: ``apply_weights({"W": ...})`` then replaces
 nothing the graph reads, silently. The optimizer here keeps every weight unfolded
-(``optimize._weights_kept``); :class:`FoldWeightTransposesPass` then folds just these transposes
+(``optimizer._weights_kept``); :class:`FoldWeightTransposesPass` then folds just these transposes
 itself and records on the new initializer the weight it holds and the permutation
 (``WEIGHT_KEY``, ``PERM_KEY``), so ``apply_weights`` can store a new weight the same way.
 """
