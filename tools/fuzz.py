@@ -1,10 +1,10 @@
-"""Long run of the property-based fuzz test (tests/test_fuzz.py): random op chains over random
+"""Long run of the property-based fuzz test (tests/tooling/test_fuzz.py): random op chains over random
 dtypes and shapes, exported and compared with eager PyTorch.
 
     python tools/fuzz.py --examples 2000 [--seed N]
 
 Prints every failing chain (hypothesis shrinks it to a small one first); add it to
-``REGRESSIONS`` in tests/test_fuzz.py once understood.
+``REGRESSIONS`` in tests/tooling/test_fuzz.py once understood.
 """
 
 from __future__ import annotations

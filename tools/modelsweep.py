@@ -4,7 +4,7 @@ Each model is exported with its dynamic shapes by ``torch_onnx_fx.export`` and b
 ``torch.onnx.export(..., dynamo=True)``, each export in its own worker process with a timeout;
 both ONNX models run in ONNX Runtime (through ``ONNXProgram.__call__``) on the model's example
 inputs and on its second input set of other dynamic sizes, and are compared with eager PyTorch
-by the check ``tests/test_models.py`` uses (dtype, shape, then ``assert_close`` with the case's
+by the check ``tests/models/test_corpus.py`` uses (dtype, shape, then ``assert_close`` with the case's
 rtol/atol). Each (model, exporter) gets one status: pass, mismatch, export_failed, ort_failed,
 timeout; or crashed (the worker died) and build_failed (the corpus case itself failed in eager).
 
@@ -579,10 +579,10 @@ def render_section(
         + ") is exported with its dynamic shapes by `torch_onnx_fx.export` and by "
         "`torch.onnx.export(..., dynamo=True)`, each export in its own worker process with a timeout. "
         "Both ONNX models run in ONNX Runtime on the example inputs and on a second input set of other "
-        "dynamic sizes, and are compared with eager PyTorch as `tests/test_models.py` does: dtype, shape, "
+        "dynamic sizes, and are compared with eager PyTorch as `tests/models/test_corpus.py` does: dtype, shape, "
         "then `assert_close` with the case's rtol/atol (1e-4/1e-5 unless the case says why not). "
         "transformers models are built from tiny configs with random weights. "
-        "Models marked CI are the ones `tests/test_models.py` runs. The chart is drawn by `tools/plots.py` "
+        "Models marked CI are the ones `tests/models/test_corpus.py` runs. The chart is drawn by `tools/plots.py` "
         f"from the same results; redraw it after regenerating this section with `{PLOTS_COMMAND}`.",
         "",
         "Runs:",

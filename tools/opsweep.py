@@ -19,7 +19,7 @@ long again)::
     python tools/opsweep.py --jobs 2 --samples 2 --json tools/results/opsweep_float32.jsonl --out docs/coverage.md
 
 ``--render-only`` rewrites the page from the JSON-lines file; ``--quick`` runs the ~40 common ops of
-``QUICK_OPS`` with one sample (``tests/test_opsweep.py`` runs them in process with ``sweep_op``).
+``QUICK_OPS`` with one sample (``tests/tooling/test_opsweep.py`` runs them in process with ``sweep_op``).
 Writing the page keeps the model-corpus section ``tools/modelsweep.py`` appends to it; the charts
 the page shows are drawn by ``tools/plots.py`` from the same JSON-lines file.
 """

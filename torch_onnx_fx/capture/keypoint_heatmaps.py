@@ -9,7 +9,7 @@ on the count: capture records it as one node, and its translation (``torch_onnx_
 is an ONNX ``Loop`` over the boxes that resizes with ``Resize`` at sizes computed in the graph.
 
 The operator's eager kernel is the same computation box by box, so a patched model computes in
-eager PyTorch what the library does (``tests/test_keypoint_heatmaps.py`` checks it bit for bit
+eager PyTorch what the library does (``tests/capture/test_keypoint_heatmaps.py`` checks it bit for bit
 against torchvision's function where torchvision is installed).
 """
 

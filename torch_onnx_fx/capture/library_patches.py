@@ -9,9 +9,9 @@ capture and fixes the length; their replacement runs the same step as a ``torch.
 installs them only while a capture runs and restores the originals after, and only for libraries
 the user has already imported: nothing is imported here.
 
-Every replacement names the function it stands for; ``tests/test_library_patches.py``,
-``tests/test_keypoint_heatmaps.py``, ``tests/test_longformer.py``, ``tests/test_recurrent_models.py``,
-``tests/test_mixture_of_experts.py`` and ``tests/test_canine.py`` check each against the original
+Every replacement names the function it stands for; ``tests/capture/test_library_patches.py``,
+``tests/capture/test_keypoint_heatmaps.py``, ``tests/models/test_longformer.py``, ``tests/models/test_recurrent_models.py``,
+``tests/models/test_mixture_of_experts.py`` and ``tests/models/test_canine.py`` check each against the original
 in eager mode.
 """
 

@@ -37,7 +37,7 @@ def test_node_metadata_keys():
     assert "Block" in meta["pkg.torch.onnx.class_hierarchy"]
     assert "relu" in meta["pkg.torch.onnx.fx_node"]
     assert "block" in meta["pkg.torch.onnx.name_scopes"]
-    assert "test_annotate.py" in meta["pkg.torch.onnx.stack_trace"]
+    assert "test_metadata.py" in meta["pkg.torch.onnx.stack_trace"]
 
 
 def test_graph_and_value_metadata():

@@ -104,7 +104,7 @@ def test_eager_mode_quantized_model_is_told_what_to_do_instead():
             scales, zero_points = torch.full((2,), 0.1), torch.zeros(2, dtype=torch.long)
             return self.linear(torch.quantize_per_channel(x, scales, zero_points, 0, torch.quint8)).dequantize()
 
-    # The quantized modules themselves are captured (tests/test_eager_quantization.py).
+    # The quantized modules themselves are captured (tests/capture/test_eager_quantization.py).
     with pytest.raises(torch_onnx_fx.errors.CaptureError, match=r"(?s)eager-mode quantized modules \(Linear\).*cannot be traced.*quantize_pt2e") as caught:
         torch_onnx_fx.export(Quantized().eval(), (torch.randn(2, 4),), verbose=False)
     # No frame of the user's code failed: none is shown (the standard library's is no help).
