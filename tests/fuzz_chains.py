@@ -1,4 +1,4 @@
-"""Random small op chains for the property-based fuzz test (tests/tooling/test_fuzz.py, tools/fuzz.py).
+"""Random small op chains for the property-based fuzz test (tests/tooling/test_fuzz.py, tools/sweeps/fuzz.py).
 
 A chain is a few steps — element-wise, reduction, indexing and shape ops — applied to one input
 of a random dtype and shape (empty and 0-d included). The property: whatever eager PyTorch

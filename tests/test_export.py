@@ -184,7 +184,7 @@ def test_progress_lines_and_silence(capsys):
 
 def test_translatable_programs_are_not_retraced(capsys):
     """The common transformer operators all translate, so nothing is decomposed."""
-    from tools.models import CORPUS
+    from tools.corpus.models import CORPUS
 
     case = next(c for c in CORPUS if c.name == "llama")
     model, args, kwargs, dynamic_shapes = case.build()

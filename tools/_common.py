@@ -4,7 +4,7 @@ JSON-lines results they write, and the charts their pages show.
 Each tool keeps its own record type and page; this module only holds what would otherwise be
 written three times: the machine description recorded with every run (and the sentence the pages
 make of it), the loop that reads a results file, and the names of the PNG charts
-``tools/plots.py`` draws into ``docs/img/``, so the pages that show a chart and the tool that draws
+``tools/pages/plots.py`` draws into ``docs/img/``, so the pages that show a chart and the tool that draws
 it cannot disagree about a file name.
 """
 
@@ -86,7 +86,7 @@ OPSWEEP_CAUSES_PNG = "opsweep_causes.png"
 MODELSWEEP_FAMILIES_PNG = "modelsweep_families.png"
 PLOTS = (BENCH_RATIOS_PNG, OPSWEEP_STATUS_PNG, OPSWEEP_CAUSES_PNG, MODELSWEEP_FAMILIES_PNG)
 # matplotlib is an optional extra: neither the package nor its tests need it.
-PLOTS_COMMAND = "pip install -e '.[plots]' && python tools/plots.py"
+PLOTS_COMMAND = "pip install -e '.[plots]' && python tools/pages/plots.py"
 
 
 def image(alt: str, name: str) -> str:

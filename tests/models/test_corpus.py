@@ -1,8 +1,8 @@
-"""Every CI model of the corpus (``tools/models.py``) exports and matches eager PyTorch.
+"""Every CI model of the corpus (``tools/corpus/models.py``) exports and matches eager PyTorch.
 
 Each model is exported once with its dynamic shapes and run in ONNX Runtime on its example inputs
 and on a second input set of other dynamic sizes. The cases marked ``ci=False`` (exports of more
-than about 3 s) are left to the model sweep, ``tools/modelsweep.py``.
+than about 3 s) are left to the model sweep, ``tools/sweeps/modelsweep.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from helpers import assert_matches_eager
-from tools.models import CORPUS, ModelCase
+from tools.corpus.models import CORPUS, ModelCase
 
 # The models that cannot pass yet: (the exception, the precise cause). They run as strict xfails,
 # so the fix shows up as an unexpected pass.

@@ -1,7 +1,7 @@
 """Property-based fuzz test: random op chains over random dtypes and shapes match eager.
 
 CI runs a short, derandomized budget (the same examples every run, so a failure is
-reproducible); ``python tools/fuzz.py --examples N`` runs a long random one. A failure it finds
+reproducible); ``python tools/sweeps/fuzz.py --examples N`` runs a long random one. A failure it finds
 becomes a named regression test in ``REGRESSIONS`` below.
 """
 

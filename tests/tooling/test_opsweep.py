@@ -1,4 +1,4 @@
-"""The operator sweep (tools/opsweep.py): its quick subset in process, and its comparison and page."""
+"""The operator sweep (tools/sweeps/opsweep.py): its quick subset in process, and its comparison and page."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 # torch's OpInfo database imports expecttest, which torch itself does not install.
 pytest.importorskip("expecttest", reason="the OpInfo database needs expecttest: pip install expecttest")
 
-from tools import opsweep  # noqa: E402
+from tools.sweeps import opsweep  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -66,12 +66,12 @@ def test_page_lists_what_torch_onnx_passes_and_groups_causes() -> None:
         opsweep.Record("normal", None, opsweep.THEIRS, "skipped", error="random: draws random numbers"),
     ]
     header = {
-        "dtype": "float32", "samples": 3, "command": "python tools/opsweep.py", "exporters": list(opsweep.EXPORTERS),
+        "dtype": "float32", "samples": 3, "command": "python tools/sweeps/opsweep.py", "exporters": list(opsweep.EXPORTERS),
         "ops": ["add", "foo", "baz", "bar", "normal"], "torch": "x", "onnxscript": "x", "onnxruntime": "x",
         "commit": "abc", "date": "today", "minutes": 1.0, "jobs": 1,
     }
     page = opsweep.render_markdown(header, records)
-    assert "python tools/opsweep.py" in page
+    assert "python tools/sweeps/opsweep.py" in page
     assert "| **pass rate** | **25.0%** | **50.0%** |" in page
     assert "## torch.onnx passes, torch_onnx_fx fails: 1 samples" in page
     assert "| foo | 0 | `float32[3]` | export_failed |" in page
@@ -86,7 +86,7 @@ def test_dtype_summary_merges_runs_and_counts_silent_mismatches(tmp_path) -> Non
     import dataclasses
     import json
 
-    from tools import dtypesweep
+    from tools.sweeps import dtypesweep
 
     def run(path, exporter, statuses):
         header = {"kind": "header", "dtype": "int8", "samples": 2, "exporters": [exporter], "commit": exporter,

@@ -1,11 +1,11 @@
-"""Differential test against torch.onnx: the boundary cases of tools/parity.py show no divergence
+"""Differential test against torch.onnx: the boundary cases of tools/sweeps/parity.py show no divergence
 that is not listed as deliberate (and explained in docs/migration.md)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tools import parity
+from tools.sweeps import parity
 
 CASES = {case.name: case for case in parity.all_cases(["boundary"], None, 1)}
 

@@ -1,4 +1,4 @@
-"""The documentation's charts (tools/plots.py): drawn from the committed results, shown by the pages."""
+"""The documentation's charts (tools/pages/plots.py): drawn from the committed results, shown by the pages."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tools import _common, plots
+from tools import _common
+from tools.pages import plots
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

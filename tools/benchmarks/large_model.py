@@ -1,7 +1,7 @@
 """A model above protobuf's 2 GiB, end to end: export, save with external data, load, run, compare.
 
-    python tools/large_model.py                      # 10 x Linear(8192, 8192): 2.5 GiB of float32
-    python tools/large_model.py --layers 2 --width 1024 --out /tmp/large   # a quick smoke run
+    python tools/benchmarks/large_model.py                      # 10 x Linear(8192, 8192): 2.5 GiB of float32
+    python tools/benchmarks/large_model.py --layers 2 --width 1024 --out /tmp/large   # a quick smoke run
 
 Measured in one process, resident memory sampled every 5 ms by a thread reading /proc:
 the baseline before the model is built (interpreter and libraries), the peak while exporting and
@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if args.out is None:
             shutil.rmtree(folder, ignore_errors=True)
-    line = {**machine_info("python tools/large_model.py " + " ".join(argv or sys.argv[1:])), **result}
+    line = {**machine_info("python tools/benchmarks/large_model.py " + " ".join(argv or sys.argv[1:])), **result}
     print(json.dumps(result, indent=1))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

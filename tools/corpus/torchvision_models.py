@@ -1,7 +1,7 @@
 """The generated torchvision corpus: every model of ``torchvision.models.list_models()``.
 
 Each model is built by its builder with random weights (no download), its BatchNorm statistics
-calibrated on random inputs (``tools.models.calibrate``), and called on random inputs of the size
+calibrated on random inputs (``tools.corpus.models.calibrate``), and called on random inputs of the size
 it is published for, batch dynamic (example batch 2, second input set batch 3): classifiers on
 224 x 224 images (299 for Inception v3), segmentation models on 224 x 224, video models on clips
 (8 x 112 x 112, or 16 x 224 x 224 where the architecture fixes it), RAFT on two 128 x 128 images.
@@ -10,13 +10,13 @@ calibration on one random batch), as a user exporting ``quantized_resnet18`` wou
 on images in that batch's range, [0, 1).
 
 Detection models take a list of images and return a list of dicts; they are checked by
-``tools/detection_check.py`` (as sets of detections, with and without detections) and listed here
+``tools/sweeps/detection_check.py`` (as sets of detections, with and without detections) and listed here
 only by name, so that every name of ``list_models()`` is accounted for.
 
 Outputs are compared at rtol 1e-3 / atol 1e-5, the tolerance of torchvision's own ONNX tests, or,
 where that fails, with eager in float64: as close to it as eager's float32 outputs pass
 (atol 1e-4 for RAFT's iterated flows, see ``_case``).
-Cases are named ``tv-<builder>``; the sweep is ``python tools/modelsweep.py --corpus torchvision``
+Cases are named ``tv-<builder>``; the sweep is ``python tools/sweeps/modelsweep.py --corpus torchvision``
 run in the torchvision environment (torch 2.14.1, see docs/coverage_torchvision.md).
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from tools.models import ModelCase, _randn, calibrate
+from tools.corpus.models import ModelCase, _randn, calibrate
 
 __all__ = ["cases", "detection_models"]
 
@@ -102,7 +102,7 @@ def _case(name: str, kind: str) -> ModelCase:
 
 
 def detection_models() -> list[str]:
-    """The builders checked by ``tools/detection_check.py`` instead of this sweep."""
+    """The builders checked by ``tools/sweeps/detection_check.py`` instead of this sweep."""
     return [name for name, kind in _kinds().items() if kind == "detection"]
 
 

@@ -1,4 +1,4 @@
-"""One measured export, run in a fresh process that ``tools/bench.py`` starts per model, exporter
+"""One measured export, run in a fresh process that ``tools/benchmarks/bench.py`` starts per model, exporter
 and repeat, so that peak RSS is the export's own and a crash or hang costs one record.
 
 The worker builds the corpus model, exports it and measures, writing its :class:`Record` to a JSON
@@ -13,9 +13,9 @@ file after every stage (a timeout still reports what was done):
 - max abs difference from eager PyTorch on the example inputs, and on the corpus's second inputs
   of other dynamic sizes when it has them.
 
-Usage (normally through ``tools/bench.py``)::
+Usage (normally through ``tools/benchmarks/bench.py``)::
 
-    python tools/bench_worker.py MODEL {torch_onnx_fx,torch.onnx} RESULT.json
+    python tools/benchmarks/bench_worker.py MODEL {torch_onnx_fx,torch.onnx} RESULT.json
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
@@ -291,8 +291,8 @@ def run_worker(model_name: str, exporter: str, result_path: Path, ort_runs: int,
 
 
 def corpus() -> list[Any]:
-    """The benchmark corpus: ``tools.models.CORPUS``."""
-    from tools.models import CORPUS
+    """The benchmark corpus: ``tools.corpus.models.CORPUS``."""
+    from tools.corpus.models import CORPUS
 
     return list(CORPUS)
 

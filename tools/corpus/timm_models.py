@@ -3,12 +3,12 @@
 A family is a timm module (``timm.list_modules()``: resnet, vision_transformer, convnext, ...);
 its first variant is the first name ``timm.list_models(module=...)`` gives. Each is built by
 ``timm.create_model`` with random weights (no download), BatchNorm statistics calibrated on random
-images (``tools.models.calibrate``), and called on random images of its published input size
+images (``tools.corpus.models.calibrate``), and called on random images of its published input size
 (``pretrained_cfg["input_size"]``), batch dynamic (example batch 2, second input set batch 3).
 Outputs are compared at rtol 1e-3 / atol 1e-5, or with eager in float64 where that fails, as the
 torchvision corpus.
 
-Cases are named ``timm-<model>``; the sweep is ``python tools/modelsweep.py --corpus timm`` in
+Cases are named ``timm-<model>``; the sweep is ``python tools/sweeps/modelsweep.py --corpus timm`` in
 the torchvision environment (timm needs torchvision; see docs/coverage_timm.md).
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from tools.models import ModelCase, _randn, calibrate
+from tools.corpus.models import ModelCase, _randn, calibrate
 
 __all__ = ["cases", "first_variants"]
 

@@ -1,14 +1,14 @@
 """Fingerprints of exported models: proof that a restructuring changed no exported byte.
 
-Exports every model of the corpus (``tools.models.CORPUS``, at the default opset and, for each, at
+Exports every model of the corpus (``tools.corpus.models.CORPUS``, at the default opset and, for each, at
 opsets 17 and 23 and with ``optimize=False``) and the first sample of every OpInfo operator in a
 few dtypes, and writes one JSON line per export: the SHA-256 of the serialized ``ModelProto``, or
 the error an export raised (its type and first line, which must not change either). Two runs are
 compared line by line with ``--compare``::
 
-    python tools/fingerprint.py --out /tmp/before.jsonl            # on the commit before
-    python tools/fingerprint.py --out /tmp/after.jsonl             # on the commit after
-    python tools/fingerprint.py --compare /tmp/before.jsonl /tmp/after.jsonl
+    python tools/checks/fingerprint.py --out /tmp/before.jsonl            # on the commit before
+    python tools/checks/fingerprint.py --out /tmp/after.jsonl             # on the commit after
+    python tools/checks/fingerprint.py --compare /tmp/before.jsonl /tmp/after.jsonl
 
 Every model is built after ``torch.manual_seed(0)`` so its random weights are the same in both
 runs. A whole run takes about half an hour on two cores; ``--models-only`` / ``--ops-only`` and
@@ -27,7 +27,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterator
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 for _path in (REPO, REPO / "tests"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
@@ -87,7 +87,7 @@ def _without_traces(proto: Any) -> Any:
 
 def fingerprint_models(names: set[str] | None = None) -> Iterator[dict[str, Any]]:
     import torch_onnx_fx
-    from tools.models import CORPUS
+    from tools.corpus.models import CORPUS
 
     for case in CORPUS:
         if names and case.name not in names:
@@ -105,7 +105,7 @@ def fingerprint_models(names: set[str] | None = None) -> Iterator[dict[str, Any]
 
 def fingerprint_ops(dtypes: tuple[str, ...]) -> Iterator[dict[str, Any]]:
     import torch_onnx_fx
-    from tools.opsweep import DTYPES, OpCall, _first_samples, _random, op_infos, skip_reason
+    from tools.sweeps.opsweep import DTYPES, OpCall, _first_samples, _random, op_infos, skip_reason
 
     for dtype_name in dtypes:
         dtype = DTYPES[dtype_name]

@@ -1,7 +1,7 @@
 """The large-model recipe end to end, measured: meta build, export, weights from safetensors shards,
 save with external data, and a check of the saved model against eager.
 
-    python tools/large_model_recipe.py [--layers 2] [--out /tmp/recipe]
+    python tools/benchmarks/large_model_recipe.py [--layers 2] [--out /tmp/recipe]
 
 A Llama-3-8B-shaped model (hidden 4096, 32 heads, 8 KV heads, intermediate 14336, vocab 128256)
 with ``--layers`` layers: exported from the ``meta`` device with default settings, given real
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,7 +39,7 @@ class ModelCase:
     ``family`` is one of text-encoder, decoder, encoder-decoder, vision, speech, multimodal,
     handwritten. ``ci`` is False for the cases whose export takes more than about 3 s on the CI
     machine (2 cores): ``tests/models/test_corpus.py`` runs only the ``ci`` cases, the model sweep
-    (``tools/modelsweep.py``) all of them.
+    (``tools/sweeps/modelsweep.py``) all of them.
     """
 
     name: str

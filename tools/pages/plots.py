@@ -1,7 +1,7 @@
 """Charts of the benchmark and the two sweeps for the documentation: PNG files in ``docs/img/``.
 
-Reads the committed results through the readers of the tools that write them (``tools/bench.py``,
-``tools/opsweep.py``, ``tools/modelsweep.py``) and draws:
+Reads the committed results through the readers of the tools that write them (``tools/benchmarks/bench.py``,
+``tools/sweeps/opsweep.py``, ``tools/sweeps/modelsweep.py``) and draws:
 
 - ``bench_ratios.png``: torch_onnx_fx / torch.onnx per model for export time, peak RSS, node count
   and ONNX Runtime latency, on a log scale with 1.0 and the geometric mean marked;
@@ -12,7 +12,7 @@ Reads the committed results through the readers of the tools that write them (``
 The page generators write the lines that show them (``docs/benchmarks.md``, ``docs/coverage.md``);
 this tool only draws. Redraw after regenerating a page::
 
-    pip install -e '.[plots]' && python tools/plots.py
+    pip install -e '.[plots]' && python tools/pages/plots.py
 
 matplotlib is an optional extra: neither the package nor its tests need it. The files are
 deterministic: the same results and matplotlib version give the same bytes (matplotlib's default
@@ -31,20 +31,20 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tools._common import (  # noqa: E402
     BENCH_RATIOS_PNG, IMAGE_DIR, MODELSWEEP_FAMILIES_PNG, OPSWEEP_CAUSES_PNG, OPSWEEP_STATUS_PNG, PLOTS_COMMAND,
 )
-from tools.bench_worker import EXPORTERS, OURS  # noqa: E402
+from tools.benchmarks.bench_worker import EXPORTERS, OURS  # noqa: E402
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from tools.opsweep import Record as OpRecord
+    from tools.sweeps.opsweep import Record as OpRecord
 
 __all__ = [
     "BENCH_JSON", "OPSWEEP_JSON", "MODELSWEEP_JSON", "draw_bench_ratios", "draw_opsweep_status",
@@ -72,7 +72,7 @@ STATUS_COLORS = {
     "crashed": "#3a3a3a",
     "build_failed": "#a0643c",
 }
-# The benchmark's metrics drawn, of tools.bench.RATIOS (warm export time is on the page only).
+# The benchmark's metrics drawn, of tools.benchmarks.bench.RATIOS (warm export time is on the page only).
 BENCH_METRICS = ("export time", "peak RSS", "nodes", "ORT latency")
 GEOMEAN_COLOR = "#1f5fa8"
 TOP_CAUSES = 12
@@ -88,7 +88,7 @@ def draw_bench_ratios(path: Path = BENCH_JSON) -> Figure:
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-    from tools import bench
+    from tools.benchmarks import bench
 
     _, runs = bench.read_results(path)
     pairs = bench.handled_by_both(bench.pairs_by_model(bench.combine_runs(runs)))
@@ -159,7 +159,7 @@ def draw_opsweep_status(path: Path = OPSWEEP_JSON) -> Figure:
     """One bar per exporter, its samples stacked by status, with the pass rate."""
     from matplotlib.figure import Figure
 
-    from tools import opsweep
+    from tools.sweeps import opsweep
 
     header, records = opsweep.read_results(path)
     exporters = [e for e in EXPORTERS if e in header["exporters"]]
@@ -182,7 +182,7 @@ def draw_opsweep_causes(path: Path = OPSWEEP_JSON) -> Figure:
     """torch_onnx_fx's failures by cause, most frequent first, coloured by status."""
     from matplotlib.figure import Figure
 
-    from tools import opsweep
+    from tools.sweeps import opsweep
 
     header, records = opsweep.read_results(path)
     failures = opsweep.failures_of(opsweep.in_page_order(header, records), OURS)
@@ -233,7 +233,7 @@ def draw_modelsweep_families(path: Path = MODELSWEEP_JSON) -> Figure:
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    from tools import modelsweep
+    from tools.sweeps import modelsweep
 
     _, records = modelsweep.read_results(path)
     families = list(dict.fromkeys(r.family for r in records))

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from tools.models import ModelCase, _randn
+from tools.corpus.models import ModelCase, _randn
 
 __all__ = ["TASKS", "cases", "small_config"]
 

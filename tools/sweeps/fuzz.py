@@ -1,7 +1,7 @@
 """Long run of the property-based fuzz test (tests/tooling/test_fuzz.py): random op chains over random
 dtypes and shapes, exported and compared with eager PyTorch.
 
-    python tools/fuzz.py --examples 2000 [--seed N]
+    python tools/sweeps/fuzz.py --examples 2000 [--seed N]
 
 Prints every failing chain (hypothesis shrinks it to a small one first); add it to
 ``REGRESSIONS`` in tests/tooling/test_fuzz.py once understood.
@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 for _path in (REPO, REPO / "tests"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))

@@ -1,4 +1,4 @@
-"""Model sweep: every model of the corpus (``tools/models.py``) through both ONNX exporters.
+"""Model sweep: every model of the corpus (``tools/corpus/models.py``) through both ONNX exporters.
 
 Each model is exported with its dynamic shapes by ``torch_onnx_fx.export`` and by
 ``torch.onnx.export(..., dynamo=True)``, each export in its own worker process with a timeout;
@@ -14,11 +14,11 @@ missing); the rest of that page belongs to the operator sweep and is left as it 
 
 Regenerate (about 20 minutes on 2 cores)::
 
-    python tools/modelsweep.py
+    python tools/sweeps/modelsweep.py
 
 ``--models a,b`` runs only those models and merges their records into the existing results
 (``--unmeasured``: only the models without a record yet, so a long sweep completes in pieces);
-``--render-only`` rewrites the section from the JSON-lines file; ``tools/plots.py`` draws the
+``--render-only`` rewrites the section from the JSON-lines file; ``tools/pages/plots.py`` draws the
 section's chart from the same file. The torchvision models need another torch, so they are swept
 from their own environment into their own file, ``tools/results/modelsweep_torchvision.jsonl``,
 which every rendering reads for the section's "torchvision models" table (see its how-to).
@@ -49,7 +49,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 for _path in (REPO, REPO / "tests"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
@@ -109,8 +109,8 @@ _VISION_ENV = (
 
 GENERATED = {
     "transformers": Generated(
-        "transformers", "tools.generated_models", "hf-", "Generated transformers corpus",
-        "Every (model type, task head) of transformers' auto mappings (`tools/generated_models.py`: base model, "
+        "transformers", "tools.corpus.generated_models", "hf-", "Generated transformers corpus",
+        "Every (model type, task head) of transformers' auto mappings (`tools/corpus/generated_models.py`: base model, "
         "causal LM, masked LM, sequence classification, seq2seq LM, image classification), built offline from its "
         "config class with small sizes and random weights, called with token ids and an attention mask (batch and "
         "sequence dynamic), raw audio (batch and samples dynamic) or pixel values (batch dynamic); special token ids "
@@ -119,28 +119,28 @@ GENERATED = {
         "`build_failed`: listed, not counted in the pass rate.",
     ),
     "torchvision": Generated(
-        "torchvision", "tools.torchvision_models", "tv-", "Generated torchvision corpus",
-        "Every model of `torchvision.models.list_models()` (`tools/torchvision_models.py`): classification, "
+        "torchvision", "tools.corpus.torchvision_models", "tv-", "Generated torchvision corpus",
+        "Every model of `torchvision.models.list_models()` (`tools/corpus/torchvision_models.py`): classification, "
         "quantized (built with `quantize=True`), segmentation, video and optical flow, random weights with "
         "BatchNorm statistics calibrated on random inputs, called on random inputs of the published size with "
         "a dynamic batch (2, then 3), compared with eager at rtol 1e-3 / atol 1e-5 (torchvision's own ONNX-test "
-        "tolerance). The detection models are checked by `tools/detection_check.py` as sets of detections, on "
+        "tolerance). The detection models are checked by `tools/sweeps/detection_check.py` as sets of detections, on "
         "images with and without detections: see [detection models](coverage_detection.md).",
         _VISION_ENV,
         # modelsweep_torchvision.jsonl holds the hand-picked corpus's eight torchvision models.
         results="modelsweep_torchvision_all.jsonl",
     ),
     "timm": Generated(
-        "timm", "tools.timm_models", "timm-", "Generated timm corpus",
-        "The first variant of every model family (module) of `timm.list_models()` (`tools/timm_models.py`), "
+        "timm", "tools.corpus.timm_models", "timm-", "Generated timm corpus",
+        "The first variant of every model family (module) of `timm.list_models()` (`tools/corpus/timm_models.py`), "
         "random weights with BatchNorm statistics calibrated on random images, called on random images of its "
         "published input size with a dynamic batch (2, then 3), compared with eager at rtol 1e-3 / atol 1e-5.",
         _VISION_ENV,
     ),
     "diffusers": Generated(
-        "diffusers", "tools.diffusers_models", "diff-", "Generated diffusers corpus",
+        "diffusers", "tools.corpus.diffusers_models", "diff-", "Generated diffusers corpus",
         "diffusers' denoisers and autoencoders from small configs with random weights "
-        "(`tools/diffusers_models.py`): UNet2DConditionModel, UNet2DModel, AutoencoderKL's encoder and decoder, "
+        "(`tools/corpus/diffusers_models.py`): UNet2DConditionModel, UNet2DModel, AutoencoderKL's encoder and decoder, "
         "and the transformer backbones (DiT, SD3, Flux, PixArt), batch dynamic, compared with eager at rtol 1e-3 / "
         "atol 1e-5. Needs `pip install diffusers` (not a test dependency).",
     ),
@@ -333,9 +333,9 @@ def run_case(case: Any, exporter: str, on_stage: Any = lambda record: None) -> R
 # and every worker runs the code as it was when the sweep started (translations included).
 _PRELOAD = [
     "torch", "transformers", "onnxruntime", "onnxscript", "onnxscript.function_libs.torch_lib.ops",
-    "torch.onnx._internal.exporter._core", "torch_onnx_fx", "torch_onnx_fx.ops", "tools.models", "tools.modelsweep",
-    "tools.generated_models", "torchvision", "timm", "diffusers", "tools.torchvision_models", "tools.timm_models",
-    "tools.diffusers_models",
+    "torch.onnx._internal.exporter._core", "torch_onnx_fx", "torch_onnx_fx.ops", "tools.corpus.models", "tools.sweeps.modelsweep",
+    "tools.corpus.generated_models", "torchvision", "timm", "diffusers", "tools.corpus.torchvision_models", "tools.corpus.timm_models",
+    "tools.corpus.diffusers_models",
 ]  # the fork server skips those that are not installed here
 
 
@@ -351,7 +351,7 @@ def _worker(model: str, exporter: str, connection: Any, log_path: str) -> None:
 
 def find_case(name: str) -> Any:
     """A case of any corpus by name: generated cases carry their corpus's prefix (``hf-``, ``tv-``...)."""
-    from tools.models import CORPUS, named
+    from tools.corpus.models import CORPUS, named
 
     for corpus in GENERATED.values():
         if name.startswith(corpus.prefix):
@@ -521,9 +521,9 @@ def _torchvision_section(runs: Sequence[dict[str, Any]], records: Sequence[Recor
         "python -m venv /tmp/vision",
         "/tmp/vision/bin/pip install torch==2.14.1 torchvision==0.29.1",
         "/tmp/vision/bin/pip install -e '.[test]'",
-        "/tmp/vision/bin/python tools/modelsweep.py --models " + ",".join(TORCHVISION_MODELS)
+        "/tmp/vision/bin/python tools/sweeps/modelsweep.py --models " + ",".join(TORCHVISION_MODELS)
         + f" --json {TORCHVISION_JSON.relative_to(REPO)} --out /tmp/vision_coverage.md",
-        "python tools/modelsweep.py --render-only",
+        "python tools/sweeps/modelsweep.py --render-only",
         "```",
         "",
     ]
@@ -555,10 +555,10 @@ def render_section(
         START_MARKER,
         f"## {generated.title}" if generated else "## Model corpus",
         "",
-        "Generated by `tools/modelsweep.py`; do not edit this section by hand. Regenerate it with:",
+        "Generated by `tools/sweeps/modelsweep.py`; do not edit this section by hand. Regenerate it with:",
         "",
         "```bash",
-        f"python tools/modelsweep.py --corpus {corpus}" if generated else "python tools/modelsweep.py",
+        f"python tools/sweeps/modelsweep.py --corpus {corpus}" if generated else "python tools/sweeps/modelsweep.py",
         "```",
         "",
     ]
@@ -574,7 +574,7 @@ def render_section(
             "",
         ]
     out += [] if generated else [
-        f"Every model of the corpus in `tools/models.py` ({len(pairs)} models: "
+        f"Every model of the corpus in `tools/corpus/models.py` ({len(pairs)} models: "
         + ", ".join(f"{n} {family}" for family, n in families.most_common())
         + ") is exported with its dynamic shapes by `torch_onnx_fx.export` and by "
         "`torch.onnx.export(..., dynamo=True)`, each export in its own worker process with a timeout. "
@@ -582,7 +582,7 @@ def render_section(
         "dynamic sizes, and are compared with eager PyTorch as `tests/models/test_corpus.py` does: dtype, shape, "
         "then `assert_close` with the case's rtol/atol (1e-4/1e-5 unless the case says why not). "
         "transformers models are built from tiny configs with random weights. "
-        "Models marked CI are the ones `tests/models/test_corpus.py` runs. The chart is drawn by `tools/plots.py` "
+        "Models marked CI are the ones `tests/models/test_corpus.py` runs. The chart is drawn by `tools/pages/plots.py` "
         f"from the same results; redraw it after regenerating this section with `{PLOTS_COMMAND}`.",
         "",
         "Runs:",
@@ -655,7 +655,7 @@ def render_sources() -> str:
         SOURCES_START,
         "## Models by source",
         "",
-        "Generated by `tools/modelsweep.py` from every corpus's results; each source's page has the "
+        "Generated by `tools/sweeps/modelsweep.py` from every corpus's results; each source's page has the "
         "per-model table and the cause of every failure.",
         "",
         f"| source | models | {OURS} pass | {THEIRS} pass | {OURS} failures | {THEIRS} failures | page |",
@@ -705,7 +705,7 @@ def write_sources(page: Path = DEFAULT_PAGE) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", choices=("models", *GENERATED), default="models",
-                        help="the hand-picked corpus of tools/models.py, or a generated one")
+                        help="the hand-picked corpus of tools/corpus/models.py, or a generated one")
     parser.add_argument("--models", help="comma-separated corpus names; merged into the existing results")
     parser.add_argument("--sample", type=int, default=1, help="keep every N-th model of the corpus (a quick measurement)")
     parser.add_argument(
@@ -729,7 +729,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # from the environment that renders its page.
         if generated:
             return importlib.import_module(generated.module).cases()
-        from tools.models import CORPUS
+        from tools.corpus.models import CORPUS
 
         return CORPUS
     if options.json.resolve() == TORCHVISION_JSON and options.out.resolve() == DEFAULT_PAGE:
@@ -751,7 +751,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not options.models and options.sample <= 1 and options.offset == 0 and not options.unmeasured:
             runs, records = [], []
         run = max((r["run"] for r in runs), default=0) + 1
-        command = shlex.join(["python", "tools/modelsweep.py", *(sys.argv[1:] if argv is None else argv)])
+        command = shlex.join(["python", "tools/sweeps/modelsweep.py", *(sys.argv[1:] if argv is None else argv)])
         header = _run_header(run, command, options.timeout)
         kept = [r for r in records if r.model not in names]
         start = time.monotonic()
@@ -780,7 +780,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # Run as the module tools.modelsweep, so the fork server's workers find _worker under that name.
-    from tools.modelsweep import main as _main
+    # Run as the module tools.sweeps.modelsweep, so the fork server's workers find _worker under that name.
+    from tools.sweeps.modelsweep import main as _main
 
     sys.exit(_main())

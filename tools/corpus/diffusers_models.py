@@ -7,7 +7,7 @@ batch 2, second input set batch 3). AutoencoderKL is exported as the two halves 
 runs separately: the encoder (image -> the latent distribution's moments) and the decoder
 (latent -> image). Outputs are compared at rtol 1e-3 / atol 1e-5.
 
-Cases are named ``diff-<model>``; the sweep is ``python tools/modelsweep.py --corpus diffusers``
+Cases are named ``diff-<model>``; the sweep is ``python tools/sweeps/modelsweep.py --corpus diffusers``
 in the main environment (``pip install diffusers``).
 """
 
@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 import torch
 
-from tools.models import ModelCase, _randn
+from tools.corpus.models import ModelCase, _randn
 
 __all__ = ["cases"]
 

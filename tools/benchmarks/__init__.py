@@ -1,0 +1,1 @@
+"""Benchmarks, side by side with torch.onnx.export(dynamo=True) in the same run: export time, memory, nodes and ONNX Runtime latency over the corpus (``bench``, ``bench_worker``), against depth (``depth_bench``), ONNX Runtime latency (``latency_bench``) and large models (``large_model``, ``large_model_recipe``)."""

@@ -1,0 +1,1 @@
+"""Sweeps: every operator (``opsweep``, ``dtypesweep``), every model (``modelsweep``, ``detection_check``), random op chains (``fuzz``) and what a user sees from both exporters (``parity``), through torch_onnx_fx and torch.onnx; each writes results to ``tools/results/`` and a page under ``docs/``."""
