@@ -11,7 +11,9 @@ compared line by line with ``--compare``::
     python tools/checks/fingerprint.py --compare /tmp/before.jsonl /tmp/after.jsonl
 
 Every model is built after ``torch.manual_seed(0)`` so its random weights are the same in both
-runs. A whole run takes about half an hour on two cores; ``--models-only`` / ``--ops-only`` and
+runs, and the tool runs itself with ``PYTHONHASHSEED=0``: a few exports (torchlib's scripted
+``embedding_bag``, whose loop-carried values onnxscript orders by a set) differ between processes
+with Python's randomized string hashing, whatever the package's code. A whole run takes about half an hour on two cores; ``--models-only`` / ``--ops-only`` and
 ``--dtypes`` choose parts of it.
 """
 
@@ -21,6 +23,7 @@ import argparse
 import hashlib
 import json
 import logging
+import os
 import sys
 import time
 import warnings
@@ -153,6 +156,8 @@ def compare(before: Path, after: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if os.environ.get("PYTHONHASHSEED") != "0" and argv is None:
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, help="the JSON-lines file to write")
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
