@@ -24,7 +24,7 @@ import inspect
 import io
 import os
 import warnings
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import onnx
 import torch
@@ -104,10 +104,10 @@ def _names(name: str, value: Any) -> None:
 TORCH_ONNX, OURS, LEGACY_KIND, RESOLVED = "torch.onnx", "ours", "legacy", "resolved"
 
 
-def _argument(default: Any, annotation: str, doc: str, *, check: Check | None = None, kind: str = TORCH_ONNX) -> Any:
-    """One argument of ``export``: its default, its type as the signature shows it, what it does
-    (a row of the migration table, in Markdown) and the check its value must pass."""
-    return dataclasses.field(default=default, metadata={"annotation": annotation, "doc": doc, "check": check, "kind": kind})
+def _argument(default: Any, doc: str, *, check: Check | None = None, kind: str = TORCH_ONNX) -> Any:
+    """One argument of ``export``: its default, what it does (a row of the migration table, in
+    Markdown) and the check its value must pass; the field's type is the signature's."""
+    return dataclasses.field(default=default, metadata={"doc": doc, "check": check, "kind": kind})
 
 
 MODEL_DOC = (
@@ -121,128 +121,116 @@ MODEL_ANNOTATION = "torch.nn.Module | torch.export.ExportedProgram | Callable[..
 class ExportOptions:
     """``export``'s arguments, declared once; after :func:`resolve`, one call's, normalised."""
 
-    args: Any = _argument(
-        (), "tuple[Any, ...] | Any",
-        "Example inputs; a single tensor is accepted. Non-tensor arguments are baked into the model. Without "
+    args: tuple[Any, ...] | Any = _argument(
+        (), "Example inputs; a single tensor is accepted. Non-tensor arguments are baked into the model. Without "
         "`kwargs`, a `dict` ending `args` is the keyword arguments (`(x, {\"b\": y})` calls `model(x, b=y)`), as in "
         "torch.onnx; end `args` with `{}` to pass a dict positionally.",
     )
-    f: Any = _argument(
-        None, "str | os.PathLike[str] | None",
-        "When given, the model is also saved there (honouring `external_data`, `export_params`, "
+    f: str | os.PathLike[str] | None = _argument(
+        None, "When given, the model is also saved there (honouring `external_data`, `export_params`, "
         "`keep_initializers_as_inputs`).",
         check=_instance((str, os.PathLike, io.IOBase, type(None)), "a file path (str or os.PathLike), a binary file object or None"),
     )
-    kwargs: Any = _argument(
-        None, "Mapping[str, Any] | None", "Example keyword inputs, as `args`.",
+    kwargs: Mapping[str, Any] | None = _argument(
+        None, "Example keyword inputs, as `args`.",
         check=_instance((Mapping, type(None)), "a dict of keyword arguments or None"),
     )
-    verbose: Any = _argument(
-        None, "bool | None",
-        "`None`: one progress line per phase on stderr. `False`: silent. `True`: progress, then the model is printed.",
+    verbose: bool | None = _argument(
+        None, "`None`: one progress line per phase on stderr. `False`: silent. `True`: progress, then the model is printed.",
         check=_instance((bool, type(None)), "True, False or None"),
     )
-    input_names: Any = _argument(
-        None, "Sequence[str] | None",
-        "Rename graph inputs in order. They name the *flattened* tensor inputs (nested lists, tuples and dicts "
+    input_names: Sequence[str] | None = _argument(
+        None, "Rename graph inputs in order. They name the *flattened* tensor inputs (nested lists, tuples and dicts "
         "included). As in the TorchScript exporter, `input_names` longer than the user inputs go on to name "
         "parameters and buffers in order; `apply_weights` still accepts their state-dict names.",
         check=_names,
     )
-    output_names: Any = _argument(
-        None, "Sequence[str] | None",
-        "Rename graph outputs in order. Naming an output that is an input passed through adds an `Identity`, so "
+    output_names: Sequence[str] | None = _argument(
+        None, "Rename graph outputs in order. Naming an output that is an input passed through adds an `Identity`, so "
         "the input keeps its name.",
         check=_names,
     )
-    opset_version: Any = _argument(
-        None, "int | None",
-        f"`None` means {DEFAULT_OPSET}. {MIN_OPSET} to the newest opset the installed `onnx` defines; anything else "
+    opset_version: int | None = _argument(
+        None, f"`None` means {DEFAULT_OPSET}. {MIN_OPSET} to the newest opset the installed `onnx` defines; anything else "
         "raises before any work. Below 18 the graph is built at 18 and each operator that changed is rewritten to "
         "its older form (see below); an operator with no older form raises a `TranslationError` naming it and the "
         "opset it needs. At 23 and later, `scaled_dot_product_attention` is one `Attention` node.",
     )
-    dynamo: Any = _argument(True, "bool", "`False` raises: only the torch.export path exists.", check=_FLAG)
-    external_data: Any = _argument(True, "bool", "With `f`: weights to `<f>.data`.", check=_FLAG)
-    dynamic_shapes: Any = _argument(
-        None, "Mapping[str, Any] | tuple[Any, ...] | list[Any] | None",
-        "Every form torch.export accepts; strings name ONNX dims (see [dynamic shapes](dynamic_shapes.md)). "
+    dynamo: bool = _argument(True, "`False` raises: only the torch.export path exists.", check=_FLAG)
+    external_data: bool = _argument(True, "With `f`: weights to `<f>.data`.", check=_FLAG)
+    dynamic_shapes: Mapping[str, Any] | tuple[Any, ...] | list[Any] | None = _argument(
+        None, "Every form torch.export accepts; strings name ONNX dims (see [dynamic shapes](dynamic_shapes.md)). "
         "Captured as torch.onnx captures: dims of size 0 or 1 in the example stay symbolic, deferrable shape checks "
         "become run-time asserts, and `Dim` ranges torch.export rejects with suggested fixes are refined by those "
         "fixes, with a `UserWarning` (the fixes are in `ONNXProgram.capture_refinements`). Two names for dims "
         "torch.export proves equal warn, keeping the first.",
         check=_instance((Mapping, tuple, list, type(None)), "a dict, tuple or list of dynamic shapes (as torch.export.export takes), or None"),
     )
-    custom_translation_table: Any = _argument(
-        None, "Mapping[Any, Any] | None",
-        "`{OpOverload or callable: function or [functions]}`; an `OpOverloadPacket` key raises naming the "
+    custom_translation_table: Mapping[Any, Any] | None = _argument(
+        None, "`{OpOverload or callable: function or [functions]}`; an `OpOverloadPacket` key raises naming the "
         "overload to use.",
         check=_instance((Mapping, type(None)), "a dict mapping operators to translation functions, or None"),
     )
-    report: Any = _argument(False, "bool", "A Markdown report of the export. See [diagnostics](diagnostics.md).", check=_FLAG)
-    optimize: Any = _argument(
-        True, "bool", "`True`: onnxscript's optimizer. `False`: only function inlining and dead-code removal.", check=_FLAG,
+    report: bool = _argument(False, "A Markdown report of the export. See [diagnostics](diagnostics.md).", check=_FLAG)
+    optimize: bool = _argument(
+        True, "`True`: onnxscript's optimizer. `False`: only function inlining and dead-code removal.", check=_FLAG,
     )
-    fusion: Any = _argument(
-        DEFAULT_FUSION, "str",
-        "`\"standard\"` (default): the ONNX standard's fused operators where the opset has them (opset 23: "
+    fusion: str = _argument(
+        DEFAULT_FUSION, "`\"standard\"` (default): the ONNX standard's fused operators where the opset has them (opset 23: "
         "`Attention`, `RMSNormalization`, `RotaryEmbedding`); `\"none\"`: never. See [fused operators](fusion.md).",
         kind=OURS,
     )
-    verify: Any = _argument(
-        False, "bool", "Run the model in ONNX Runtime and compare with eager. See [diagnostics](diagnostics.md).", check=_FLAG,
+    verify: bool = _argument(
+        False, "Run the model in ONNX Runtime and compare with eager. See [diagnostics](diagnostics.md).", check=_FLAG,
     )
-    profile: Any = _argument(False, "bool", "Profile the export. See [diagnostics](diagnostics.md).", check=_FLAG)
-    dump_exported_program: Any = _argument(
-        False, "bool", "Write the `ExportedProgram`. See [diagnostics](diagnostics.md).", check=_FLAG,
+    profile: bool = _argument(False, "Profile the export. See [diagnostics](diagnostics.md).", check=_FLAG)
+    dump_exported_program: bool = _argument(
+        False, "Write the `ExportedProgram`. See [diagnostics](diagnostics.md).", check=_FLAG,
     )
-    artifacts_dir: Any = _argument(
-        ".", "str | os.PathLike[str]",
-        "Where `report`, `profile` and `dump_exported_program` write (created if missing). See "
+    artifacts_dir: str | os.PathLike[str] = _argument(
+        ".", "Where `report`, `profile` and `dump_exported_program` write (created if missing). See "
         "[diagnostics](diagnostics.md).",
         check=_instance((str, os.PathLike), "a folder path"),
     )
-    export_params: Any = _argument(
-        True, "bool", "With `f`: `False` saves no weights. Without `f`: a warning (use `ONNXProgram.save`).", check=_FLAG,
+    export_params: bool = _argument(
+        True, "With `f`: `False` saves no weights. Without `f`: a warning (use `ONNXProgram.save`).", check=_FLAG,
     )
-    keep_initializers_as_inputs: Any = _argument(
-        False, "bool", "With `f`: weights also listed as inputs. Without `f`: a warning.", check=_FLAG,
+    keep_initializers_as_inputs: bool = _argument(
+        False, "With `f`: weights also listed as inputs. Without `f`: a warning.", check=_FLAG,
     )
-    dynamic_axes: Any = _argument(
-        None, "Mapping[str, Mapping[int, str]] | Mapping[str, Sequence[int]] | None",
-        "Converted to `dynamic_shapes` with torch.onnx's `DeprecationWarning` and `UserWarning`. Keys are "
+    dynamic_axes: Mapping[str, Mapping[int, str]] | Mapping[str, Sequence[int]] | None = _argument(
+        None, "Converted to `dynamic_shapes` with torch.onnx's `DeprecationWarning` and `UserWarning`. Keys are "
         "`input_names` entries (flattened inputs), argument names, or output names (these rename output dims); a "
         "key that is none of them takes the next unnamed input, with a warning. Dict form keeps the axis names; "
         "list form names axes `<name>_dynamic_axes_<i>`. Cannot be combined with `dynamic_shapes`.",
         check=_instance((Mapping, type(None)), "a dict mapping input/output names to their dynamic axes, or None"),
     )
-    state_outputs: Any = _argument(
-        False, "bool",
-        "`False` (default): the graph's outputs are the model's outputs, in order, `None` left out — as "
+    state_outputs: bool = _argument(
+        False, "`False` (default): the graph's outputs are the model's outputs, in order, `None` left out — as "
         "torch.onnx's. `True`: the new values of mutated buffers and inputs follow them (their "
         "`OutputSpec.kind` metadata says which is which), for callers that carry state (KV caches, running "
         "statistics) themselves.",
         check=_FLAG, kind=OURS,
     )
     training: Any = _argument(
-        UNSET, "Any", "`TrainingMode.TRAINING` raises (set `model.train()` yourself); other values warn (deprecated).",
+        UNSET, "`TrainingMode.TRAINING` raises (set `model.train()` yourself); other values warn (deprecated).",
         kind=LEGACY_KIND,
     )
     operator_export_type: Any = _argument(
-        UNSET, "Any", "Anything but `ONNX` raises; `ONNX` warns (deprecated).", kind=LEGACY_KIND,
+        UNSET, "Anything but `ONNX` raises; `ONNX` warns (deprecated).", kind=LEGACY_KIND,
     )
     do_constant_folding: Any = _argument(
-        UNSET, "Any", "Warns (deprecated): folding is part of `optimize`.", kind=LEGACY_KIND,
+        UNSET, "Warns (deprecated): folding is part of `optimize`.", kind=LEGACY_KIND,
     )
-    custom_opsets: Any = _argument(
-        UNSET, "Mapping[str, int] | None", "Warns (deprecated) and sets those domain versions on the model.",
+    custom_opsets: Mapping[str, int] | None = _argument(
+        UNSET, "Warns (deprecated) and sets those domain versions on the model.",
         kind=LEGACY_KIND,
     )
-    export_modules_as_functions: Any = _argument(
-        UNSET, "bool | Collection[type[torch.nn.Module]]", "`True` raises; `False` warns (deprecated).",
+    export_modules_as_functions: bool | Collection[type[torch.nn.Module]] = _argument(
+        UNSET, "`True` raises; `False` warns (deprecated).",
         kind=LEGACY_KIND,
     )
-    autograd_inlining: Any = _argument(UNSET, "Any", "Warns (deprecated).", kind=LEGACY_KIND)
+    autograd_inlining: Any = _argument(UNSET, "Warns (deprecated).", kind=LEGACY_KIND)
     # What resolve() derives; not an argument.
     extra_opsets: dict[str, int] = dataclasses.field(default_factory=dict, metadata={"kind": RESOLVED})
 
@@ -270,7 +258,7 @@ def signature(return_annotation: str = "ONNXProgram") -> inspect.Signature:
     parameters = [inspect.Parameter("model", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=MODEL_ANNOTATION)]
     for field in arguments():
         kind = inspect.Parameter.POSITIONAL_OR_KEYWORD if field.name in _POSITIONAL else inspect.Parameter.KEYWORD_ONLY
-        parameters.append(inspect.Parameter(field.name, kind, default=field.default, annotation=field.metadata["annotation"]))
+        parameters.append(inspect.Parameter(field.name, kind, default=field.default, annotation=field.type))
     return inspect.Signature(parameters, return_annotation=return_annotation)
 
 
