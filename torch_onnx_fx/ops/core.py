@@ -22,7 +22,7 @@ from torch_onnx_fx.normalize.inplace import is_inert_in_place
 from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.registry import arg_example, register, wants_context
 
-__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten", "aten_inert_dropout_", "aten_mean_of_empty", "aten_resize_same_numel", "aten_resize_as_same_numel", "aten_one_hot", "aten_copy", "aten_mT"]
+__all__ = ["aten_assert_noop", "aten_to", "aten_min_other", "aten_max_other", "aten_diff", "aten_masked_select", "aten_nonzero_scalar", "aten_conj_physical", "aten_conj_physical_complex", "aten_unique_consecutive", "aten_squeeze_dims", "aten_flatten", "aten_inert_dropout_", "aten_mean_of_empty", "aten_resize_same_numel", "aten_resize_as_same_numel", "aten_one_hot", "aten_copy", "aten_mT", "aten_broadcast_to"]
 
 
 @register(
@@ -113,6 +113,17 @@ def _same_size(a: Any, b: Any) -> bool:
     if isinstance(a, torch.SymInt) and isinstance(b, torch.SymInt):
         return a.node.expr == b.node.expr
     return type(a) is type(b) and a == b
+
+
+@register("aten::broadcast_to")
+def aten_broadcast_to(self: ir.Value, size: Any) -> ir.Value:
+    """broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)
+
+    A -1 keeps the input's size there. ONNX's Expand broadcasts each dim to the larger of the
+    two, so the input's own size is kept by a 1 in the target shape (torchlib passes the -1 on,
+    and ONNX Runtime rejects the graph). ATen allows -1 only for dims the input has.
+    """
+    return op.Expand(self, [1 if isinstance(s, int) and s == -1 else s for s in size])
 
 
 def _keeps_shape(node: Any) -> bool:

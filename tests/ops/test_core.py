@@ -1,0 +1,27 @@
+"""ops/core.py: core operators torchlib lacks or translates less well."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers import assert_matches_eager
+
+
+@pytest.mark.parametrize(
+    "size, shape",
+    [((-1, 4, 3), (2, 1, 3)), ((2, -1, 3), (1, 3)), ((5, -1, -1), (1, 0, 3))],
+    ids=["leading-kept", "middle-kept-under-new-dim", "empty-kept"],
+)
+def test_broadcast_to_keeps_the_inputs_size_where_the_target_says_minus_one(size, shape):
+    # torchlib passes -1 to Expand, which ONNX Runtime rejects when it loads the graph.
+    assert_matches_eager(lambda x: torch.broadcast_to(x, size), (torch.randn(shape),))
+
+
+def test_broadcast_to_minus_one_on_a_dynamic_dim():
+    def model(x):
+        return torch.broadcast_to(x, (-1, 4, 3)) * 2
+
+    assert_matches_eager(
+        model, (torch.randn(2, 1, 3),), dynamic_shapes=({0: "batch"},), more_inputs=[((torch.randn(5, 1, 3),), {})],
+    )
