@@ -1,5 +1,5 @@
-"""Cross entropy where torchlib's ``SoftmaxCrossEntropyLoss`` cannot express it, and the chunked
-ops behind ``linear_cross_entropy(options=)``.
+"""Cross entropy where torchlib's ``SoftmaxCrossEntropyLoss`` cannot express it, the chunked ops
+behind ``linear_cross_entropy(options=)``, and ``nll_loss_forward``'s total weight.
 
 SoftmaxCrossEntropyLoss takes only class indices and needs a batch dim, so class probabilities
 (plain, weighted or label-smoothed) are written out as ``-sum(target * log_softmax(self))`` and
@@ -27,6 +27,8 @@ __all__ = [
     "aten_cross_entropy_loss_weighted_probabilities",
     "torch_nn_linear_cross_entropy_batch_chunked",
     "torch_nn_linear_cross_entropy_batch_chunked_no_reduction",
+    "aten_nll_loss_forward",
+    "aten_nll_loss2d_forward",
 ]
 
 
@@ -248,3 +250,50 @@ def torch_nn_linear_cross_entropy_batch_chunked_no_reduction(
     """_linear_cross_entropy_batch_chunked_no_reduction(Tensor input, Tensor linear_weight, Tensor target, Tensor? linear_bias, Tensor? weight, int ignore_index, int batch_chunk_size, str acc_policy, ScalarType acc_dtype) -> Tensor"""
     *_, losses = _chunked_losses(input, linear_weight, target, linear_bias, weight, ignore_index, acc_dtype)
     return op.CastLike(losses, input)
+
+
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _total_weight(target: ir.Value, weight: ir.Value | None, reduction: int, ignore_index: int, like: ir.Value) -> ir.Value:
+    """ATen's second result: the summed weight of the targets that are not ``ignore_index`` (their
+    count without class weights); 0 with ``reduction="none"``, which computes none."""
+    if reduction == 0:
+        return op.CastLike(op.Constant(value_float=0.0), like)
+    kept = op.Not(op.Equal(target, op.Constant(value_int=ignore_index)))
+    if weight is None:
+        counted = op.CastLike(kept, like)
+    else:
+        # Ignored targets may lie outside the classes (-100): gathered at class 0, then dropped.
+        chosen = op.Gather(weight, op.Where(kept, target, op.Constant(value_int=0)), axis=0)
+        counted = op.Where(kept, chosen, op.CastLike(op.Constant(value_float=0.0), chosen))
+    return op.CastLike(op.ReduceSum(counted, keepdims=0), like)
+
+
+def _nll(self: ir.Value, target: ir.Value, weight: ir.Value | None, reduction: int, ignore_index: int) -> tuple[ir.Value, ir.Value]:
+    unbatched = self.shape is not None and self.shape.rank() == 1
+    scores, labels = (op.Unsqueeze(self, [0]), op.Unsqueeze(target, [0])) if unbatched else (self, target)
+    loss = op.NegativeLogLikelihoodLoss(scores, labels, weight, ignore_index=ignore_index, reduction=_REDUCTIONS[reduction])
+    if unbatched and reduction == 0:
+        loss = op.Squeeze(loss, [0])
+    return loss, _total_weight(target, weight, reduction, ignore_index, self)
+
+
+@register("aten::nll_loss_forward")
+def aten_nll_loss_forward(
+    self: ir.Value, target: ir.Value, weight: ir.Value | None, reduction: int, ignore_index: int
+) -> tuple[ir.Value, ir.Value]:
+    """nll_loss_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)
+
+    Both results as ATen computes them: torchlib's second result was the loss's element count
+    (1.0 for a reduced loss), whatever the weights and ignored targets.
+    """
+    return _nll(self, target, weight, reduction, ignore_index)
+
+
+@register("aten::nll_loss2d_forward")
+def aten_nll_loss2d_forward(
+    self: ir.Value, target: ir.Value, weight: ir.Value | None, reduction: int, ignore_index: int
+) -> tuple[ir.Value, ir.Value]:
+    """nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)"""
+    return _nll(self, target, weight, reduction, ignore_index)

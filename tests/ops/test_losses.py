@@ -1,0 +1,43 @@
+"""ops/losses.py: losses torchlib cannot express, and both results of nll_loss_forward."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers import assert_matches_eager
+
+WEIGHT = torch.tensor([0.5, 1.0, 1.5, 2.0, 2.5])
+TARGET = torch.tensor([0, 1, 2, 3, 4, 1])
+
+
+@pytest.mark.parametrize("reduction", [0, 1, 2], ids=["none", "mean", "sum"])
+@pytest.mark.parametrize("ignore_index", [-100, 2, 7], ids=["default", "a-class", "outside-the-classes"])
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+def test_nll_loss_forward_gives_the_loss_and_the_total_weight_of_the_kept_targets(reduction, ignore_index, weighted):
+    # The total weight is what ATen divides a mean by: the weights of the targets not ignored.
+    # torchlib returned the loss's element count (1.0) for it.
+    weight = WEIGHT if weighted else None
+
+    def model(scores, target):
+        return torch.ops.aten.nll_loss_forward(scores, target, weight, reduction, ignore_index)
+
+    assert_matches_eager(model, (torch.randn(6, 5).log_softmax(-1), TARGET))
+
+
+def test_nll_loss_forward_of_one_sample_and_of_only_ignored_targets():
+    def one(scores, target):
+        return torch.ops.aten.nll_loss_forward(scores, target, WEIGHT, 1, -100)
+
+    def all_ignored(scores, target):  # mean over nothing: NaN, and a total weight of 0
+        return torch.ops.aten.nll_loss_forward(scores, target, WEIGHT, 1, 2)
+
+    assert_matches_eager(one, (torch.randn(5).log_softmax(-1), torch.tensor(3)))
+    assert_matches_eager(all_ignored, (torch.randn(6, 5).log_softmax(-1), torch.full((6,), 2)))
+
+
+def test_nll_loss2d_forward_over_pixels():
+    def model(scores, target):
+        return torch.ops.aten.nll_loss2d_forward(scores, target, WEIGHT, 1, 4)
+
+    assert_matches_eager(model, (torch.randn(2, 5, 3, 4).log_softmax(1), torch.randint(0, 5, (2, 3, 4))))
