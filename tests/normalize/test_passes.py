@@ -139,3 +139,22 @@ def test_effectful_calls_lose_their_token():
     assert result.modified
     assert not any(n.target is effects for n in module.graph.nodes)
     assert not EffectTokenPass()(module).modified
+
+
+def test_as_strided_of_a_view_is_given_the_base_and_the_views_offset():
+    from torch_onnx_fx.normalize.storage_base import StorageBasePass
+
+    def model(x):
+        return x[:, 1:].as_strided((2, 2), (4, 1)), x.permute(2, 0, 1).as_strided((3, 4), (1, 3), 2), x.as_strided((2,), (1,))
+
+    module = _export(model, torch.randn(2, 3, 4))
+    assert StorageBasePass()(module).modified
+    strided = [n for n in module.graph.nodes if n.target == torch.ops.aten.as_strided.default]
+    placeholder = next(n for n in module.graph.nodes if n.op == "placeholder")
+    assert [n.args[0] for n in strided] == [placeholder] * 3
+    # The slice started at storage position 4: the offset the view had is made explicit.
+    assert [n.args[3] if len(n.args) > 3 else None for n in strided] == [4, 2, None]
+    module.recompile()
+    x = torch.randn(2, 3, 4)
+    for got, want in zip(module(x), model(x)):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)

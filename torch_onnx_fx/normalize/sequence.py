@@ -1,7 +1,8 @@
 """Normalize: the FX passes between decomposition and translation, in the order they run.
 
 Each pass makes one of ATen's implicit rules explicit in the graph, so every translation sees
-operands that already agree: side effects without tokens (``effect_tokens``), indexing by
+operands that already agree: side effects without tokens (``effect_tokens``), storage read
+through the tensor that owns it (``storage_base``), indexing by
 aranges over whole dimensions as a reshape (``arange_indexing``), unobserved in-place ops made
 functional (``functional_in_place``), then the dtype passes, which insert
 ``prims.convert_element_type`` in front of operands (``type_promotion``,
@@ -28,6 +29,7 @@ from torch_onnx_fx.normalize.functional_in_place import InPlaceToFunctionalPass
 from torch_onnx_fx.normalize.half_precision import HalfPrecisionAccumulationPass
 from torch_onnx_fx.normalize.index_dtype import IndexDtypePass
 from torch_onnx_fx.normalize.integral_accumulation import IntegralAccumulationPass
+from torch_onnx_fx.normalize.storage_base import StorageBasePass
 from torch_onnx_fx.normalize.type_promotion import JoinPromotionPass, TypePromotionPass
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ def normalize(program: torch.export.ExportedProgram, table: TranslationTable | N
     own_index = table is not None and "aten::index.Tensor" in table.custom_targets
     passes: tuple[PassBase, ...] = (
         EffectTokenPass(),
+        StorageBasePass(),
         *(() if own_index else (ArangeIndexPass(),)),
         *((InPlaceToFunctionalPass(table),) if table is not None else ()),
         TypePromotionPass(), JoinPromotionPass(), IntegralAccumulationPass(), IndexDtypePass(), HalfPrecisionAccumulationPass(fused),

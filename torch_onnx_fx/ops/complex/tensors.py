@@ -27,6 +27,7 @@ from torch_onnx_fx.ops.complex.real_view import (
 from torch_onnx_fx.ops.complex.reductions import aten_mm_complex
 from torch_onnx_fx.ops.indexing import aten_nonzero_static
 from torch_onnx_fx.ops.linalg import _matrix as mx
+from torch_onnx_fx.ops.strided import starts_its_storage_in_order, storage_gather
 from torch_onnx_fx.ops.view_scatter import aten_diagonal_scatter
 from torch_onnx_fx.registry import register, wants_context
 
@@ -48,14 +49,25 @@ def _scaled(value: Any, factor: int) -> Any:
 
 
 @register("aten::as_strided", "aten::as_strided_copy", complex=True)
+@wants_context
 def aten_as_strided_complex(
-    self: ir.Value, size: Sequence[Any], stride: Sequence[Any], storage_offset: Any = None
+    self: ir.Value, size: Sequence[Any], stride: Sequence[Any], storage_offset: Any = None, *, ctx: OpContext
 ) -> ir.Value:
     """as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor(a)
 
     In real units each complex stride and the offset double and the pair is one more dim of
     stride 1, which is the real storage torchlib's translation reads (the input in row-major order,
-    as for real tensors)."""
+    as for real tensors). An input laid out otherwise (see ``ops/strided.py``) has its complex
+    elements looked up by storage position, and each one's pair gathered."""
+    example = ctx.inputs[0]
+    if isinstance(example, torch.Tensor) and not starts_its_storage_in_order(example):
+        indices = storage_gather(example, size, stride, storage_offset)
+        if isinstance(indices, str):
+            raise TranslationError(
+                f"{ctx.target} reads the storage of a complex tensor laid out with strides {list(example.stride())} "
+                f"and storage offset {example.storage_offset()}, which the graph cannot reproduce: {indices}."
+            )
+        return op.Gather(op.Reshape(self, ints(-1, 2)), ctx.constant(indices.astype("int64")), axis=0)
     offset = _scaled(storage_offset if storage_offset is not None else 0, 2)
     return _torchlib("aten::as_strided")(self, [*size, 2], [*(_scaled(s, 2) for s in stride), 1], offset)
 

@@ -1,0 +1,47 @@
+"""ops/strided.py and normalize/storage_base.py: as_strided reads storage, as eager does.
+
+torchlib's translation reads its input's values in row-major order, which is the storage only for
+a contiguous tensor that starts it; every other case gave wrong numbers silently (torch.onnx
+still does). Each case here fails without the storage-base pass or the laid-out translation.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torch_onnx_fx
+from helpers import assert_matches_eager
+from torch_onnx_fx.errors import TranslationError
+
+CASES = {
+    "of-a-permutation": lambda x: x.permute(2, 0, 1).as_strided((3, 4), (1, 3)),
+    "of-a-slice-with-its-offset": lambda x: x[:, 1:].as_strided((2, 2), (4, 1)),
+    "of-a-slice-reading-before-it": lambda x: x[:, 1:].as_strided((2, 2), (4, 1), 3),
+    "of-an-unfold": lambda x: x.unfold(-1, 2, 1).as_strided((2, 5), (3, 2)),
+    "of-a-view-of-a-view": lambda x: x.transpose(0, 2)[1:].as_strided((3, 3), (2, 5), 1),
+    "of-a-detached-alias": lambda x: x.detach().as_strided((2, 5), (3, 2)),
+    "copy-of-a-permutation": lambda x: torch.as_strided_copy(x.permute(1, 0, 2), (4, 3), (2, 1)),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.complex64])
+def test_as_strided_of_a_view_reads_the_base_storage(name, dtype):
+    x = torch.randn(2, 3, 4, dtype=torch.complex64).to(dtype) if dtype.is_complex else (torch.randn(2, 3, 4) * 10).to(dtype)
+    assert_matches_eager(CASES[name], (x,))
+
+
+def test_as_strided_of_a_channels_last_input_reads_it_as_laid_out():
+    x = torch.randn(1, 3, 4, 4).contiguous(memory_format=torch.channels_last)
+    program = torch_onnx_fx.export(lambda t: t.as_strided((3, 4), (1, 3)) * 2, (x,), verbose=False)
+    assert_matches_eager(lambda t: t.as_strided((3, 4), (1, 3)) * 2, (x,), program=program)
+
+
+def test_as_strided_of_memory_the_graph_does_not_hold_is_refused():
+    # The example input is a slice of a larger buffer: as_strided at offset 0 reads the buffer's
+    # first element, which no value of the input holds.
+    buffer = torch.randn(3, 5)
+    x = buffer[:, 1:]
+    with pytest.raises(TranslationError, match=r"as_strided.*strides \[5, 1\], storage offset 1.*memory outside it"):
+        torch_onnx_fx.export(lambda t: t.as_strided((2, 2), (1, 1), 0), (x,), verbose=False)
