@@ -1,4 +1,4 @@
-"""Exact integer arithmetic.
+"""Exact integer arithmetic: division with a rounding mode, and powers.
 
 torchlib divides integers with a rounding mode through float32 (``Floor(Div(Cast(a), Cast(b)))``),
 which is wrong above 2^24 (16777217 // 1 = 16777216). ONNX's integer ``Div`` truncates toward
@@ -14,9 +14,11 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.registry import arg_example, integral_input, register
+from torch_onnx_fx.dtypes import onnx_dtype
+from torch_onnx_fx.registry import arg_example, integral_input, register, wants_context
+from torch_onnx_fx.translate.op_context import OpContext
 
-__all__ = ["aten_div_mode_integer", "aten_isnan_exact", "aten_isfinite_exact", "aten_any", "aten_all", "aten_any_complex", "aten_all_complex", "aten_round_integer"]
+__all__ = ["aten_div_mode_integer", "aten_isnan_exact", "aten_isfinite_exact", "aten_any", "aten_all", "aten_any_complex", "aten_all_complex", "aten_round_integer", "aten_pow_integer"]
 
 
 def _integer_rounding_division(node: torch.fx.Node) -> bool:
@@ -171,3 +173,66 @@ def aten_round_integer(self: ir.Value) -> ir.Value:
     """floor(Tensor self) -> Tensor (and ceil, round, trunc) of integers: the integers themselves,
     as ATen returns them (ONNX's Floor/Ceil/Round take floats only)"""
     return op.Identity(self)
+
+
+def _integral_result(node: torch.fx.Node) -> bool:
+    result = node.meta.get("val")
+    return isinstance(result, torch.Tensor) and not result.dtype.is_floating_point and not result.is_complex() and result.dtype != torch.bool
+
+
+# Bits of an exponent of each integer type: squaring that many times reaches every exponent.
+_EXPONENT_BITS = {torch.int8: 7, torch.uint8: 8, torch.int16: 15, torch.int32: 31, torch.int64: 63}
+
+
+def _power_by_squaring(base: ir.Value, exponent: ir.Value, bits: int, ctx: OpContext) -> ir.Value:
+    """base ** exponent in the integer type, wrapping around as ATen's does: one Loop of ``bits``
+    steps squaring the base and multiplying it in where the exponent has a bit. A negative
+    exponent gives 0, but 1 for a base of 1 and ±1 for a base of -1 (ATen's rule)."""
+    zero = op.CastLike(op.Constant(value_int=0), base)
+    one = op.CastLike(op.Constant(value_int=1), base)
+    two = op.CastLike(op.Constant(value_int=2), base)
+    # Both in the broadcast shape, so the loop carries values of one shape (x * 0 is exact).
+    base, exponent = op.Add(base, op.Mul(exponent, zero)), op.Add(exponent, op.Mul(base, zero))
+    negative = op.Less(exponent, zero)
+    remaining = op.Where(negative, zero, exponent)
+    powered = op.Mul(op.Mul(base, zero), zero)
+    powered = op.Add(powered, one)
+
+    def step(_: ir.Value, result: ir.Value, square: ir.Value, left: ir.Value) -> list[ir.Value]:
+        taken = op.Equal(op.Mod(left, two), one)
+        return [op.Where(taken, op.Mul(result, square), result), op.Mul(square, square), op.Div(left, two)]
+
+    result = ctx.loop(bits, [powered, base, remaining], step)[0]
+    odd = op.Equal(op.Mod(op.Abs(exponent), two), one)
+    minus_one = op.Where(odd, op.Neg(one), one) if _signed(base.dtype) else one
+    inverse = op.Where(op.Equal(base, one), one, op.Where(op.Equal(base, op.Neg(one)), minus_one, zero)) if _signed(base.dtype) else op.Where(op.Equal(base, one), one, zero)
+    return op.Where(negative, inverse, result)
+
+
+@register("aten::pow.Tensor_Tensor", "aten::pow.Scalar", "aten::pow.Tensor_Scalar", supports=_integral_result)
+@wants_context
+def aten_pow_integer(self: Any, exponent: Any, *, ctx: OpContext) -> ir.Value:
+    """pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor (and the Scalar forms), integers
+
+    Exactly, wrapping around on overflow as ATen's integer power does. ONNX Runtime's integer
+    ``Pow`` computes in double precision and saturates: ``2 ** 40`` in int32 gave 2147483647
+    where ATen gives 0, and int64 powers past 2**53 lost their low bits. A static exponent is
+    unrolled (``x ** 3`` is two ``Mul``); a tensor exponent takes a loop over its bits.
+    """
+    dtype = ctx.result.dtype
+    onnx_type = onnx_dtype(dtype)
+    if isinstance(exponent, int) and not isinstance(exponent, bool) and exponent >= 0 and isinstance(self, ir.Value):
+        base = op.Cast(self, to=onnx_type)
+        result, square, left = None, base, exponent
+        while left:
+            if left & 1:
+                result = square if result is None else op.Mul(result, square)
+            left >>= 1
+            if left:
+                square = op.Mul(square, square)
+        if result is None:  # x ** 0: ones of x's shape
+            result = op.Add(op.Mul(base, op.CastLike(op.Constant(value_int=0), base)), op.CastLike(op.Constant(value_int=1), base))
+        return result
+    base = op.Cast(self, to=onnx_type) if isinstance(self, ir.Value) else op.Cast(op.Constant(value_int=int(self)), to=onnx_type)
+    power = op.Cast(exponent, to=onnx_type) if isinstance(exponent, ir.Value) else op.Cast(op.Constant(value_int=int(exponent)), to=onnx_type)
+    return _power_by_squaring(base, power, _EXPONENT_BITS[dtype], ctx)

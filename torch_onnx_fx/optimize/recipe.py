@@ -6,8 +6,9 @@
    weight passes (``weights/``), then the ``fusion`` rewrites (``fusion``);
 3. below opset 18, the graph built at 18 rewritten to the requested opset (``downgrade``), and
    finalized again;
-4. nodes ONNX Runtime's CPU provider has no kernel for computed in a wider type
-   (``runtime/kernel_gaps``);
+4. integer sums and products ONNX Runtime would compute in double precision made exact
+   (``runtime/integer_reductions``), and nodes its CPU provider has no kernel for computed in a
+   wider type (``runtime/kernel_gaps``);
 5. the legacy ``custom_opsets`` imported, and the oldest IR version that holds every type used.
 """
 
@@ -19,6 +20,7 @@ import onnx_ir as ir
 
 from torch_onnx_fx import dtypes
 from torch_onnx_fx.optimize import downgrade, fusion, optimizer
+from torch_onnx_fx.optimize.runtime.integer_reductions import IntegerReductionsPass
 from torch_onnx_fx.optimize.runtime.kernel_gaps import KernelGapPass
 
 __all__ = ["optimize_model"]
@@ -47,6 +49,7 @@ def optimize_model(
     if opset_version < built_at:
         downgrade.DowngradeOpsetPass(opset_version)(model)
         optimizer.finalize(model)
+    IntegerReductionsPass()(model)
     KernelGapPass()(model)
     model.graph.opset_imports.update(extra_opsets or {})
     model.ir_version = dtypes.ir_version_for(model)

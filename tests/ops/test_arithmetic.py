@@ -1,0 +1,35 @@
+"""ops/arithmetic.py: integer arithmetic exactly as ATen's fixed-width types compute it."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers import assert_matches_eager
+
+INTEGERS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
+
+
+@pytest.mark.parametrize("dtype", INTEGERS)
+def test_an_integer_tensor_to_a_tensor_power_wraps_around_as_eager(dtype):
+    # ONNX Runtime's integer Pow computes in double and saturates at the type's maximum.
+    low = 0 if dtype == torch.uint8 else -60
+    base = torch.cat([torch.randint(low, 60, (40,)), torch.tensor([1, 2, 3])]).to(dtype)
+    exponent = torch.cat([torch.randint(0, 12, (40,)), torch.tensor([0, 7, 5])]).to(dtype)
+    assert_matches_eager(lambda b, e: b ** e, (base, exponent))
+
+
+def test_negative_integer_exponents_follow_atens_rule():
+    base = torch.tensor([2, -1, 1, 3, 0, -2, -1], dtype=torch.int32)
+    exponent = torch.tensor([-1, -3, -2, 40, -1, 31, -4], dtype=torch.int32)
+    assert_matches_eager(lambda b, e: b ** e, (base, exponent))
+
+
+@pytest.mark.parametrize("exponent", [0, 1, 2, 3, 13])
+def test_an_integer_tensor_to_a_static_power_near_the_types_limits(exponent):
+    x = torch.tensor([2**31 - 1, -(2**31), 46341, 3, -7], dtype=torch.int32)
+    assert_matches_eager(lambda t: t ** exponent, (x,))
+
+
+def test_a_number_to_an_integer_tensor_power():
+    assert_matches_eager(lambda e: 2 ** e, (torch.tensor([31, 32, 33, 62, 63, 64, -1], dtype=torch.int64),))

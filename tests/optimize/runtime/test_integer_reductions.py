@@ -1,0 +1,42 @@
+"""optimize/runtime/integer_reductions.py: integer sums and products exact, wrapping as ATen's do.
+
+ONNX Runtime's CPU ReduceSum and ReduceProd accumulate integers in double precision: int64 sums
+lose their low bits past 2**53 and overflowing sums and products saturate."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers import assert_matches_eager
+
+BIG = torch.tensor([[2**62 + 123, -5, 7], [2**53 + 1, 2**53 + 1, 3], [-(2**63) + 9, -11, 13]], dtype=torch.int64)
+
+REDUCTIONS = {
+    "sum-all": lambda t: t.sum(),
+    "sum-dim-keepdim": lambda t: t.sum(1, keepdim=True),
+    "sum-first-dim": lambda t: t.sum(0),
+    "sum-empty": lambda t: t[:, :0].sum(1),
+    "diagonal": lambda t: torch.diagonal(t),
+    "trace": lambda t: torch.trace(t),
+    "int32-sum-wraps": lambda t: (t % 2**31).to(torch.int32).sum(0, dtype=torch.int32),
+    "prod-all": lambda t: t.prod(),
+    "prod-dim": lambda t: (t + 1).prod(1),
+    "prod-int8-wraps": lambda t: (t.to(torch.int8) + 3).prod(1, dtype=torch.int8),
+    "prod-of-one": lambda t: t[:, :1].prod(1),
+    "prod-empty": lambda t: t[:, :0].prod(1),
+    "cumprod": lambda t: t[0].cumprod(0),
+}
+
+
+@pytest.mark.parametrize("name", REDUCTIONS)
+def test_integer_reductions_are_exact_past_2_to_the_53_and_wrap_on_overflow(name):
+    assert_matches_eager(REDUCTIONS[name], (BIG,))
+
+
+def test_long_integer_products_take_few_steps():
+    # 1000 factors: a loop of ten halvings, not a thousand multiplications.
+    x = torch.randint(-3, 4, (1000,), dtype=torch.int64)
+    program = assert_matches_eager(lambda t: t.prod(), (x,))
+    loops = [n for n in program.model.graph if n.op_type == "Loop"]
+    assert len(loops) == 1
