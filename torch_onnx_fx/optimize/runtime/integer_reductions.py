@@ -57,7 +57,8 @@ def _flattened(tape: ir.tape.Tape, x: ir.Value, rank: int, reduced: list[int], p
     shape = tape.op("Shape", [x])
     leading = tape.op("Slice", [shape, _ints(tape, 0), _ints(tape, len(kept))])
     count = tape.op("ReduceProd", [tape.op("Slice", [shape, _ints(tape, len(kept)), _ints(tape, rank)])], {"keepdims": 1})
-    x = tape.op("Reshape", [x, tape.op("Concat", [leading, count], {"axis": 0})])
+    # allowzero: a 0 in the shape is a dim of size 0 (not "as the input's"), for empty reductions.
+    x = tape.op("Reshape", [x, tape.op("Concat", [leading, count], {"axis": 0})], {"allowzero": 1})
     one = tape.op("Concat", [leading, _ints(tape, 1)], {"axis": 0})
     filler = tape.op("ConstantOfShape", [one], {"value": ir.tensor(np.array([pad], dtype=dtype.numpy()))})
     return tape.op("Concat", [filler, x], {"axis": -1})
@@ -71,11 +72,28 @@ def _restore(tape: ir.tape.Tape, total: ir.Value, node: ir.Node, reduced: list[i
     return total
 
 
+# Types ONNX's CumSum and ONNX Runtime's Mul lack: computed in int64 and cast back, which keeps the
+# low bits, so the result wraps as ATen's does in the narrow type.
+_NARROW = frozenset({ir.DataType.INT8, ir.DataType.INT16, ir.DataType.UINT8, ir.DataType.UINT16})
+
+
+def _widened(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    x = node.inputs[0]
+    if x.dtype in _NARROW:
+        return tape.op("Cast", [x], {"to": ir.DataType.INT64}, output=ir.Value(type=ir.TensorType(ir.DataType.INT64), shape=x.shape))
+    return x
+
+
+def _narrowed(tape: ir.tape.Tape, node: ir.Node, result: ir.Value) -> ir.Value:
+    dtype = node.inputs[0].dtype
+    return tape.op("Cast", [result], {"to": dtype}) if dtype in _NARROW else result
+
+
 def _exact_sum(tape: ir.tape.Tape, node: ir.Node, rank: int, reduced: list[int]) -> ir.Value:
-    flat = _flattened(tape, node.inputs[0], rank, reduced, 0)
+    flat = _flattened(tape, _widened(tape, node), rank, reduced, 0)
     running = tape.op("CumSum", [flat, tape.op("Constant", [], {"value": ir.tensor(np.array(-1, dtype=np.int64))})])
     total = tape.op("Gather", [running, tape.op("Constant", [], {"value": ir.tensor(np.array(-1, dtype=np.int64))})], {"axis": -1})
-    return _restore(tape, total, node, reduced)
+    return _restore(tape, _narrowed(tape, node, total), node, reduced)
 
 
 def _halving_body(dtype: ir.DataType, stem: str) -> ir.Graph:
@@ -109,17 +127,18 @@ def _halving_body(dtype: ir.DataType, stem: str) -> ir.Graph:
 
 def _exact_product(tape: ir.tape.Tape, node: ir.Node, rank: int, reduced: list[int]) -> ir.Value:
     stem = node.outputs[0].name or node.name or "product"
-    flat = _flattened(tape, node.inputs[0], rank, reduced, 1)
+    x = _widened(tape, node)
+    flat = _flattened(tape, x, rank, reduced, 1)
     # At most 64 halvings: a length of 2**63 is beyond any tensor.
     trips = tape.op("Constant", [], {"value": ir.tensor(np.array(64, dtype=np.int64))})
     start = tape.op("Constant", [], {"value": ir.tensor(np.array(True))})
     length = tape.op("Gather", [tape.op("Shape", [flat]), _ints(tape, -1)], {"axis": 0})
     longer = tape.op("Greater", [tape.op("ReduceMax", [length], {"keepdims": 0}), tape.op("Constant", [], {"value": ir.tensor(np.array(1, dtype=np.int64))})])
     go = tape.op("And", [start, longer])
-    (product,) = tape.op_multi_out("Loop", [trips, go, flat], {"body": ir.AttrGraph("body", _halving_body(node.inputs[0].dtype, stem))}, num_outputs=1)
-    product.type = ir.TensorType(node.inputs[0].dtype)
+    (product,) = tape.op_multi_out("Loop", [trips, go, flat], {"body": ir.AttrGraph("body", _halving_body(x.dtype, stem))}, num_outputs=1)
+    product.type = ir.TensorType(x.dtype)
     total = tape.op("Squeeze", [product, _ints(tape, -1)])
-    return _restore(tape, total, node, reduced)
+    return _restore(tape, _narrowed(tape, node, total), node, reduced)
 
 
 _REWRITES = {"ReduceSum": _exact_sum, "ReduceProd": _exact_product}
@@ -129,11 +148,15 @@ class IntegerReductionsPass(ir.passes.InPlacePass):
     """Integer ``ReduceSum``/``ReduceProd`` rewritten exactly (see the module docstring).
 
     Left as they are: nodes whose rank or axes are not known when the pass runs (none of ours;
-    a custom translation's), which ONNX Runtime then computes as before.
+    a custom translation's), and every node of a graph below opset 14, which ONNX Runtime then
+    computes as before.
     """
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         count = 0
+        if model.graph.opset_imports.get("", 0) < 14:
+            # Reshape's allowzero, which empty reductions need, came with opset 14.
+            return ir.passes.PassResult(model, modified=False)
         for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
             rewrite = _REWRITES.get(node.op_type)
             x = node.inputs[0] if node.inputs else None
