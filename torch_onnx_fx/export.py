@@ -11,11 +11,13 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import warnings
 from typing import Any, Callable, Iterator
 
 import torch
 
 from torch_onnx_fx import _state, capture, diagnostics, normalize, ops, options, translate
+from torch_onnx_fx.capture.size_conditions import size_conditions
 from torch_onnx_fx.optimize import optimize_model
 from torch_onnx_fx.optimize.downgrade import BUILD_OPSET
 from torch_onnx_fx.options import DEFAULT_OPSET, TORCHLIB_OPSET, ExportOptions
@@ -115,6 +117,7 @@ def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any,
     signature = ProgramSignature.of(program)
     translate.check_translatable(program, table)
     symbols = naming.symbol_names(signature, dim_names, opts.args, opts.kwargs)
+    conditions = size_conditions(program, signature, symbols)
     with progress.phase("translate") as phase:
         model_ir = translate.translate_program(
             program, table, opset_version=build_opset, symbol_names=symbols, signature=signature,
@@ -146,5 +149,15 @@ def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any,
     )
     onnx_program.capture_refinements = captured.refinements
     onnx_program.verbose = opts.verbose is not False
+    onnx_program.set_size_conditions(conditions, symbols)
+    if conditions:
+        warnings.warn(
+            f"The exported graph is valid only for inputs where {'; '.join(onnx_program.size_conditions)}: the model's "
+            "Python code decided on these sizes while torch.export traced it. program(...) refuses other inputs; "
+            "ONNX Runtime used directly does not check them (they are in the model's metadata, "
+            "'pkg.torch_onnx_fx.size_conditions').",
+            UserWarning,
+            stacklevel=3,
+        )
     session.exported(onnx_program)
     return onnx_program

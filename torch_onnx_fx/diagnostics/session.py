@@ -155,6 +155,10 @@ class ExportSession:
             for dtype, size in by_dtype.items():
                 lines.append(f"- {dtype}: {size:,} bytes")
             lines += ["", f"Range constraints: `{program.range_constraints}`"]
+        conditions = getattr(self.program, "size_conditions", None)
+        if conditions:
+            lines += ["", "## Size conditions", "", "The graph is valid only for inputs where (program(...) refuses others):", ""]
+            lines += [f"- `{condition}`" for condition in conditions]
         lines += self._io_section()
         histogram = self._histogram()
         if histogram:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import io
+import json
 import os
 import tempfile
 from typing import Any, Callable, Iterator, Mapping, Sequence
@@ -18,6 +19,7 @@ from torch_onnx_fx.optimize import optimizer
 from torch_onnx_fx.dtypes import as_complex
 from torch_onnx_fx.capture.strategies import STRATEGY_NAMES
 from torch_onnx_fx.errors import ArgumentTypeError, InputMismatchError, OnnxRuntimeError, UnsupportedArgumentError
+from torch_onnx_fx.capture.size_conditions import SizeConditions
 from torch_onnx_fx.program.feeds import check_feeds
 from torch_onnx_fx.program import safetensors_files
 from torch_onnx_fx.program import saving
@@ -26,6 +28,9 @@ from torch_onnx_fx.progress import SaveProgress
 from torch_onnx_fx.signature import OutputEntry, ProgramSignature
 
 __all__ = ["ONNXProgram"]
+
+# Model metadata listing the graph's size conditions, for runtimes other than program(...).
+SIZE_CONDITIONS_KEY = "pkg.torch_onnx_fx.size_conditions"
 
 # Protobuf cannot serialize a message over 2 GiB; larger models must keep weights outside.
 _PROTOBUF_LIMIT = 2 * 1024**3
@@ -157,11 +162,30 @@ class ONNXProgram:
         self.capture_failures = list(capture_failures)
         self.decomposed = list(decomposed)
         self._inference_session: Any = None
+        # What the graph assumes of the inputs' sizes beyond their shapes (set by export()).
+        self._size_conditions = SizeConditions()
+        self._dim_names: Mapping[str, str] = {}
         # Progress lines while saving large weights; export() sets it from its verbose argument.
         self.verbose = True
         self._tempdir: tempfile.TemporaryDirectory[str] | None = None
 
     # -- views ------------------------------------------------------------------------------
+
+    @property
+    def size_conditions(self) -> list[str]:
+        """The sizes the graph is valid for beyond its inputs' shapes: decisions the model's code
+        made on sizes while it was traced (``length % 4 == 0``, ``length <= 8``), in the graph's
+        dim names. A call breaking one is refused with ``InputMismatchError``; the list is also
+        in the model's metadata (``pkg.torch_onnx_fx.size_conditions``), for runtimes that do
+        not check it."""
+        return [condition.describe(self._dim_names) for condition in self._size_conditions.conditions]
+
+    def set_size_conditions(self, conditions: SizeConditions, dim_names: Mapping[str, str]) -> None:
+        """Record what the graph assumes of its inputs' sizes (``export`` does), and write it into
+        the model's metadata."""
+        self._size_conditions, self._dim_names = conditions, dict(dim_names)
+        if conditions:
+            self.model.metadata_props[SIZE_CONDITIONS_KEY] = json.dumps(self.size_conditions)
 
     @property
     def signature(self) -> ProgramSignature | None:
@@ -344,6 +368,15 @@ class ONNXProgram:
                 f"but {len(flat)} were given."
             )
         check_feeds(graph_inputs, flat)
+        broken = self._size_conditions.broken(flat)
+        if broken:
+            sizes = self._size_conditions.sizes_of(flat)
+            shown = ", ".join(f"{self._dim_names.get(s, s)} = {v}" for s, v in sizes.items() if any(s in c.symbols for c in broken))
+            raise InputMismatchError(
+                f"These inputs ({shown}) break {'; '.join(c.describe(self._dim_names) for c in broken)}: the model's "
+                "Python code decided on those sizes while it was traced, and the exported graph computes only what "
+                "it decided (see ONNXProgram.size_conditions). Export again with an example of these sizes."
+            )
         return flat
 
     def _feeds_by_input_name(self, kwargs: Mapping[str, Any]) -> bool:

@@ -1,0 +1,91 @@
+"""capture/size_conditions.py: the sizes a graph is valid for, said at export and checked by program(...).
+
+A model whose Python code branches on a size is traced along one branch; the ONNX graph computes
+only that branch. Before, such graphs were presented as dynamic and failed in ONNX Runtime at other
+sizes — or, where the branch changed values, returned wrong numbers.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_onnx_fx
+from helpers import assert_matches_eager
+from torch_onnx_fx.errors import InputMismatchError
+
+
+def pad_to_windows(x):
+    pad = (4 - x.shape[-1] % 4) % 4
+    if pad > 0:
+        x = F.pad(x, (0, pad))
+    return x.reshape(*x.shape[:-1], -1, 4).sum(-1)
+
+
+def doubled_when_long(x):
+    return x * 2 if x.shape[-1] > 8 else x - 1
+
+
+def _export(fn, x):
+    with pytest.warns(UserWarning, match="The exported graph is valid only for inputs where"):
+        return torch_onnx_fx.export(fn, (x,), dynamic_shapes=({1: "length"},), verbose=False)
+
+
+def test_a_branch_that_changes_values_is_a_bound_the_program_checks():
+    program = _export(doubled_when_long, torch.randn(2, 8))
+    assert program.size_conditions == ["length <= 8"]
+    assert_matches_eager(doubled_when_long, (torch.randn(2, 8),), program=program, more_inputs=[((torch.randn(2, 5),), {})])
+    # Eager doubles at 12; the graph would subtract 1: refused, not wrong.
+    with pytest.raises(InputMismatchError, match=r"length = 12\) break length <= 8"):
+        program(torch.randn(2, 12))
+
+
+def test_a_branch_that_changes_shapes_is_a_multiple_the_program_checks():
+    program = _export(pad_to_windows, torch.randn(2, 8))
+    assert program.size_conditions == ["length % 4 == 0"]
+    assert_matches_eager(pad_to_windows, (torch.randn(2, 8),), program=program, more_inputs=[((torch.randn(2, 12),), {})])
+    with pytest.raises(InputMismatchError, match="length % 4 == 0"):
+        program(torch.randn(2, 9))
+
+
+def test_the_conditions_are_in_the_models_metadata_and_the_report(tmp_path):
+    program = _export(pad_to_windows, torch.randn(2, 8))
+    assert json.loads(program.model.metadata_props["pkg.torch_onnx_fx.size_conditions"]) == ["length % 4 == 0"]
+    with pytest.warns(UserWarning):
+        torch_onnx_fx.export(pad_to_windows, (torch.randn(2, 8),), dynamic_shapes=({1: "length"},), report=True, artifacts_dir=tmp_path, verbose=False)
+    report = next(tmp_path.glob("*.md")).read_text()
+    assert "## Size conditions" in report and "`length % 4 == 0`" in report
+
+
+def test_an_exported_program_with_automatic_dims_keeps_its_guards():
+    class Windows(torch.nn.Module):
+        def forward(self, x):
+            return pad_to_windows(x)
+
+    auto = torch.export.Dim.AUTO
+    captured = torch.export.export(Windows(), (torch.randn(2, 8),), dynamic_shapes=({0: auto, 1: auto},), strict=False)
+    with pytest.warns(UserWarning, match="% 4 == 0"):
+        program = torch_onnx_fx.export(captured, (torch.randn(2, 8),), verbose=False)
+    assert len(program.size_conditions) == 1 and program.size_conditions[0].endswith("% 4 == 0")
+    with pytest.raises(InputMismatchError):
+        program(torch.randn(2, 10))
+
+
+def test_models_without_size_decisions_say_nothing(recwarn):
+    program = torch_onnx_fx.export(lambda x: x.relu().sum(-1), (torch.randn(2, 8),), dynamic_shapes=({0: "batch", 1: "length"},), verbose=False)
+    assert program.size_conditions == []
+    assert "pkg.torch_onnx_fx.size_conditions" not in program.model.metadata_props
+    assert not [w for w in recwarn if "valid only" in str(w.message)]
+
+
+def test_relations_between_two_dims_are_not_enforced():
+    # torch.onnx runs a call whose batch of 1 broadcasts against a batch of 3; so does program(...).
+    def model(x, y):
+        return x + y
+
+    program = torch_onnx_fx.export(model, (torch.randn(3, 4), torch.randn(3, 4)), dynamic_shapes=({0: "batch"}, {0: "batch"}), verbose=False)
+    assert program.size_conditions == []
+    assert_matches_eager(model, (torch.randn(1, 4), torch.randn(3, 4)), program=program)

@@ -1,0 +1,356 @@
+"""The sizes a captured program is valid for, beyond the ones its graph computes with.
+
+A model's Python code may branch on a size (``if x.shape[-1] % 4: pad``, ``if n > 8: ...``).
+torch.export follows the branch the example takes and records what that decision assumed about
+the dims: as ranges of their symbols (``length <= 8``), as run-time asserts left in the graph
+(``length % 4 == 0``), or as guards of the program (an ``ExportedProgram`` made with automatic
+dims). The ONNX graph computes only the branch that was taken; at sizes that break the
+assumption it fails in ONNX Runtime, or — where the branch changed values, not shapes — returns
+wrong numbers. :func:`size_conditions` collects those assumptions as conditions on the graph
+inputs' dims, so that export can say which sizes the graph is valid for and ``ONNXProgram``
+can refuse a call outside them.
+
+Not every recorded assumption is a condition of the model: torch.export assumes dynamic dims
+(and the sizes derived from them) are at least 2, and relations that only fail below that are left
+out, as torch.onnx ignores them (dims of size 0 or 1 run through the same graph). Equalities between two dims are left out too:
+torch.onnx runs calls that break them when the operators broadcast (a batch of 1 beside one of 5).
+Conditions implied by the others are dropped, and only those that amount to a bound, a range or a
+multiple of one dim are kept (``length <= 64``, ``8 <= length <= 11``, ``length % 4 == 0``): other
+relations torch records are about sizes derived from the dims, where a refusal could be wrong.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+import re
+from typing import Any, Mapping, Sequence
+
+import sympy
+import torch
+import torch.utils._pytree as pytree
+
+from torch_onnx_fx.signature import ProgramSignature
+
+__all__ = ["SizeCondition", "SizeConditions", "size_conditions"]
+
+logger = logging.getLogger(__name__)
+
+# Sizes drawn per symbol when telling a model's condition from an assumption torch.export makes of
+# every dynamic dim: a condition fails somewhere in this range, an assumption about sizes 0 and 1
+# never does.
+_SAMPLED_SIZES = range(2, 130)
+_SAMPLES = 200
+
+
+_PYTHON = {"__builtins__": {}, "max": max, "min": min, "abs": abs}
+
+
+def _python(expression: Any) -> str | None:
+    """Python source of a sympy condition over integer sizes (torch's own Mod, FloorDiv, Min and
+    Max included); None for anything else (rationals, unknown functions)."""
+    if isinstance(expression, (sympy.logic.boolalg.BooleanTrue, sympy.logic.boolalg.BooleanFalse)):
+        return str(bool(expression))
+    if expression.is_Integer:
+        return str(int(expression))
+    if expression.is_Symbol:
+        return expression.name
+    name = type(expression).__name__
+    parts = [_python(a) for a in expression.args]
+    if any(part is None for part in parts):
+        return None
+    if name in _RELATIONS:
+        return f"({parts[0]} {_RELATIONS[name]} {parts[1]})"
+    operators = {"Mod": "%", "PythonMod": "%", "FloorDiv": "//", "CleanDiv": "//", "Add": "+", "Mul": "*", "And": "and", "Or": "or"}
+    if name in operators:
+        return "(" + f" {operators[name]} ".join(parts) + ")"
+    if name in ("Min", "Max"):
+        return f"{name.lower()}({', '.join(parts)})"
+    if name == "Not":
+        return f"(not {parts[0]})"
+    if name == "Pow" and expression.args[1].is_Integer and int(expression.args[1]) >= 0:
+        return f"({parts[0]} ** {parts[1]})"
+    return None
+
+
+_COMPILED: dict[Any, Any] = {}
+
+
+def _compiled(expression: Any) -> Any:
+    """The condition as compiled Python (sympy substitution costs 100x more), cached."""
+    if expression not in _COMPILED:
+        source = expression if isinstance(expression, str) else _python(expression)
+        _COMPILED[expression] = compile(source, "<size condition>", "eval") if source is not None else None
+    return _COMPILED[expression]
+
+
+@dataclasses.dataclass(frozen=True)
+class SizeCondition:
+    """One condition on symbolic dims: a sympy relation, or a guard's Python expression over
+    the symbols' names."""
+
+    expression: Any
+    symbols: tuple[str, ...]
+    source: str
+    # What the condition amounts to, in the dim's name, where it is a bound or a multiple.
+    summary: str | None = None
+
+    def holds(self, sizes: Mapping[str, int]) -> bool:
+        code = _compiled(self.expression)
+        if code is not None:
+            return bool(eval(code, _PYTHON, dict(sizes)))  # noqa: S307 - torch's own conditions, made Python here
+        known = {symbol: sympy.Integer(sizes[symbol.name]) for symbol in self.expression.free_symbols}
+        return bool(self.expression.xreplace(known))
+
+    def describe(self, names: Mapping[str, str]) -> str:
+        """The condition with each symbol called by ``names`` (the graph's dim names)."""
+        if self.summary is not None:
+            return self.summary
+        text = self.expression if isinstance(self.expression, str) else _readable(self.expression)
+        for symbol in sorted(self.symbols, key=len, reverse=True):
+            text = re.sub(rf"\b{re.escape(symbol)}\b", names.get(symbol, symbol), text)
+        return text
+
+
+_RELATIONS = {
+    "LessThan": "<=", "StrictLessThan": "<", "GreaterThan": ">=", "StrictGreaterThan": ">", "Equality": "==", "Unequality": "!=",
+}
+
+
+def _readable(expression: Any) -> str:
+    """Python-like text of a sympy condition (torch's own Mod and FloorDiv included)."""
+    name = type(expression).__name__
+    args = expression.args
+    if name in _RELATIONS:
+        return f"{_readable(args[0])} {_RELATIONS[name]} {_readable(args[1])}"
+    if name in ("Mod", "PythonMod"):
+        return f"({_readable(args[0])} % {_readable(args[1])})"
+    if name in ("FloorDiv", "CleanDiv"):
+        return f"({_readable(args[0])} // {_readable(args[1])})"
+    if name == "Add":
+        text = " + ".join(_readable(a) for a in args)
+        return "(" + text.replace("+ -1*", "- ").replace("+ -", "- ") + ")"
+    if name == "Mul":
+        return "*".join(_readable(a) for a in args)
+    if name in ("And", "Or"):
+        return f" {name.lower()} ".join(f"({_readable(a)})" for a in args)
+    if name == "Not":
+        return f"not ({_readable(args[0])})"
+    return str(expression)
+
+
+@dataclasses.dataclass(frozen=True)
+class SizeConditions:
+    """Conditions on the graph inputs' dims, and where each symbol is found among the inputs."""
+
+    conditions: tuple[SizeCondition, ...] = ()
+    # (graph input position, dim, symbol name) for every symbolic dim of the graph inputs.
+    dims: tuple[tuple[int, int, str], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.conditions)
+
+    def sizes_of(self, feeds: Sequence[Any]) -> dict[str, int]:
+        sizes: dict[str, int] = {}
+        for position, dim, symbol in self.dims:
+            value = feeds[position] if position < len(feeds) else None
+            shape = getattr(value, "shape", None)
+            if shape is not None and dim < len(shape):
+                sizes.setdefault(symbol, int(shape[dim]))
+        return sizes
+
+    def broken(self, feeds: Sequence[Any]) -> list[SizeCondition]:
+        """The conditions the graph inputs ``feeds`` break (none can be checked without their sizes)."""
+        sizes = self.sizes_of(feeds)
+        return [c for c in self.conditions if set(c.symbols) <= set(sizes) and not c.holds(sizes)]
+
+
+def _input_dims(signature: ProgramSignature) -> tuple[tuple[int, int, str], ...]:
+    found = []
+    for position, (node, _) in enumerate(signature.tensor_inputs):
+        example = node.meta.get("val")
+        for dim, size in enumerate(getattr(example, "shape", ())):
+            if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
+                found.append((position, dim, size.node.expr.name))
+    return tuple(found)
+
+
+def _deferred_asserts(program: torch.export.ExportedProgram) -> list[SizeCondition]:
+    found = []
+    for module in program.graph_module.modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        for node in module.graph.nodes:
+            if node.op != "call_function" or node.target is not torch.ops.aten._assert_scalar.default:
+                continue
+            condition = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+            if isinstance(condition, torch.SymBool):
+                expression = condition.node.expr
+                found.append(SizeCondition(expression, tuple(sorted(s.name for s in expression.free_symbols)), "assert"))
+    return found
+
+
+def _ranges(program: torch.export.ExportedProgram, symbols: set[str]) -> list[SizeCondition]:
+    found = []
+    for symbol, bounds in program.range_constraints.items():
+        if not isinstance(symbol, sympy.Symbol) or symbol.name not in symbols:
+            continue
+        # torch's own infinity (int_oo) says it is finite; only integers are bounds.
+        upper, lower = bounds.upper, bounds.lower
+        if upper.is_Integer:
+            found.append(SizeCondition(sympy.Le(symbol, upper), (symbol.name,), "range"))
+        if lower.is_Integer and int(lower) > 2:
+            found.append(SizeCondition(sympy.Ge(symbol, lower), (symbol.name,), "range"))
+    return found
+
+
+_SIZE_OF = re.compile(r"(L(?:\[[^\]]+\])+)\.size\(\)\[(\d+)\]")
+
+
+def _guards(program: torch.export.ExportedProgram, signature: ProgramSignature) -> list[SizeCondition]:
+    """The program's guards over input sizes, as Python over the symbols (torch keeps them for
+    the module ``ExportedProgram.module()`` makes; an ExportedProgram from automatic dims has
+    its branch decisions there)."""
+    code = getattr(program, "_guards_code", None) or []
+    if not code or signature.in_spec is None:
+        return []
+    try:
+        names = list(program.module_call_graph[0].signature.forward_arg_names)
+        args, kwargs = pytree.tree_unflatten(list(range(signature.in_spec.num_leaves)), signature.in_spec)
+    except Exception:  # noqa: BLE001 - no names to read the guards with
+        return []
+    locals_ = {**dict(zip(names, args)), **kwargs}
+    examples = [node.meta.get("val") for node, _ in signature.user_inputs]
+    found = []
+    for guard in code:
+        symbols: list[str] = []
+
+        def size(match: re.Match[str]) -> str:
+            index = eval(match.group(1), {"__builtins__": {}}, {"L": locals_})  # noqa: S307 - a path into the inputs
+            value = examples[index].shape[int(match.group(2))]
+            if isinstance(value, torch.SymInt) and isinstance(value.node.expr, sympy.Symbol):
+                symbols.append(value.node.expr.name)
+                return value.node.expr.name
+            return str(int(value))
+
+        try:
+            expression = _SIZE_OF.sub(size, guard)
+        except Exception:  # noqa: BLE001 - a guard on something else than an input's size
+            continue
+        if "L[" in expression or not symbols:
+            continue
+        found.append(SizeCondition(expression, tuple(sorted(set(symbols))), "guard"))
+    return found
+
+
+# torch.export assumes every size it can see is at least 2 (0 and 1 specialize); on sizes derived
+# from the dims (length // 4 after a reshape) that assumption becomes a relation with 0 or 1.
+_SMALL_SIZE_ASSUMPTION = re.compile(r"(!=\s*[01]|>=\s*2|>\s*1)\s*\)?\s*$")
+
+
+def _assumes_no_small_sizes(condition: SizeCondition) -> bool:
+    if isinstance(condition.expression, str):
+        return bool(_SMALL_SIZE_ASSUMPTION.search(condition.expression))
+    expression = condition.expression
+    bound = {"Unequality": (0, 1), "GreaterThan": (2,), "StrictGreaterThan": (1,)}.get(type(expression).__name__)
+    return bound is not None and expression.args[1].is_Integer and int(expression.args[1]) in bound
+
+
+def _samples(groups: Mapping[str, Sequence[str]], seed: int = 0) -> list[dict[str, int]]:
+    """Random sizes, the same for every symbol of a group (dims the user gave one name)."""
+    rng = random.Random(seed)
+    sizes = list(_SAMPLED_SIZES)
+    points = []
+    for _ in range(_SAMPLES):
+        point = {}
+        for members in groups.values():
+            value = rng.choice(sizes)
+            point.update((member, value) for member in members)
+        points.append(point)
+    return points
+
+
+def _holds(condition: SizeCondition, sizes: Mapping[str, int]) -> bool:
+    try:
+        return condition.holds(sizes)
+    except Exception:  # noqa: BLE001 - undefined at these sizes (a division by zero): not a violation
+        return True
+
+
+def _implied(condition: SizeCondition, others: Sequence[SizeCondition], samples: Sequence[Mapping[str, int]]) -> bool:
+    return all(_holds(condition, p) for p in samples if all(_holds(o, p) for o in others))
+
+
+def _essential(conditions: Sequence[SizeCondition], groups: Mapping[str, Sequence[str]]) -> list[SizeCondition]:
+    """The conditions that decide something: not true at every sampled size (an assumption
+    about sizes 0 and 1 only), and not implied by the others (the last of equivalent ones go
+    first, so the first formulation torch recorded is the one kept)."""
+    samples = _samples(groups)
+    kept = [c for c in conditions if not all(_holds(c, p) for p in samples)]
+    for condition in reversed(list(kept)):
+        others = [o for o in kept if o is not condition]
+        if others and _implied(condition, others, samples):
+            kept.remove(condition)
+    return kept
+
+
+def _summary(condition: SizeCondition, members: Sequence[str], name: str) -> str | None:
+    """A condition on one dim as the bound, range or multiple it amounts to (``length <= 64`` for
+    ``(length == Min(64, length)) or (Min(64, length) == 1)``); None when it is none of those."""
+    sizes = range(2, 1026)
+    truth = [_holds(condition, dict.fromkeys(members, n)) for n in sizes]
+    if all(truth) or not any(truth):
+        return None
+    runs = [i for i in range(len(truth)) if truth[i] and (i == 0 or not truth[i - 1])]
+    if len(runs) == 1:
+        start = runs[0]
+        end = truth.index(False, start) if False in truth[start:] else len(truth)
+        if start == 0:
+            return f"{name} <= {sizes[end - 1]}"
+        if end == len(truth):
+            return f"{name} >= {sizes[start]}"
+        return f"{sizes[start]} <= {name} <= {sizes[end - 1]}"
+    for period in range(2, 65):
+        kept = {n % period for n, t in zip(sizes, truth) if t}
+        if len(kept) == 1 and all(t == (n % period in kept) for n, t in zip(sizes, truth)):
+            return f"{name} % {period} == {kept.pop()}"
+    return None
+
+
+def size_conditions(
+    program: torch.export.ExportedProgram, signature: ProgramSignature, names: Mapping[str, str] | None = None
+) -> SizeConditions:
+    """What ``program`` assumes of its graph inputs' sizes (see the module docstring). ``names``
+    are the dims' names (user names for symbols); dims of one name are one size."""
+    names = dict(names or {})
+    dims = _input_dims(signature)
+    groups: dict[str, list[str]] = {}
+    for _, _, symbol in dims:
+        members = groups.setdefault(names.get(symbol, symbol), [])
+        if symbol not in members:
+            members.append(symbol)
+    group_of = {symbol: name for name, members in groups.items() for symbol in members}
+    candidates = [
+        c for c in (*_ranges(program, set(group_of)), *_deferred_asserts(program), *_guards(program, signature))
+        # Relations between two dims are left out: torch.onnx runs calls that break them.
+        if c.symbols and set(c.symbols) <= set(group_of) and len({group_of[s] for s in c.symbols}) == 1
+        and not _assumes_no_small_sizes(c)
+    ]
+    unique: dict[str, SizeCondition] = {}
+    for condition in candidates:
+        unique.setdefault(str(condition.expression), condition)
+    conditions = []
+    for condition in _essential(list(unique.values()), groups):
+        name = group_of[condition.symbols[0]]
+        summary = _summary(condition, groups[name], name)
+        if summary is None:
+            # Not a bound, a range or a multiple: what torch recorded of a size derived from
+            # this dim (a reshape's, a convolution's) rather than of the dim; left unchecked, as
+            # before, rather than refuse calls the graph may well compute.
+            logger.debug("size condition not enforced: %s", condition.expression)
+            continue
+        conditions.append(dataclasses.replace(condition, summary=summary))
+    if conditions:
+        logger.debug("size conditions: %s", [str(c.expression) for c in conditions])
+    return SizeConditions(tuple(conditions), dims)
