@@ -33,3 +33,13 @@ def test_an_integer_tensor_to_a_static_power_near_the_types_limits(exponent):
 
 def test_a_number_to_an_integer_tensor_power():
     assert_matches_eager(lambda e: 2 ** e, (torch.tensor([31, 32, 33, 62, 63, 64, -1], dtype=torch.int64),))
+
+
+@pytest.mark.parametrize("dtype", INTEGERS)
+@pytest.mark.parametrize("equation", ["i->", "ij->i", "ij,j->i", "i,i->"])
+def test_integer_einsums_sum_exactly(dtype, equation):
+    # ONNX Runtime's integer Einsum reduces in double and saturates; ATen's sums promote and wrap.
+    info = torch.iinfo(dtype)
+    big = torch.tensor([info.max - 3, info.max - 1, info.min + 2 if info.min else 7], dtype=dtype)
+    operands = {"i->": (big,), "ij->i": (big.repeat(2, 1),), "ij,j->i": (big.repeat(2, 1), torch.tensor([1, 2, 3], dtype=dtype)), "i,i->": (big, big)}[equation]
+    assert_matches_eager(lambda *xs: torch.einsum(equation, *xs), operands)

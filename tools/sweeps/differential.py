@@ -454,6 +454,15 @@ def _verdict(module: ViewedCall, inputs: Sequence[torch.Tensor], expected: Any, 
     try:
         with torch.no_grad():
             reference = flat_tensors(module(*[_double(t) for t in inputs]))
+            if all(e.dtype.is_floating_point or e.is_complex() for e in flat) and any(
+                not (t.dtype.is_floating_point or t.is_complex()) and t.dtype != torch.bool for t in inputs
+            ):
+                # Integers in, floats out (sinh of int8, an FFT of int16): the exact result is the
+                # float64 computation on the same integers.
+                try:
+                    reference = flat_tensors(module(*[_double(t) if t.dtype in _DOUBLE else t.to(torch.float64) if t.dtype != torch.bool else t for t in inputs]))
+                except Exception:  # noqa: BLE001 - the operator takes only integers there
+                    pass
     except Exception:  # noqa: BLE001 - no float64 reference: the plain verdict stands
         return plain
     for exp, act, ref in zip(flat, actual, reference):
@@ -467,9 +476,19 @@ def _verdict(module: ViewedCall, inputs: Sequence[torch.Tensor], expected: Any, 
             continue
         rtol, atol = {torch.float16: (1e-2, 1e-3), torch.bfloat16: (5e-2, 1e-2)}.get(exp.dtype, (1e-3, 1e-5))
         ours = (act.to(ref.dtype) - ref).abs()
-        theirs = (exp.to(ref.dtype) - ref).abs().nan_to_num(nan=float("inf"))
+        theirs = (exp.to(ref.dtype) - ref).abs().nan_to_num(nan=float("inf"), posinf=float("inf"))
         allowed = theirs + atol + rtol * ref.abs()
-        if not bool((ours <= allowed).all()):
+        if bool((ours <= allowed).all()):
+            continue
+        # Transforms and long reductions round by another algorithm than eager's: their error is
+        # a few units in the last place of the result's scale, not of each element (an FFT's near-
+        # zero outputs). Accepted when the largest error is of eager's order on that scale.
+        finite = ref.isfinite() & exp.isfinite()
+        if not bool(finite.any()) or bool((act.isfinite() != exp.isfinite()).any()):
+            return plain
+        scale = float(ref[finite].abs().max())
+        eps = torch.finfo(exp.real.dtype if exp.is_complex() else exp.dtype).eps
+        if float(ours[finite].max()) > 4 * float(theirs[finite].max()) + 64 * eps * scale + atol:
             return plain
     return None
 

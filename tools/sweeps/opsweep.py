@@ -341,7 +341,7 @@ def closer_than_eager(opinfo: Any, sample: Any, compare_outputs: Callable[[Any, 
             rtol, atol = tolerance(exp.dtype)
             ours = (_as_double(act) - ref).abs()
             # NaN where the float64 result is finite is eager's error too (float16 matrix_exp).
-            theirs = (_as_double(exp) - ref).abs().nan_to_num(nan=float("inf"))
+            theirs = (_as_double(exp) - ref).abs().nan_to_num(nan=float("inf"), posinf=float("inf"))
             allowed = theirs + atol + rtol * ref.abs()
             if not bool((ours <= allowed).all()):
                 compare_outputs(expected, actual)  # raises with the plain comparison's message

@@ -15,7 +15,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.dtypes import onnx_dtype
-from torch_onnx_fx.registry import arg_example, integral_input, register, wants_context
+from torch_onnx_fx.registry import arg_example, integral_input, limit_torchlib, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
 __all__ = ["aten_div_mode_integer", "aten_isnan_exact", "aten_isfinite_exact", "aten_any", "aten_all", "aten_any_complex", "aten_all_complex", "aten_round_integer", "aten_pow_integer"]
@@ -236,3 +236,13 @@ def aten_pow_integer(self: Any, exponent: Any, *, ctx: OpContext) -> ir.Value:
     base = op.Cast(self, to=onnx_type) if isinstance(self, ir.Value) else op.Cast(op.Constant(value_int=int(self)), to=onnx_type)
     power = op.Cast(exponent, to=onnx_type) if isinstance(exponent, ir.Value) else op.Cast(op.Constant(value_int=int(exponent)), to=onnx_type)
     return _power_by_squaring(base, power, _EXPONENT_BITS[dtype], ctx)
+
+
+def _not_integral_result(node: torch.fx.Node) -> bool:
+    return not _integral_result(node)
+
+
+# ONNX Runtime's integer Einsum reduces through double precision and saturates (an int64 sum past
+# 2**53 loses bits; 'i->' of int8 [120, 100, -128] is not -140 wrapped as ATen's sum gives): integer
+# einsums are left to torch's decomposition, into products and sums that are exact here.
+limit_torchlib("aten::einsum", _not_integral_result)

@@ -17,6 +17,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.ops import _tensors as tx
+from torch_onnx_fx.ops.arithmetic import aten_div_mode_integer
 from torch_onnx_fx.registry import arg_example, register
 
 __all__ = [
@@ -40,9 +41,9 @@ def _is_integral(value: ir.Value) -> bool:
 
 
 def _floor_divide(totals: ir.Value, counts: ir.Value) -> ir.Value:
-    """Integer division rounding toward negative infinity, as ATen's integral means do."""
-    as_double = op.Div(op.Cast(totals, to=ir.DataType.DOUBLE), op.Cast(counts, to=ir.DataType.DOUBLE))
-    return op.CastLike(op.Floor(as_double), totals)
+    """Integer division rounding toward negative infinity, as ATen's integral means do: exactly
+    (through double it lost int64 sums past 2**53)."""
+    return aten_div_mode_integer(totals, op.CastLike(counts, totals), rounding_mode="floor")
 
 
 # -- index_reduce, put, scatter(reduce=) ---------------------------------------------------------

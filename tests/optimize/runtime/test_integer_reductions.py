@@ -40,3 +40,11 @@ def test_long_integer_products_take_few_steps():
     program = assert_matches_eager(lambda t: t.prod(), (x,))
     loops = [n for n in program.model.graph if n.op_type == "Loop"]
     assert len(loops) == 1
+
+
+def test_an_integral_index_reduce_mean_floors_exactly():
+    # The mean of int64 values past 2**53 went through double and lost its last digits.
+    base = torch.tensor([2**62 + 5, -(2**62) - 7, 3], dtype=torch.int64)
+    source = torch.tensor([2**61 + 1, 9, -(2**60) - 3, 11], dtype=torch.int64)
+    index = torch.tensor([0, 0, 1, 2])
+    assert_matches_eager(lambda b, s: b.index_reduce(0, index, s, "mean"), (base, source))

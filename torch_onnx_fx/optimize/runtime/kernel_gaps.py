@@ -10,7 +10,10 @@ kernel in the installed ONNX Runtime (its own kernel registry is the table) and
 - computes it in a wider type of the same kind and casts the results back — bfloat16 in
   float32 (what ATen's CPU kernels do internally), 8/16-bit integers and bool in int32 or int64
   (integer results cast back wrap exactly as ATen's fixed-width arithmetic does);
-- rewrites integer ``Gemm`` (MatMul + Add) and ``Relu`` (Max with 0) exactly, and float64
+- computes float32 ``Sinh`` and ``Cosh`` in float64, whose float32 kernels overflow before the
+  result does;
+- rewrites integer ``Gemm`` (MatMul + Add), ``Relu`` (Max with 0) and ``DepthToSpace``/
+  ``SpaceToDepth`` (the Reshape, Transpose, Reshape of their definitions) exactly, and float64
   operators the runtime has only for float32 (trigonometry, ``Elu``, ``Softplus``,
   ``InstanceNormalization``…, see :mod:`torch_onnx_fx.optimize.runtime.float64_kernels`) in operators that have
   float64 kernels. Computing those in float32 would be an approximation, which this pass never
@@ -177,9 +180,50 @@ def _integer_gemm(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
     return tape.op("Add", [product, scaled(bias, beta)]) if bias is not None else product
 
 
+def _blocks(tape: ir.tape.Tape, x: ir.Value, block: int) -> tuple[ir.Value, ...]:
+    """N, C, H, W of a 4-d value, each a 1-element vector, and the block size as one."""
+    shape = tape.op("Shape", [x])
+    dims = [tape.op("Slice", [shape, _vector(tape, i), _vector(tape, i + 1)]) for i in range(4)]
+    return (*dims, _vector(tape, block))
+
+
+def _vector(tape: ir.tape.Tape, *values: int) -> ir.Value:
+    return tape.op("Constant", [], {"value": ir.tensor(list(values), dtype=ir.DataType.INT64)})
+
+
+def _depth_to_space(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
+    """DepthToSpace is data movement: the Reshape, Transpose, Reshape of its definition."""
+    x, block = node.inputs[0], node.attributes["blocksize"].as_int()
+    mode = node.attributes["mode"].as_string() if "mode" in node.attributes else "DCR"
+    n, c, h, w, b = _blocks(tape, x, block)
+    depth = tape.op("Div", [c, tape.op("Mul", [b, b])])
+    if mode == "DCR":
+        split, order = [n, b, b, depth, h, w], [0, 3, 4, 1, 5, 2]
+    else:
+        split, order = [n, depth, b, b, h, w], [0, 1, 4, 2, 5, 3]
+    moved = tape.op("Transpose", [tape.op("Reshape", [x, tape.op("Concat", split, {"axis": 0})])], {"perm": order})
+    joined = [n, depth, tape.op("Mul", [h, b]), tape.op("Mul", [w, b])]
+    return tape.op("Reshape", [moved, tape.op("Concat", joined, {"axis": 0})])
+
+
+def _space_to_depth(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
+    x, block = node.inputs[0], node.attributes["blocksize"].as_int()
+    n, c, h, w, b = _blocks(tape, x, block)
+    rows, columns = tape.op("Div", [h, b]), tape.op("Div", [w, b])
+    split = tape.op("Reshape", [x, tape.op("Concat", [n, c, rows, b, columns, b], {"axis": 0})])
+    moved = tape.op("Transpose", [split], {"perm": [0, 3, 5, 1, 2, 4]})
+    depth = tape.op("Mul", [c, tape.op("Mul", [b, b])])
+    return tape.op("Reshape", [moved, tape.op("Concat", [n, depth, rows, columns], {"axis": 0})])
+
+
 _INTEGER_REWRITES: dict[str, Callable[[ir.tape.Tape, ir.Node], ir.Value | None]] = {
-    "Relu": _integer_relu, "Gemm": _integer_gemm,
+    "Relu": _integer_relu, "Gemm": _integer_gemm, "DepthToSpace": _depth_to_space, "SpaceToDepth": _space_to_depth,
 }
+
+# float32 operators ONNX Runtime computes through an intermediate that overflows before the
+# result does: Sinh and Cosh as (exp(x) -/+ exp(-x)) / 2, infinite for 88.7 < |x| <= 89.4 where
+# the result is finite (ATen's is). Computed in float64 and rounded once.
+_OVERFLOWING_IN_FLOAT32 = frozenset({"Sinh", "Cosh"})
 _INTEGERS = frozenset({ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
                        ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64})
 
@@ -358,6 +402,10 @@ class KernelGapPass(ir.passes.InPlacePass):
             refused_at_run_time = _half_reducing_scatter(node, bound)
             if refused_at_run_time is not None:
                 _widen(node, schema, refused_at_run_time, bound)
+                changed += 1
+                continue
+            if node.op_type in _OVERFLOWING_IN_FLOAT32 and set(bound.values()) == {ir.DataType.FLOAT}:
+                _widen(node, schema, dict.fromkeys(bound, ir.DataType.DOUBLE), bound)
                 changed += 1
                 continue
             kernel = has_cpu_kernel(node.op_type, version, bound)
