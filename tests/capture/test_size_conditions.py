@@ -89,3 +89,17 @@ def test_relations_between_two_dims_are_not_enforced():
     program = torch_onnx_fx.export(model, (torch.randn(3, 4), torch.randn(3, 4)), dynamic_shapes=({0: "batch"}, {0: "batch"}), verbose=False)
     assert program.size_conditions == []
     assert_matches_eager(model, (torch.randn(1, 4), torch.randn(3, 4)), program=program)
+
+
+def test_guards_of_a_varargs_forward_are_read():
+    # forward(*tensors): torch.export names the input tensors_0 and its guards L['tensors'][0].
+    class Windows(torch.nn.Module):
+        def forward(self, *tensors):
+            return pad_to_windows(tensors[0])
+
+    auto = torch.export.Dim.AUTO
+    captured = torch.export.export(Windows(), (torch.randn(2, 8),), dynamic_shapes=(({0: auto, 1: auto},),), strict=False)
+    with pytest.warns(UserWarning, match="% 4 == 0"):
+        program = torch_onnx_fx.export(captured, (torch.randn(2, 8),), verbose=False)
+    with pytest.raises(InputMismatchError):
+        program(torch.randn(2, 9))

@@ -208,6 +208,19 @@ def _ranges(program: torch.export.ExportedProgram, symbols: set[str]) -> list[Si
 _SIZE_OF = re.compile(r"(L(?:\[[^\]]+\])+)\.size\(\)\[(\d+)\]")
 
 
+def _add_varargs(locals_: dict[str, Any]) -> None:
+    """``forward(*tensors)``: torch.export names the arguments tensors_0, tensors_1, ... while its
+    guards read them as L['tensors'][0]; both spellings then find the input."""
+    packed: dict[str, dict[int, Any]] = {}
+    for name, value in locals_.items():
+        base, _, index = name.rpartition("_")
+        if base and index.isdigit() and base not in locals_:
+            packed.setdefault(base, {})[int(index)] = value
+    for base, items in packed.items():
+        if sorted(items) == list(range(len(items))):
+            locals_[base] = [items[i] for i in range(len(items))]
+
+
 def _guards(program: torch.export.ExportedProgram, signature: ProgramSignature) -> list[SizeCondition]:
     """The program's guards over input sizes, as Python over the symbols (torch keeps them for
     the module ``ExportedProgram.module()`` makes; an ExportedProgram from automatic dims has
@@ -221,6 +234,7 @@ def _guards(program: torch.export.ExportedProgram, signature: ProgramSignature) 
     except Exception:  # noqa: BLE001 - no names to read the guards with
         return []
     locals_ = {**dict(zip(names, args)), **kwargs}
+    _add_varargs(locals_)
     examples = [node.meta.get("val") for node, _ in signature.user_inputs]
     found = []
     for guard in code:
