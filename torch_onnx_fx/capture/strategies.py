@@ -35,6 +35,7 @@ import torch.fx.experimental._config as fx_config
 from torch_onnx_fx.capture import eager_quantization
 from torch_onnx_fx.capture import keywords
 from torch_onnx_fx.capture import library_patches
+from torch_onnx_fx.capture import recurrent_shapes
 from torch_onnx_fx._state import PACKAGE_DIR
 from torch_onnx_fx.errors import CaptureError, UnsupportedArgumentError
 
@@ -165,7 +166,9 @@ def _suggested_fixes(exc: BaseException) -> str | None:
 def _export_once(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any, strict: bool) -> torch.export.ExportedProgram:
     # Known library functions that branch on data-dependent sizes are replaced while tracing
     # (torch_onnx_fx.capture.library_patches), then restored.
-    with size_oblivious(), library_patches.applied():
+    # Recurrent layers' shapes computed without their time-step loop (capture.recurrent_shapes),
+    # which would fix the sequence length.
+    with size_oblivious(), library_patches.applied(), recurrent_shapes.symbolic_lengths():
         return torch.export.export(
             module,
             args,
