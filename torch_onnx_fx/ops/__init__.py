@@ -33,6 +33,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     prims,
     sorting,
     special,
+    stable,
     strided,
     symbolic,
     view_scatter,

@@ -1,0 +1,162 @@
+"""Logarithms and exponentials of sums, and remainders, computed where they cannot overflow or cancel.
+
+torchlib spells these out as their textbook formulas: ``logaddexp(a, b) = log(exp(a) + exp(b))``
+is ``inf`` as soon as ``exp(a)`` overflows (a = 89 in float32, 12 in float16) where the result is
+``a`` plus a small term; ``log_sigmoid(x) = log(sigmoid(x))`` is ``-inf`` below x = -104 where the
+result is ``x``, and a multilabel soft-margin loss of such logits ``nan``; ``log1p(x) = log(1 + x)``
+and ``expm1(x) = exp(x) - 1`` lose every digit of a small ``x`` that ``1 + x`` rounds away
+(log1p(1e-8) gave 0 in float32). ATen computes each the stable way, and so do these:
+
+* ``log1p`` and ``expm1`` with Kahan's correction: ``u = 1 + x`` rounds, but
+  ``log(u) * x / (u - 1)`` divides that rounding back out (and ``(u - 1) * x / log(u)`` for
+  ``u = exp(x)``), to a few units in the last place;
+* ``logaddexp(a, b) = max + log1p(exp(-|a - b|))`` (base 2 alike), ``a`` where both are the
+  same infinity;
+* ``log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|))``;
+* ``remainder(a, b)`` of floats as ATen's: the exact ``fmod`` moved to ``b``'s sign, where
+  ``a - floor(a / b) * b`` is 0 once ``a / b`` has more digits than the dtype keeps.
+
+Found by the differential fuzzer's large-offset variant (tools/sweeps/differential.py); torch.onnx
+computes the same textbook formulas.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+import onnx_ir as ir
+import torch
+from onnxscript import opset18 as op
+
+from torch_onnx_fx.dtypes import onnx_dtype
+from torch_onnx_fx.registry import register, wants_context
+from torch_onnx_fx.translate.op_context import OpContext
+
+__all__ = ["aten_log1p", "aten_expm1", "aten_logaddexp", "aten_logaddexp2", "aten_log_sigmoid", "aten_remainder"]
+
+
+def _floating_result(node: torch.fx.Node) -> bool:
+    result = node.meta.get("val")
+    if isinstance(result, (tuple, list)):
+        result = result[0] if result else None
+    return isinstance(result, torch.Tensor) and result.dtype.is_floating_point
+
+
+def _as_result(x: ir.Value, ctx: OpContext) -> ir.Value:
+    """Integer inputs of a float-valued function compute in the result's dtype, as ATen's do."""
+    target = onnx_dtype(ctx.result.dtype)
+    return x if x.dtype == target else op.Cast(x, to=target)
+
+
+_HALF = (ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
+
+
+def _in_float32(compute: Callable[..., ir.Value], *xs: ir.Value) -> ir.Value:
+    """float16/bfloat16 computed in float32 and rounded once, as ATen's CPU kernels do (and
+    as ONNX Runtime has few half kernels of these ops)."""
+    half = xs[0].dtype
+    if half not in _HALF:
+        return compute(*xs)
+    return op.Cast(compute(*(op.Cast(x, to=ir.DataType.FLOAT) for x in xs)), to=half)
+
+
+def _constant(value: float, like: ir.Value) -> ir.Value:
+    return op.CastLike(op.Constant(value_float=value), like)
+
+
+# Below this magnitude 1 + x and exp(x) are near 1 and the Kahan corrections are needed; above it
+# the plain forms lose nothing (and the corrections would divide by logarithms of denormals).
+_SMALL = 0.5
+
+
+def log1p(x: ir.Value) -> ir.Value:
+    """log(1 + x) to a few units in the last place, also where ``1 + x`` rounds to 1."""
+    one, zero = _constant(1.0, x), _constant(0.0, x)
+    u = op.Add(one, x)
+    d = op.Sub(u, one)
+    rounded_away = op.Equal(d, zero)
+    corrected = op.Where(rounded_away, x, op.Div(op.Mul(op.Log(u), x), op.Where(rounded_away, one, d)))
+    return op.Where(op.Less(op.Abs(x), _constant(_SMALL, x)), corrected, op.Log(u))
+
+
+def expm1(x: ir.Value) -> ir.Value:
+    """exp(x) - 1 to a few units in the last place, also for small ``x``."""
+    one = _constant(1.0, x)
+    u = op.Exp(x)
+    d = op.Sub(u, one)
+    rounded_away = op.Equal(u, one)
+    corrected = op.Where(rounded_away, x, op.Div(op.Mul(d, x), op.Where(rounded_away, one, op.Log(u))))
+    return op.Where(op.Less(op.Abs(x), _constant(_SMALL, x)), corrected, d)
+
+
+@register("aten::log1p", supports=_floating_result)
+@wants_context
+def aten_log1p(self: ir.Value, *, ctx: OpContext) -> ir.Value:
+    """log1p(Tensor self) -> Tensor"""
+    return _in_float32(log1p, _as_result(self, ctx))
+
+
+@register("aten::expm1", supports=_floating_result)
+@wants_context
+def aten_expm1(self: ir.Value, *, ctx: OpContext) -> ir.Value:
+    """expm1(Tensor self) -> Tensor"""
+    return _in_float32(expm1, _as_result(self, ctx))
+
+
+def _log_add(a: ir.Value, b: ir.Value, base_two: bool) -> ir.Value:
+    larger = op.Max(a, b)
+    gap = op.Neg(op.Abs(op.Sub(a, b)))
+    if base_two:
+        tail = op.Div(log1p(op.Pow(_constant(2.0, a), gap)), _constant(math.log(2.0), a))
+    else:
+        tail = log1p(op.Exp(gap))
+    # a - b is nan for equal infinities (and for a nan, which the sum then carries on).
+    same_infinity = op.And(op.IsInf(a), op.Equal(a, b))
+    return op.Where(same_infinity, a, op.Add(larger, tail))
+
+
+@register("aten::logaddexp", supports=_floating_result)
+@wants_context
+def aten_logaddexp(self: ir.Value, other: ir.Value, *, ctx: OpContext) -> ir.Value:
+    """logaddexp(Tensor self, Tensor other) -> Tensor"""
+    return _in_float32(lambda a, b: _log_add(a, b, base_two=False), _as_result(self, ctx), _as_result(other, ctx))
+
+
+@register("aten::logaddexp2", supports=_floating_result)
+@wants_context
+def aten_logaddexp2(self: ir.Value, other: ir.Value, *, ctx: OpContext) -> ir.Value:
+    """logaddexp2(Tensor self, Tensor other) -> Tensor"""
+    return _in_float32(lambda a, b: _log_add(a, b, base_two=True), _as_result(self, ctx), _as_result(other, ctx))
+
+
+def _log_sigmoid(x: ir.Value) -> ir.Value:
+    zero = _constant(0.0, x)
+    return op.Sub(op.Min(x, zero), log1p(op.Exp(op.Neg(op.Abs(x)))))
+
+
+@register("aten::log_sigmoid", supports=_floating_result)
+def aten_log_sigmoid(self: ir.Value) -> ir.Value:
+    """log_sigmoid(Tensor self) -> Tensor"""
+    return _in_float32(_log_sigmoid, self)
+
+
+def _remainder(a: ir.Value, b: ir.Value) -> ir.Value:
+    zero = _constant(0.0, a)
+    # fmod is exact (ONNX Runtime's Mod with fmod=1 is C's fmod); a - floor(a / b) * b is not once
+    # a / b has more digits than the dtype keeps (remainder(1e28, 3.7) gave 0).
+    mod = op.Mod(a, b, fmod=1)
+    wrong_sign = op.And(op.Not(op.Equal(mod, zero)), op.Xor(op.Less(b, zero), op.Less(mod, zero)))
+    return op.Where(wrong_sign, op.Add(mod, b), mod)
+
+
+@register("aten::remainder.Tensor", "aten::remainder.Scalar", "aten::remainder.Scalar_Tensor", supports=_floating_result)
+@wants_context
+def aten_remainder(self: Any, other: Any, *, ctx: OpContext) -> ir.Value:
+    """remainder.Tensor(Tensor self, Tensor other) -> Tensor (and the Scalar forms) of floats:
+    ATen's, an exact fmod moved to the divisor's sign."""
+    target = onnx_dtype(ctx.result.dtype)
+    a, b = (
+        _as_result(x, ctx) if isinstance(x, ir.Value) else op.Constant(value=ir.tensor(float(x), dtype=target))
+        for x in (self, other)
+    )
+    return _in_float32(_remainder, a, b)
