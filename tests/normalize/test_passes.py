@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from torch_onnx_fx.normalize.index_dtype import IndexDtypePass
@@ -60,6 +61,16 @@ def test_half_precision_reductions_compute_in_float32_and_round_back():
     mul = next(n for n in module.graph.nodes if n.target is torch.ops.aten.mul.Tensor)
     assert mul.args[0].target is _CONVERT and mul.args[0].meta["val"].dtype == torch.float16
     module.graph.lint()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_variance_and_mean_together_compute_in_float32(dtype):
+    # var_mean/std_mean return two results; computed step by step in bfloat16 the variance of
+    # values near 500 was off by 2 ulps where eager, accumulating in float32, rounds once.
+    from helpers import assert_matches_eager
+
+    x = (torch.randn(4, 64) + 500).to(dtype)
+    assert_matches_eager(lambda x: (*torch.var_mean(x, dim=-1, correction=2), *torch.std_mean(x, dim=0)), (x,), rtol=0, atol=0)
 
 
 def test_fused_attention_keeps_half_precision_inputs():

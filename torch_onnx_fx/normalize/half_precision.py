@@ -4,6 +4,7 @@ computed in float32, as ATen's CPU kernels compute them."""
 from __future__ import annotations
 
 import logging
+import operator
 from typing import Any, Callable
 
 import torch
@@ -22,6 +23,7 @@ logger = logging.getLogger(__name__)
 _HALF_ACCUMULATING = frozenset({
     "aten::sum", "aten::sum.dim_IntList", "aten::mean", "aten::mean.dim", "aten::linalg_vector_norm",
     "aten::dist", "aten::norm.Scalar", "aten::norm.ScalarOpt_dim", "aten::var.correction", "aten::std.correction",
+    "aten::var_mean.correction", "aten::std_mean.correction",
     "aten::cumsum", "aten::prod", "aten::prod.dim_int", "aten::mm", "aten::bmm", "aten::addmm", "aten::addbmm",
     "aten::baddbmm", "aten::matmul", "aten::linear", "aten::dot", "aten::mv", "aten::addmv", "aten::convolution",
     "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d", "aten::conv_transpose2d",
@@ -62,23 +64,44 @@ class HalfPrecisionAccumulationPass(PassBase):
             if node.op != "call_function" or node_name(node) not in _HALF_IN_FLOAT32 or self.fused(node):
                 continue
             result = node.meta.get("val")
-            if not isinstance(result, torch.Tensor) or result.dtype not in _HALF:
+            if isinstance(result, torch.Tensor) and result.dtype in _HALF:
+                converted_results = [node]
+            elif _half_tuple(node, result):
+                # var_mean and std_mean: each result is read through a getitem, converted after it.
+                converted_results = list(node.users)
+            else:
                 continue
             node.args = tuple(_to_float(node, a) for a in node.args)
             node.kwargs = {k: _to_float(node, v) for k, v in node.kwargs.items()}
-            node.meta["val"] = result.to(torch.float32)
-            graph = graph_module.graph
-            with graph.inserting_after(node):
-                back = graph.call_function(CONVERT, (node, result.dtype))
-            back.meta["val"] = result
-            for key in ("stack_trace", "nn_module_stack", "source_fn_stack"):
-                if key in node.meta:
-                    back.meta[key] = node.meta[key]
-            node.replace_all_uses_with(back, delete_user_cb=lambda user: user is not back)
+            halves = [value.meta["val"] for value in converted_results]
+            node.meta["val"] = result.to(torch.float32) if node in converted_results else type(result)(r.to(torch.float32) for r in result)
+            for value, half in zip(converted_results, halves):
+                _round_back(graph_module.graph, value, half, node)
             count += 1
         if count:
             logger.debug("computing %d half-precision node(s) in float32", count)
         return PassResult(graph_module, bool(count))
+
+
+def _half_tuple(node: torch.fx.Node, result: Any) -> bool:
+    return (
+        isinstance(result, (tuple, list)) and bool(result)
+        and all(isinstance(r, torch.Tensor) and r.dtype in _HALF for r in result)
+        and all(user.op == "call_function" and user.target is operator.getitem for user in node.users)
+    )
+
+
+def _round_back(graph: torch.fx.Graph, value: torch.fx.Node, half: torch.Tensor, source: torch.fx.Node) -> None:
+    """``value`` (now float32; ``half`` its example before) is converted back for all its users."""
+    if value is not source:
+        value.meta["val"] = half.to(torch.float32)
+    with graph.inserting_after(value):
+        back = graph.call_function(CONVERT, (value, half.dtype))
+    back.meta["val"] = half
+    for key in ("stack_trace", "nn_module_stack", "source_fn_stack"):
+        if key in source.meta:
+            back.meta[key] = source.meta[key]
+    value.replace_all_uses_with(back, delete_user_cb=lambda user: user is not back)
 
 
 def _to_float(node: torch.fx.Node, arg: Any) -> Any:
