@@ -19,6 +19,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     complex,
     control_flow,
     core,
+    diagonal,
     grid_sample,
     histogram,
     indexing,
