@@ -20,6 +20,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     control_flow,
     core,
     diagonal,
+    double_precision,
     grid_sample,
     histogram,
     indexing,

@@ -18,7 +18,7 @@ from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.registry import arg_example, integral_input, limit_torchlib, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
-__all__ = ["aten_div_mode_integer", "aten_isnan_exact", "aten_isfinite_exact", "aten_any", "aten_all", "aten_any_complex", "aten_all_complex", "aten_round_integer", "aten_pow_integer"]
+__all__ = ["aten_div_mode_integer", "aten_isnan_exact", "aten_isfinite_exact", "aten_any", "aten_all", "aten_any_complex", "aten_all_complex", "aten_round_integer", "aten_pow_integer", "aten_isinf_float"]
 
 
 def _integer_rounding_division(node: torch.fx.Node) -> bool:
@@ -64,6 +64,22 @@ def aten_isnan_exact(self: ir.Value) -> ir.Value:
 def aten_isfinite_exact(self: ir.Value) -> ir.Value:
     """isfinite(Tensor self) -> Tensor on integers and bools: always"""
     return op.Expand(op.Constant(value=ir.tensor(True)), op.Shape(self))
+
+
+def _floating_input(node: torch.fx.Node) -> bool:
+    example = arg_example(node)
+    return isinstance(example, torch.Tensor) and example.dtype.is_floating_point
+
+
+@register("aten::isinf", "aten::isposinf", "aten::isneginf", supports=_floating_input)
+@wants_context
+def aten_isinf_float(self: ir.Value, *, ctx: OpContext) -> ir.Value:
+    """isinf(Tensor self) -> Tensor (and isposinf, isneginf) of floats, in their own dtype.
+
+    torchlib casts to float32 first, which turns every float64 beyond 3.4e38 into an infinity:
+    isinf(1e300) was True and nan_to_num replaced such values by the dtype's maximum."""
+    name = ctx.target.removeprefix("aten::")
+    return op.IsInf(self, detect_positive=int(name != "isneginf"), detect_negative=int(name != "isposinf"))
 
 
 def _bool_input(node: torch.fx.Node) -> bool:

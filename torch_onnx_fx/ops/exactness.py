@@ -85,3 +85,21 @@ register(*_WIDE_INTEGER_WINDOWS, supports=_wide_integer_input)(_refusal(
     "and 8-bit integer tensors; int64 values above 2**53 would round through float64). Convert the "
     "input to int8/uint8 or a floating-point dtype in the model.",
 ))
+
+
+def _float64_weight(node: Any) -> bool:
+    example = arg_example(node)
+    return isinstance(example, torch.Tensor) and example.dtype == torch.float64
+
+
+# torchlib collects the bags in a float32 sequence (after an ONNX Runtime bug with other element
+# types), and torch has no decomposition of embedding_bag to fall back to.
+register(
+    "aten::embedding_bag", "aten::embedding_bag.padding_idx", "aten::_embedding_bag", "aten::_embedding_bag_forward_only",
+    supports=_float64_weight,
+)(_refusal(
+    "refuse_float64_embedding_bag",
+    "embedding_bag of float64 weights would be computed in float32 (its translation collects the bags "
+    "in a float32 sequence): half the digits lost, values beyond 3.4e38 infinite. Use float32 "
+    "weights, or nn.Embedding followed by a sum, mean or max over each bag, which stay in float64.",
+))

@@ -1,0 +1,55 @@
+"""float64 stays float64: operators whose torchlib translation went through float32 (ops/
+double_precision.py, ops/arithmetic.py's isinf, ops/exactness.py's embedding_bag refusal).
+
+Found by exporting every OpInfo operator in float64 and looking for float32 values in graphs whose
+program holds none. Each narrowing lost half the digits and turned values past 3.4e38 into
+infinities: isinf(1e300) was True, nan_to_num replaced 1e231 by the float64 maximum, celu(1e231)
+was inf.
+"""
+
+from __future__ import annotations
+
+import onnx_ir as ir
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_onnx_fx
+from helpers import assert_matches_eager
+from torch_onnx_fx.errors import TranslationError
+
+INF, NAN = float("inf"), float("nan")
+LARGE = torch.tensor([1e300, -3e231, 1e39, 0.1234567890123456789, -0.5, INF, -INF, NAN, 0.0], dtype=torch.float64)
+
+
+def _narrowed(program):
+    """The operators of ``program`` that produce float32 values."""
+    return [n.op_type for n in program.model.graph for v in n.outputs if v.dtype == ir.DataType.FLOAT]
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+def test_infinity_tests_keep_the_dtype(dtype):
+    x = LARGE.clamp(-1e30, 1e30).to(dtype) if dtype != torch.float64 else LARGE
+    program = assert_matches_eager(
+        lambda x: (torch.isinf(x), torch.isposinf(x), torch.isneginf(x), torch.isfinite(x), torch.nan_to_num(x)), (x,), rtol=0, atol=0,
+    )
+    if dtype == torch.float64:
+        assert _narrowed(program) == []
+
+
+def test_celu_of_float64():
+    program = assert_matches_eager(lambda x: F.celu(x, alpha=1.5), (LARGE,), rtol=1e-15, atol=0)
+    assert _narrowed(program) == []
+
+
+def test_layer_norm_statistics_of_float64():
+    x = torch.tensor([[1e150, -3e150, 2e150, 5e149], [0.1, 0.2, 0.30000001, 0.4]], dtype=torch.float64)
+    program = assert_matches_eager(lambda x: torch.ops.aten.native_layer_norm(x, [4], None, None, 1e-5), (x,), rtol=1e-14, atol=0)
+    assert _narrowed(program) == []
+
+
+def test_float64_embedding_bag_is_refused_with_the_reason():
+    weight, indices, offsets = torch.randn(10, 3, dtype=torch.float64), torch.tensor([1, 2, 4, 5]), torch.tensor([0, 2])
+    with pytest.raises(TranslationError, match="float64 weights would be computed in float32"):
+        torch_onnx_fx.export(lambda w, i, o: F.embedding_bag(i, w, o), (weight, indices, offsets), verbose=False)
+    assert_matches_eager(lambda w, i, o: F.embedding_bag(i, w, o), (weight.float(), indices, offsets))

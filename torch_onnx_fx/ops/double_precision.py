@@ -1,0 +1,42 @@
+"""float64 computations torchlib narrows to float32, left to torch's decompositions instead.
+
+Some torchlib translations cast to float32 on the way (ONNX Runtime implements ``Celu`` for float32
+only; LayerNormalization keeps its mean and inverse deviation in float32). For a float64 model that is a silent
+loss of half the digits, and every value past 3.4e38 becomes an infinity: celu(1e231) was inf.
+A sweep of every OpInfo operator in float64 for float32 values in graphs whose program holds none
+found these; each is limited here to the nodes it computes exactly, and the others decompose into
+operators that stay in float64. (float64 embedding_bag, which torch cannot decompose, is refused
+in :mod:`.exactness`.)
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+
+from torch_onnx_fx.registry import limit_torchlib
+
+__all__: list[str] = []
+
+
+def _float64_input(node: torch.fx.Node) -> bool:
+    first = node.args[0] if node.args else None
+    example = first.meta.get("val") if isinstance(first, torch.fx.Node) else None
+    return isinstance(example, torch.Tensor) and example.dtype == torch.float64
+
+
+def _not_float64(node: torch.fx.Node) -> bool:
+    return not _float64_input(node)
+
+
+def _statistics_exact(node: torch.fx.Node) -> bool:
+    """native_layer_norm: its normalized output is computed in float64 by ONNX Runtime; only the
+    mean and inverse deviation it also returns are float32."""
+    if not _float64_input(node):
+        return True
+    return all(user.target is operator.getitem and user.args[1] == 0 for user in node.users)
+
+
+limit_torchlib("aten::celu", _not_float64)
+limit_torchlib("aten::native_layer_norm", _statistics_exact)
