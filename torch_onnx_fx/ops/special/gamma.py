@@ -18,6 +18,7 @@ from onnxscript import opset18 as op
 from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.ops.special._series import (
     DOUBLE,
+    EULER_GAMMA,
     INF,
     NAN,
     constant,
@@ -80,9 +81,12 @@ def _lgamma(x: ir.Value) -> ir.Value:
     """log |Gamma(x)|, by reflection below 1/2: lgamma(x) = log(pi / |sin(pi x)|) - lgamma(1 - x)."""
     reflect = op.Less(x, 0.5)
     value = lgamma_positive(op.Where(reflect, op.Sub(1.0, x), x))
-    reflected = op.Sub(op.Log(op.Div(math.pi, _abs_sin_pi(x))), value)
+    # log pi - log|sin|, not log(pi / |sin|): for denormal x the quotient overflows to inf.
+    reflected = op.Sub(op.Sub(math.log(math.pi), op.Log(_abs_sin_pi(x))), value)
+    # Near 0, lgamma(x) = -log|x| - gamma x + O(x^2): exact where pi x would lose a denormal's bits.
+    near_zero = op.Sub(op.Neg(op.Log(op.Abs(x))), op.Mul(x, EULER_GAMMA))
     # Both infinities give +inf in eager (the reflection would give NaN at -inf).
-    return op.Where(op.IsInf(x), INF, op.Where(reflect, reflected, value))
+    return op.Where(op.IsInf(x), INF, op.Where(op.Less(op.Abs(x), 1e-8), near_zero, op.Where(reflect, reflected, value)))
 
 
 def _digamma_positive(y: ir.Value) -> ir.Value:
