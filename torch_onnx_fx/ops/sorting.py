@@ -62,14 +62,25 @@ def _lower_median_rank(size: ir.Value) -> ir.Value:
     return op.Add(op.Div(op.Sub(size, one), op.Constant(value_int=2)), one)
 
 
+def _nan_first(self: ir.Value, dim: int, keepdim: bool, values: ir.Value, indices: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """ATen's median of a slice holding a NaN is NaN, at the first NaN's index."""
+    if self.dtype is None or not self.dtype.is_floating_point():
+        return values, indices
+    missing = op.Cast(op.IsNaN(self), to=ir.DataType.INT32)
+    seen = op.Cast(op.ReduceMax(missing, op.Constant(value_ints=[dim]), keepdims=int(keepdim)), to=ir.DataType.BOOL)
+    first = op.ArgMax(missing, axis=dim, keepdims=int(keepdim))
+    return op.Where(seen, op.CastLike(float("nan"), self), values), op.Where(seen, first, indices)
+
+
 @register("aten::median.dim")
 def aten_median_dim(self: ir.Value, dim: int, keepdim: bool = False) -> Any:
     """median.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)"""
     rank = self.shape.rank() if self.shape is not None else 0
     if rank == 0:
         return op.Identity(self), op.Constant(value=ir.tensor(0, dtype=ir.DataType.INT64))
-    size = op.Squeeze(op.Shape(self, start=dim % rank, end=dim % rank + 1))
-    return _kth_smallest(self, _lower_median_rank(size), dim, keepdim)
+    dim %= rank
+    size = op.Squeeze(op.Shape(self, start=dim, end=dim + 1))
+    return _nan_first(self, dim, keepdim, *_kth_smallest(self, _lower_median_rank(size), dim, keepdim))
 
 
 @register("aten::median")
@@ -77,8 +88,8 @@ def aten_median(self: ir.Value) -> ir.Value:
     """median(Tensor self) -> Tensor"""
     flat = op.Reshape(self, op.Constant(value_ints=[-1]))
     size = op.Squeeze(op.Shape(flat))
-    values, _ = _kth_smallest(flat, _lower_median_rank(size), 0, False)
-    return values
+    values, indices = _kth_smallest(flat, _lower_median_rank(size), 0, False)
+    return _nan_first(flat, 0, False, values, indices)[0]
 
 
 def _nan_skipping_median(self: ir.Value, dim: int, keepdim: bool) -> tuple[ir.Value, ir.Value]:
@@ -227,7 +238,14 @@ def _cumulative_extreme(self: ir.Value, dim: int, pick_max: bool) -> tuple[ir.Va
     values = op.ReduceMax(candidates, last, keepdims=0) if pick_max else op.ReduceMin(candidates, last, keepdims=0)
     hits = op.And(lower, op.Equal(rows, op.Unsqueeze(values, last)))
     positions = op.Constant(value=ir.tensor(np.arange(n, dtype=np.int64)))
-    indices = op.ReduceMax(op.Where(hits, positions, op.Constant(value=ir.tensor(np.int64(-1)))), last, keepdims=0)
+    none = op.Constant(value=ir.tensor(np.int64(-1)))
+    indices = op.ReduceMax(op.Where(hits, positions, none), last, keepdims=0)
+    if self.dtype.is_floating_point():
+        # A NaN wins from where it appears (the reductions above propagate it), and ATen's index
+        # is then the latest NaN's: NaN equals nothing, so the hits above found none.
+        nan_seen = op.And(lower, op.IsNaN(rows))
+        latest_nan = op.ReduceMax(op.Where(nan_seen, positions, none), last, keepdims=0)
+        indices = op.Where(op.Equal(latest_nan, none), indices, latest_nan)
     if dim != rank - 1:
         back = list(range(rank - 1))
         back.insert(dim, rank - 1)

@@ -22,6 +22,7 @@ from torch_onnx_fx import dtypes
 from torch_onnx_fx.optimize import downgrade, fusion, optimizer
 from torch_onnx_fx.optimize.runtime.integer_reductions import IntegerReductionsPass
 from torch_onnx_fx.optimize.runtime.kernel_gaps import KernelGapPass
+from torch_onnx_fx.optimize.runtime.nan_propagation import NaNPropagationPass
 
 __all__ = ["optimize_model"]
 
@@ -50,6 +51,7 @@ def optimize_model(
         downgrade.DowngradeOpsetPass(opset_version)(model)
         optimizer.finalize(model)
     IntegerReductionsPass()(model)
+    NaNPropagationPass()(model)
     KernelGapPass()(model)
     model.graph.opset_imports.update(extra_opsets or {})
     model.ir_version = dtypes.ir_version_for(model)

@@ -1,0 +1,58 @@
+"""optimize/runtime/nan_propagation.py and the order statistics: a NaN wins a max or a min, as in ATen.
+
+ONNX Runtime's ReduceMax, ReduceMin, ArgMax, ArgMin and MaxPool skip NaN: amax([1, nan, 2]) was 2,
+argmax the 2's index, a pooling window with a NaN its largest number; median picked a number,
+cummax's index was -1. Every case here failed before.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from helpers import assert_matches_eager
+
+NAN = float("nan")
+X = torch.tensor([[1.0, NAN, 2.0, NAN], [NAN, 1.0, NAN, -1.0], [0.0, 1.0, 2.0, 3.0], [3.0, 2.0, 1.0, 5.0]])
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_reductions_and_their_indices(dtype):
+    def model(x):
+        return (
+            torch.amax(x, 1), torch.amin(x, 0), *torch.max(x, 1), *torch.min(x, 0, keepdim=True), torch.max(x), torch.min(x),
+            torch.argmax(x, 1), torch.argmin(x, 0), torch.argmax(x), *torch.aminmax(x, dim=1),
+            torch.linalg.vector_norm(x, float("inf"), dim=1),
+        )
+
+    assert_matches_eager(model, (X.to(dtype),), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_max_pooling_values_and_indices(dtype):
+    x = X.to(dtype)[None, None]
+
+    def model(x):
+        return (
+            F.max_pool2d(x, 2), F.max_pool1d(x[0], 2),
+            *F.max_pool2d(x, 2, stride=1, padding=1, return_indices=True),  # windows with two NaNs: the last one's index
+            *F.max_pool2d(x.expand(2, 3, 4, 4), 3, stride=2, ceil_mode=True, return_indices=True),
+        )
+
+    assert_matches_eager(model, (x,), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_median_and_running_extremes(dtype):
+    def model(x):
+        return (*torch.median(x, 1), *torch.median(x, 0, keepdim=True), torch.median(x), *torch.cummax(x, 1), *torch.cummin(x, 0))
+
+    assert_matches_eager(model, (X.to(dtype),), rtol=0, atol=0)
+
+
+def test_without_nan_nothing_changes():
+    x = torch.randn(3, 5)
+    assert_matches_eager(lambda x: (torch.amax(x, 1), torch.argmin(x, 0), F.max_pool1d(x[None], 2), torch.median(x, 1)), (x,), rtol=0, atol=0)
+    assert_matches_eager(lambda x: (torch.amax(x, 1), torch.argmax(x, 0)), (torch.randint(-5, 5, (3, 4)),), rtol=0, atol=0)

@@ -1,0 +1,125 @@
+"""NaN wins a max or a min, as in ATen.
+
+ONNX Runtime's CPU ``ReduceMax``, ``ReduceMin``, ``ArgMax``, ``ArgMin`` and ``MaxPool`` skip NaN
+(a comparison with NaN is false, so it never replaces the running maximum): ``amax([1, nan, 2])``
+gave 2, ``argmax`` the 2's index, a max-pooling window holding a NaN its largest number. ATen
+propagates it: the maximum and minimum are NaN and their index the first NaN's. A NaN in a model's
+activations is a bug its user wants to see, so hiding it is a silent wrong answer.
+
+:class:`NaNPropagationPass` gives every such node of a floating-point input the answer ATen gives:
+the same operator applied to the input's NaN mask (0/1 in the input's dtype) says where a NaN
+was reduced, and a ``Where`` puts NaN there (for the arg-reductions: the mask's own first maximum,
+the first NaN's index; for a max-pooling node's indices, the NaN's position).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import onnx_ir as ir
+
+__all__ = ["NaNPropagationPass"]
+
+logger = logging.getLogger(__name__)
+
+_FLOATS = frozenset({ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.FLOAT16, ir.DataType.BFLOAT16})
+_VALUE_REDUCTIONS = frozenset({"ReduceMax", "ReduceMin", "MaxPool"})
+_INDEX_REDUCTIONS = frozenset({"ArgMax", "ArgMin"})
+
+
+def _nan_mask(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
+    return tape.op("Cast", [tape.op("IsNaN", [x])], {"to": x.dtype}, output=ir.Value(type=ir.TensorType(x.dtype), shape=x.shape))
+
+
+def _same_reduction(tape: ir.tape.Tape, node: ir.Node, mask: ir.Value, op_type: str | None = None) -> ir.Value:
+    """``node``'s operator (or ``op_type``) with ``node``'s attributes and axes, applied to ``mask``."""
+    attributes = {name: attribute.value for name, attribute in node.attributes.items()}
+    return tape.op(op_type or node.op_type, [mask, *node.inputs[1:]], attributes)
+
+
+def _propagated(tape: ir.tape.Tape, node: ir.Node) -> list[ir.Value]:
+    """``node``'s results computed again by a copy of it, with NaN wherever ATen would have one."""
+    x = node.inputs[0]
+    mask = _nan_mask(tape, x)
+    if node.op_type == "MaxPool" and len(node.outputs) == 2:
+        # Values and indices: where a window holds a NaN, the mask's own maximum is its position.
+        attributes = {name: attribute.value for name, attribute in node.attributes.items()}
+        # ATen's window scan takes every NaN it meets, so its index is the window's last NaN:
+        # pool each NaN's flat position + 1 (in float64, exact for any tensor size) and take the
+        # largest, in MaxPool's own flat numbering.
+        values, indices = tape.op_multi_out("MaxPool", [x], attributes, num_outputs=2)
+        double = ir.DataType.DOUBLE
+        count = tape.op("Cast", [tape.op("Size", [x])], {"to": double})
+        one = tape.op("Constant", [], {"value": ir.tensor(np.array(1.0))})
+        positions = tape.op("Reshape", [tape.op("Range", [one, tape.op("Add", [count, one]), one]), tape.op("Shape", [x])])
+        marked = tape.op("Mul", [tape.op("Cast", [mask], {"to": double}), positions])
+        last_nan = tape.op("MaxPool", [marked], attributes)
+        where = tape.op("Greater", [last_nan, tape.op("Constant", [], {"value": ir.tensor(np.array(0.0))})])
+        nan_index = tape.op("Sub", [tape.op("Cast", [last_nan], {"to": ir.DataType.INT64}), tape.op("Constant", [], {"value": ir.tensor(np.array(1, dtype=np.int64))})])
+        nan = tape.op("Constant", [], {"value": ir.tensor(np.array(np.nan, dtype=x.dtype.numpy()))})
+        return [tape.op("Where", [where, nan, values]), tape.op("Where", [where, nan_index, indices])]
+    result = _same_reduction(tape, node, x)
+    if node.op_type in _VALUE_REDUCTIONS:
+        # Max of the 0/1 mask over the same windows or axes (MaxPool's padding counts as -inf).
+        seen = _same_reduction(tape, node, mask, "MaxPool" if node.op_type == "MaxPool" else "ReduceMax")
+        nan = tape.op("Constant", [], {"value": ir.tensor(np.array(np.nan, dtype=x.dtype.numpy()))})
+        return [tape.op("Where", [tape.op("Cast", [seen], {"to": ir.DataType.BOOL}), nan, result])]
+    # ArgMax of the mask finds the first NaN (for ArgMin as well: NaN is its minimum in ATen).
+    first_nan = _same_reduction(tape, node, mask, "ArgMax")
+    axis = node.attributes.get("axis")
+    keepdims = node.attributes.get("keepdims")
+    axes = tape.op("Constant", [], {"value": ir.tensor(np.array([axis.as_int() if axis is not None else 0], dtype=np.int64))})
+    seen = tape.op("ReduceMax", [mask, axes], {"keepdims": keepdims.as_int() if keepdims is not None else 1})
+    return [tape.op("Where", [tape.op("Cast", [seen], {"to": ir.DataType.BOOL}), first_nan, result])]
+
+
+def _typed(nodes: list[ir.Node], dtype: ir.DataType) -> None:
+    """Types for the new values, which the kernel-gap pass after this one reads (a bfloat16
+    ``Where`` is computed in float32 there)."""
+    for node in nodes:
+        for index, value in enumerate(node.outputs):
+            if node.op_type == "Cast":
+                kind = ir.DataType(node.attributes["to"].as_int())
+            elif node.op_type == "IsNaN":
+                kind = ir.DataType.BOOL
+            elif node.op_type in ("ArgMax", "ArgMin", "Size", "Shape") or (node.op_type == "MaxPool" and index == 1):
+                kind = ir.DataType.INT64
+            elif node.op_type in ("Greater",):
+                kind = ir.DataType.BOOL
+            elif node.op_type in ("Range", "Reshape", "Mul", "Add", "Sub") or (node.op_type == "MaxPool" and node.inputs[0].dtype == ir.DataType.DOUBLE):
+                kind = node.inputs[0].dtype
+            elif node.op_type == "Constant":
+                kind = node.attributes["value"].as_tensor().dtype
+            elif node.op_type == "Where":
+                kind = node.inputs[1].dtype
+            else:
+                kind = dtype
+            value.type = ir.TensorType(kind)
+
+
+class NaNPropagationPass(ir.passes.InPlacePass):
+    """See the module docstring. Nodes whose input dtype is unknown are left as they are."""
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        count = 0
+        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+            if node.domain not in ("", "ai.onnx") or node.op_type not in _VALUE_REDUCTIONS | _INDEX_REDUCTIONS:
+                continue
+            x = node.inputs[0] if node.inputs else None
+            if x is None or x.dtype not in _FLOATS:
+                continue
+            tape = ir.tape.Tape()
+            results = _propagated(tape, node)
+            olds = list(node.outputs[: len(results)])
+            _typed(list(tape.nodes), x.dtype)
+            for result, old in zip(results, olds):
+                result.type, result.shape = old.type, old.shape
+            stem = olds[0].name or node.name or node.op_type
+            for index, value in enumerate(v for new in tape.nodes for v in new.outputs if v.name is None):
+                value.name = f"{stem}__nan{index}"
+            ir.convenience.replace_nodes_and_values(node.graph, node, [node], list(tape.nodes), olds, results)
+            count += 1
+        if count:
+            logger.debug("NaNPropagationPass: %d max/min node(s) propagate NaN", count)
+        return ir.passes.PassResult(model, modified=bool(count))
