@@ -196,3 +196,11 @@ def test_lgamma_of_denormals_and_values_near_zero(dtype):
     x = torch.tensor([*tiny, *(-t for t in tiny), 1e-9, -1e-9, 2e-8, 0.0, -0.0, 0.3, -2.5], dtype=dtype)
     rtol = 4e-6 if dtype == torch.float32 else 1e-13
     assert_matches_eager(lambda x: (torch.lgamma(x), torch.mvlgamma(x.abs() + 1, 3)), (x,), rtol=rtol, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_bessel_y_of_denormals(dtype):
+    # log(x / 2) was -inf for the smallest denormal, and its product with a zero series NaN.
+    tiny = [1e-40, 1e-45, 3e-39, 1e-30] if dtype == torch.float32 else [1e-310, 5e-324, 1e-300, 2e-308]
+    x = torch.tensor([*tiny, 0.5, 3.0], dtype=dtype)
+    assert_matches_eager(lambda x: (torch.special.bessel_y0(x), torch.special.bessel_y1(x)), (x,), rtol=1e-6, atol=0)

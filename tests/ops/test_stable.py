@@ -98,3 +98,55 @@ def test_half_precision_composites_round_once(dtype):
         lambda a, b: (torch.remainder(a, b), torch.round(a, decimals=-1), torch.lerp(a, b, 0.3), torch.addcmul(a, a, b, value=0.7), torch.hypot(a, b)),
         (a, b), rtol=0, atol=0,
     )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_variance_of_large_float32_values_is_finite(dtype):
+    # float32 is computed in float64 as ATen accumulates it; the squares of 1e28 overflowed.
+    x = (torch.randn(4, 6) * 1e28).to(dtype)
+    assert_matches_eager(
+        lambda x: (torch.std(x, dim=1), *torch.std_mean(x, dim=0), torch.var(x, dim=1) * 1e-30),
+        (x,), rtol=1e-5 if dtype == torch.float32 else 1e-2, atol=0,
+    )
+
+
+def test_variance_and_mean_of_nothing_are_nan():
+    program = torch_onnx_fx.export(
+        lambda x: (*torch.var_mean(x, dim=1), torch.std(x, dim=1)), (torch.randn(2, 3),), dynamic_shapes=({1: "n"},), verbose=False,
+    )
+    for value in program(torch.randn(2, 0)):
+        assert value.isnan().all()
+
+
+@pytest.mark.parametrize("dtype,scale", [(torch.float32, 1e28), (torch.float32, 1e-40), (torch.float64, 1e231), (torch.float64, 1e-310)])
+def test_vector_norms_do_not_overflow_or_underflow(dtype, scale):
+    x = torch.randn(4, 5, dtype=dtype) * scale
+    for ord in (2, 3, -1.5):
+        (actual,) = _ours(lambda x: torch.linalg.vector_norm(x, ord=ord, dim=1), x)
+        expected = torch.linalg.vector_norm((x / scale).double(), ord=ord, dim=1) * scale
+        torch.testing.assert_close(actual, expected.to(dtype), rtol=1e-5, atol=0)
+
+
+def test_vector_norms_of_ordinary_values_infinities_and_nans_match_eager():
+    x = torch.tensor([[0.0, 0.0, 0.0], [1.0, INF, 2.0], [1.0, NAN, 2.0], [-INF, 1.0, 1.0], [3.0, -4.0, 0.5]])
+    for ord in (2, 3, 0.5, -1, 1, 0, INF, -INF):
+        assert_matches_eager(lambda x: torch.linalg.vector_norm(x, ord=ord, dim=1), (x,), rtol=1e-6, atol=0)
+    assert_matches_eager(lambda x: (torch.norm(x), F.normalize(x, dim=0), torch.linalg.vector_norm(x, dtype=torch.float64)), (torch.randn(3, 4),))
+
+
+@pytest.mark.parametrize("dtype,scale", [(torch.float32, 1e28), (torch.float64, 1e231), (torch.float32, 3.0), (torch.bfloat16, 1e28), (torch.float16, 100.0)])
+def test_logcumsumexp_keeps_every_prefix(dtype, scale):
+    # torchlib subtracted the slice's maximum before a CumSum of exponentials: prefixes far below
+    # it were -inf.
+    x = (torch.randn(3, 7, 5) * scale).to(dtype)
+    rtol = {torch.bfloat16: 2e-2, torch.float16: 1e-2}.get(dtype, 1e-5)
+    assert_matches_eager(lambda x: (torch.logcumsumexp(x, 1), torch.logcumsumexp(x, -1)), (x,), rtol=rtol, atol=1e-6)
+
+
+def test_logcumsumexp_of_infinities_and_other_lengths():
+    x = torch.tensor([[-INF, -INF, 1.0, INF, 2.0, NAN, 3.0], [5.0, -INF, INF, INF, -INF, 1.0, 2.0]])
+    assert_matches_eager(lambda x: torch.logcumsumexp(x, 1), (x,), rtol=1e-6)
+    assert_matches_eager(
+        lambda x: torch.logcumsumexp(x, 1), (torch.randn(2, 5, 3),), dynamic_shapes=({0: "a", 1: "b", 2: "c"},),
+        more_inputs=[((torch.randn(2, 9, 3) * 50,), {}), ((torch.randn(1, 1, 1),), {}), ((torch.randn(3, 0, 2),), {})],
+    )

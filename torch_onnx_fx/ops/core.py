@@ -10,6 +10,8 @@ encoded in the range constraints recorded in the graph metadata.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import numpy as np
@@ -171,7 +173,19 @@ def aten_linspace_static(start: float, end: float, steps: int, *args: Any, ctx: 
     return ctx.constant(TorchTensor(torch.linspace(start, end, steps, dtype=ctx.result.dtype)))
 
 
-def _variance(self: ir.Value, dim: Any, correction: float | None, keepdim: bool) -> tuple[ir.Value, ir.Value]:
+def _variance(self: ir.Value, dim: Any, correction: float | None, keepdim: bool, root: bool = False) -> tuple[ir.Value, ir.Value]:
+    """Variance (its square root with ``root``) and mean. float32 is computed in float64, as
+    ATen's CPU kernels accumulate it: squares of values past 1.8e19 overflow float32 (std of
+    1e28-sized values was inf for a finite 8e28), and the sums keep eager's digits."""
+    if self.dtype != ir.DataType.FLOAT:
+        variance, mean = _variance_in_dtype(self, dim, correction, keepdim)
+        return (op.Sqrt(variance) if root else variance), mean
+    variance, mean = _variance_in_dtype(op.Cast(self, to=ir.DataType.DOUBLE), dim, correction, keepdim)
+    variance = op.Sqrt(variance) if root else variance
+    return op.Cast(variance, to=ir.DataType.FLOAT), op.Cast(mean, to=ir.DataType.FLOAT)
+
+
+def _variance_in_dtype(self: ir.Value, dim: Any, correction: float | None, keepdim: bool) -> tuple[ir.Value, ir.Value]:
     rank = self.shape.rank() if self.shape is not None else None
     if rank is None:
         raise ValueError("var/std need an input of known rank")
@@ -186,8 +200,11 @@ def _variance(self: ir.Value, dim: Any, correction: float | None, keepdim: bool)
     count = op.ReduceProd(op.Gather(op.Shape(self), axes_value, axis=0), keepdims=0) if rank else op.Constant(value_int=1)
     # ATen divides by N - correction; with no degrees of freedom left that is 0/0 = NaN, as in eager.
     dof = op.Sub(op.CastLike(count, self), op.CastLike(1.0 if correction is None else float(correction), self))
-    variance = op.Div(squares, dof)
-    return variance, mean if keepdim else op.ReduceMean(self, axes_value, keepdims=0)
+    # Of no elements at all ATen's variance and mean are NaN; here 0 / -1 and ONNX Runtime's 0.
+    empty = op.Equal(count, op.Constant(value_int=0))
+    nan = op.CastLike(math.nan, self)
+    variance = op.Where(empty, nan, op.Div(squares, dof))
+    return variance, op.Where(empty, nan, mean if keepdim else op.ReduceMean(self, axes_value, keepdims=0))
 
 
 @register("aten::var.correction")
@@ -199,7 +216,7 @@ def aten_var_correction(self: ir.Value, dim: Any = None, *, correction: float | 
 @register("aten::std.correction")
 def aten_std_correction(self: ir.Value, dim: Any = None, *, correction: float | None = None, keepdim: bool = False) -> ir.Value:
     """std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> Tensor"""
-    return op.Sqrt(_variance(self, dim, correction, keepdim)[0])
+    return _variance(self, dim, correction, keepdim, root=True)[0]
 
 
 @register("aten::var_mean.correction")
@@ -212,8 +229,7 @@ def aten_var_mean_correction(self: ir.Value, dim: Any = None, *, correction: flo
 @register("aten::std_mean.correction")
 def aten_std_mean_correction(self: ir.Value, dim: Any = None, *, correction: float | None = None, keepdim: bool = False) -> Any:
     """std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) -> (Tensor, Tensor)"""
-    variance, mean = _variance(self, dim, correction, keepdim)
-    return op.Sqrt(variance), mean
+    return _variance(self, dim, correction, keepdim, root=True)
 
 
 def _mean_reduction(node: Any) -> bool:

@@ -13,6 +13,8 @@ and ``expm1(x) = exp(x) - 1`` lose every digit of a small ``x`` that ``1 + x`` r
 * ``logaddexp(a, b) = max + log1p(exp(-|a - b|))`` (base 2 alike), ``a`` where both are the
   same infinity;
 * ``log_sigmoid(x) = min(x, 0) - log1p(exp(-|x|))``;
+* vector norms of the values divided by their largest magnitude, scaled back after;
+* ``logcumsumexp`` as a prefix scan of that logaddexp;
 * ``remainder(a, b)`` of floats as ATen's: the exact ``fmod`` moved to ``b``'s sign, where
   ``a - floor(a / b) * b`` is 0 once ``a / b`` has more digits than the dtype keeps.
 
@@ -32,7 +34,7 @@ from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.registry import register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
-__all__ = ["aten_log1p", "aten_expm1", "aten_logaddexp", "aten_logaddexp2", "aten_log_sigmoid", "aten_remainder"]
+__all__ = ["aten_log1p", "aten_expm1", "aten_logaddexp", "aten_logaddexp2", "aten_log_sigmoid", "aten_remainder", "aten_linalg_vector_norm", "aten_logcumsumexp"]
 
 
 def _floating_result(node: torch.fx.Node) -> bool:
@@ -160,3 +162,90 @@ def aten_remainder(self: Any, other: Any, *, ctx: OpContext) -> ir.Value:
         for x in (self, other)
     )
     return _in_float32(_remainder, a, b)
+
+
+def _real_floating_input(node: torch.fx.Node) -> bool:
+    first = node.args[0] if node.args else None
+    example = first.meta.get("val") if isinstance(first, torch.fx.Node) else None
+    return isinstance(example, torch.Tensor) and example.dtype.is_floating_point
+
+
+@register("aten::linalg_vector_norm", supports=_real_floating_input)
+def aten_linalg_vector_norm(
+    self: ir.Value, ord: float = 2.0, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,
+) -> ir.Value:
+    """linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+
+    p-norms are taken of the values divided by their largest magnitude and scaled back: ReduceL2
+    squared values past 1.8e19 (float32) or 1.3e154 (float64) into infinity, and squares of
+    values below 1e-19 into 0, where the norm itself is finite. Eager overflows the same way
+    except for a single element, whose norm it returns as its magnitude (the norm of a 0-d 1e28
+    was inf here); the scaled form gives the finite norm in every case."""
+    if dtype is not None and dtype != -1:
+        # The walk hands ScalarType arguments over as ONNX type numbers, as torchlib expects them.
+        self = op.Cast(self, to=onnx_dtype(dtype) if isinstance(dtype, torch.dtype) else int(dtype))
+    rank = self.shape.rank() if self.shape is not None else None
+    if dim is None or (isinstance(dim, (list, tuple)) and not dim):
+        self, axes, keepdim = op.Reshape(self, op.Constant(value_ints=[-1])), [0], False
+    else:
+        axes = [dim] if isinstance(dim, int) else list(dim)
+        axes = [a % rank for a in axes] if rank else axes
+    axes_value = op.Constant(value_ints=axes)
+    keep = int(keepdim)
+    magnitude = op.Abs(self)
+    if math.isinf(ord):
+        return (op.ReduceMax if ord > 0 else op.ReduceMin)(magnitude, axes_value, keepdims=keep)
+    if ord == 0:
+        return op.ReduceSum(op.CastLike(op.Not(op.Equal(self, _constant(0.0, self))), self), axes_value, keepdims=keep)
+    if ord == 1:
+        return op.ReduceSum(magnitude, axes_value, keepdims=keep)
+    largest = op.ReduceMax(magnitude, axes_value, keepdims=1)
+    # An all-zero (or empty) slice keeps a scale of 1; an infinite or NaN one too, so that the
+    # infinity or NaN reaches the sum as it would unscaled.
+    usable = op.And(op.Greater(largest, _constant(0.0, self)), op.Not(op.IsInf(largest)))
+    scale = op.Where(usable, largest, _constant(1.0, self))
+    scaled = op.Div(magnitude, scale)
+    if ord == 2:
+        norm = op.Sqrt(op.ReduceSumSquare(scaled, axes_value, keepdims=1))
+    else:
+        norm = op.Pow(op.ReduceSum(op.Pow(scaled, _constant(float(ord), self)), axes_value, keepdims=1), _constant(1.0 / ord, self))
+    norm = op.Mul(norm, scale)
+    return norm if keepdim else op.Squeeze(norm, axes_value)
+
+
+@register("aten::logcumsumexp", supports=_real_floating_input)
+@wants_context
+def aten_logcumsumexp(self: ir.Value, dim: int, *, ctx: OpContext) -> ir.Value:
+    """logcumsumexp(Tensor self, int dim) -> Tensor
+
+    A prefix scan of the stable logaddexp (Hillis and Steele: step k combines each element with
+    the one 2**k before it, ceil(log2 n) steps in a Loop), as ATen accumulates it element by
+    element. torchlib subtracts the slice's overall maximum before a CumSum of exponentials:
+    prefixes far below that maximum underflowed to -inf (and the maximum itself overflowed
+    float32 sums), where eager has their finite values."""
+    rank = self.shape.rank() if self.shape is not None else None
+    if rank == 0:
+        return op.Identity(self)
+    return _in_float32(lambda x: _log_prefix_scan(x, dim % rank, rank, ctx), self)
+
+
+def _log_prefix_scan(x: ir.Value, axis: int, rank: int, ctx: OpContext) -> ir.Value:
+    zero = op.Constant(value_ints=[0])
+    length = op.Shape(x, start=axis, end=axis + 1)
+    # ceil(log2(n)) steps; a step whose offset reaches past the end changes nothing, so a count
+    # one too high (log rounding) is harmless.
+    as_double = op.Cast(op.Max(length, op.Constant(value_ints=[1])), to=ir.DataType.DOUBLE)
+    steps = op.Cast(op.Ceil(op.Div(op.Log(as_double), op.Constant(value=ir.tensor(math.log(2.0), dtype=ir.DataType.DOUBLE)))), to=ir.DataType.INT64)
+    steps = op.Squeeze(op.Max(steps, zero), [0])
+    axes = op.Constant(value_ints=[axis])
+    empty = _constant(-math.inf, x)
+
+    def step(_: ir.Value, y: ir.Value, offset: ir.Value) -> list[ir.Value]:
+        kept = op.Max(op.Sub(length, offset), zero)
+        earlier = op.Slice(y, zero, kept, axes)
+        before = op.Concat(*([zero] * axis), op.Min(offset, length), *([zero] * (rank - axis - 1)), *([zero] * rank), axis=0)
+        shifted = op.Pad(earlier, before, empty)
+        return [_log_add(y, shifted, base_two=False), op.Mul(offset, op.Constant(value_ints=[2]))]
+
+    result, _ = ctx.loop(steps, [x, op.Constant(value_ints=[1])], step)
+    return result

@@ -230,12 +230,14 @@ def _bessel_jy(x: ir.Value, order: int, kind: str) -> ir.Value:
     if kind == "j":
         series = j
     else:
-        log_half = op.Log(op.Mul(xs, 0.5))
+        # log x - log 2, not log(x / 2): half the smallest denormal is 0.
+        log_half = op.Sub(op.Log(xs), math.log(2.0))
         if order == 0:
             series = op.Mul(op.Sub(op.Mul(log_half, j), sum_of_powers(t, _Y_SERIES[0])), 2 / math.pi)
         else:
             tail = op.Mul(sum_of_powers(t, _Y_SERIES[1]), op.Div(xs, 2 * math.pi))
-            series = op.Sub(op.Sub(op.Mul(op.Mul(log_half, j), 2 / math.pi), op.Div(2 / math.pi, xs)), tail)
+            # (2 / pi) * (1 / x) as ATen: below 5.6e-309 its 1 / x is inf, and so is eager's Y1.
+            series = op.Sub(op.Sub(op.Mul(op.Mul(log_half, j), 2 / math.pi), op.Mul(op.Reciprocal(xs), 2 / math.pi)), tail)
     series = op.CastLike(series, x)
     xl = op.Where(small, _JY_SERIES_LIMIT, ax)
     u = op.Reciprocal(op.Mul(xl, xl))
