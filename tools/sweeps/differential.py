@@ -9,7 +9,7 @@ changes what they are made of, one *variant* at a time:
   channels-last graph input; the values are the sample's (but for ``expanded``, which repeats a
   slice);
 - **magnitudes**: a large common offset on floating inputs, values near the dtype's limits
-  (integer overflow), denormals;
+  (integer overflow), denormals, infinities and NaN;
 - **sizes**: a first dim of 0 or 1, and an export with every dim dynamic that then runs at other
   sizes than the example's.
 
@@ -60,7 +60,9 @@ from tools.sweeps.opsweep import DTYPES, OURS, THEIRS, _comparison, _first_sampl
 
 __all__ = ["Case", "Result", "VARIANTS", "EXTRAS", "MODELS", "REGRESSIONS", "operators", "run_case", "select_cases", "render", "main"]
 
-SILENT = ("mismatch", "other_size_mismatch")
+# "narrowed": a float64 program whose graph computes in float32 somewhere (half the digits lost,
+# values past 3.4e38 infinite), even where this sample's numbers happen to agree.
+SILENT = ("mismatch", "other_size_mismatch", "narrowed")
 # Outcomes that are loud failures (a bug, but nobody is misled) and outcomes that say nothing.
 LOUD = ("ort_failed", "other_size_failed", "export_crashed", "crashed", "timeout")
 NEUTRAL = ("capture_failed", "eager_failed", "not_applicable", "random")
@@ -167,6 +169,20 @@ def _tiny(t: torch.Tensor, g: torch.Generator) -> Any:
     return (t.double().sign() * tiny * torch.rand(t.shape, generator=g, dtype=torch.float64)).to(t.dtype), lambda u: u
 
 
+def _nonfinite(t: torch.Tensor, g: torch.Generator) -> Any:
+    """About one value in four replaced by inf, -inf or NaN (at least one NaN): what a model's
+    activations hold after an overflow, and what reductions, comparisons and masks must keep."""
+    if not t.dtype.is_floating_point or t.numel() == 0:
+        return None
+    picks = torch.randint(0, 12, t.shape, generator=g)
+    specials = torch.tensor([float("inf"), float("-inf"), float("nan")], dtype=torch.float64)
+    values = t.double().clone()
+    hit = picks < 3
+    values[hit] = specials[picks[hit]]
+    values.view(-1)[int(torch.randint(0, t.numel(), (1,), generator=g))] = float("nan")
+    return values.to(t.dtype), lambda u: u
+
+
 def _first_dim(size: int) -> Leaf:
     def resize(t: torch.Tensor, _: torch.Generator) -> Any:
         if t.dim() < 1 or t.shape[0] < 2:
@@ -194,6 +210,7 @@ VARIANTS: dict[str, Variant] = {
     "large_offset": Variant(_large_offset, "input", "magnitude"),
     "extremes": Variant(_extremes, "input", "magnitude"),
     "tiny": Variant(_tiny, "input", "magnitude"),
+    "nonfinite": Variant(_nonfinite, "input", "magnitude"),
     "empty": Variant(_first_dim(0), "all", "size"),
     "size_one": Variant(_first_dim(1), "all", "size"),
     "other_sizes": Variant(None, "all", "size"),
@@ -492,7 +509,8 @@ def _verdict(module: ViewedCall, inputs: Sequence[torch.Tensor], expected: Any, 
         same = (act.to(ref.dtype) == ref) | (act.isnan() & ref.isnan())
         ours = torch.where(same, 0.0, (act.to(ref.dtype) - ref).abs()).nan_to_num(nan=float("inf"))
         theirs = (exp.to(ref.dtype) - ref).abs().nan_to_num(nan=float("inf"), posinf=float("inf"))
-        allowed = theirs + atol + rtol * ref.abs()
+        # Where float64 is NaN only a NaN matches (``same`` above), so nothing more is allowed.
+        allowed = (theirs + atol + rtol * ref.abs()).nan_to_num(nan=0.0)
         if bool((ours <= allowed).all()):
             continue
         # Transforms and long reductions round by another algorithm than eager's: their error is
@@ -591,6 +609,35 @@ def run_case(case: Case, exporters: Sequence[str] = (OURS,), opinfo: Any = None)
     return results
 
 
+_FLOAT32_OR_LESS = (torch.float32, torch.float16, torch.bfloat16, torch.complex64)
+
+
+def _narrowing(program: Any, onnx_program: Any) -> str | None:
+    """The ONNX operators producing float32 (or narrower) values in a graph whose translated
+    program holds only float64 floating-point tensors; None where there are none or the program has some."""
+    import onnx_ir as ir
+
+    # The program that was translated: a decomposition may compute in float32 on purpose
+    # (special_entr's where(x == 0, 0, -inf) is a float32 constant choice, exact).
+    program = getattr(onnx_program, "exported_program", None) or program
+    if isinstance(program, tuple) or not isinstance(program, torch.export.ExportedProgram):
+        return None
+    kinds = set()
+    for node in program.graph.nodes:
+        value = node.meta.get("val")
+        for t in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(t, torch.Tensor) and (t.dtype.is_floating_point or t.is_complex()):
+                kinds.add(t.dtype)
+    if not kinds or kinds & set(_FLOAT32_OR_LESS):
+        return None
+    narrow = {ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16}
+    found = sorted({
+        node.op_type for node in ir.traversal.RecursiveGraphIterator(onnx_program.model.graph)
+        for value in node.outputs if value.dtype in narrow
+    })
+    return f"float32 values from {', '.join(found)} in a float64 program" if found else None
+
+
 def _draws_random(program: torch.export.ExportedProgram) -> bool:
     """``opsweep._random``, but an RNN in eval mode (tagged as seeded for its dropout) draws nothing."""
     rnn = [n for n in program.graph.nodes if n.op == "call_function" and ("lstm" in str(n.target) or "gru" in str(n.target))]
@@ -616,6 +663,9 @@ def _one_exporter(exporter: str, module: ViewedCall, program: Any, expected: Any
     why = _verdict(module, module.fresh(), expected, actual, opinfo)
     if why is not None:
         return "mismatch", why[:400]
+    narrowing = _narrowing(program, onnx_program)
+    if narrowing:
+        return "narrowed", narrowing
     if second is None:
         return "pass", None
     try:
