@@ -27,6 +27,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     linalg,
     losses,
     nn,
+    nonfinite,
     normalization,
     onnx_ops,
     packed,

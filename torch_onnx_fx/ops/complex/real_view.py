@@ -9,7 +9,6 @@ pair (``_dim``).
 
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -18,6 +17,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.errors import TranslationError
 from torch_onnx_fx.ops._tensors import int64, ints
+from torch_onnx_fx.ops.nonfinite import atan2 as _atan2
 
 
 _REAL_PART = {ir.DataType.COMPLEX64: ir.DataType.FLOAT, ir.DataType.COMPLEX128: ir.DataType.DOUBLE}
@@ -82,23 +82,6 @@ def _times_i(z: ir.Value) -> ir.Value:
 def _signbit(x: ir.Value) -> ir.Value:
     """True for negative numbers and -0.0 (whose reciprocal is -inf), as ATen's branch cuts need."""
     return op.Or(op.Less(x, _const(0.0, x)), op.Less(op.Reciprocal(x), _const(0.0, x)))
-
-
-def _atan2(y: ir.Value, x: ir.Value) -> ir.Value:
-    """``atan2`` with C's quadrant, signed-zero and infinity rules (ONNX has no Atan2)."""
-    pi = _const(math.pi, x)
-    neg_x, neg_y = _signbit(x), _signbit(y)
-    half_turn = op.Where(neg_y, op.Neg(pi), pi)
-    # Atan(y/x) is right in the right half plane; the left half plane adds ±pi (x = ±0 and y ≠ 0
-    # give y/x = ±inf, whose Atan is ±pi/2, corrected the same way).
-    general = op.Add(op.Atan(op.Div(y, x)), op.Where(neg_x, half_turn, _const(0.0, x)))
-    zero = op.Where(neg_y, _const(-0.0, x), _const(0.0, x))
-    both_zero = op.And(op.Equal(x, _const(0.0, x)), op.Equal(y, _const(0.0, x)))
-    on_axis = op.Where(neg_x, half_turn, zero)
-    quarter = op.Where(neg_x, _const(3 * math.pi / 4, x), _const(math.pi / 4, x))
-    both_inf = op.And(op.IsInf(x), op.IsInf(y))
-    corner = op.Where(neg_y, op.Neg(quarter), quarter)
-    return op.Where(both_inf, corner, op.Where(both_zero, on_axis, general))
 
 
 def _hypot(a: ir.Value, b: ir.Value) -> ir.Value:

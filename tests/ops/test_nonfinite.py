@@ -1,0 +1,47 @@
+"""ops/nonfinite.py: atan2 and heaviside at NaN, infinities and signed zeros, as ATen computes them.
+
+torchlib's atan2 turned every NaN into 0 and atan2(inf, inf) into 0 (pi/4 in C); its heaviside
+gave 1 for NaN (ATen: 0). Both failed here before; torch.onnx computes them as torchlib does.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+import torch_onnx_fx
+from helpers import assert_matches_eager
+
+SPECIAL = [float("nan"), 0.0, -0.0, 1.0, -1.0, 0.5, -3.0, float("inf"), float("-inf")]
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+def _grid(dtype):
+    pairs = list(itertools.product(SPECIAL, repeat=2))
+    y = torch.tensor([p[0] for p in pairs], dtype=dtype)
+    x = torch.tensor([p[1] for p in pairs], dtype=dtype)
+    return y, x
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_atan2_over_every_pair_of_special_values(dtype):
+    y, x = _grid(dtype)
+    assert_matches_eager(lambda y, x: torch.atan2(y, x), (y, x), rtol=2 * torch.finfo(dtype).eps, atol=0)  # ORT's atan may be one ulp off libm
+    # the signs of zero results: atan2(-0, 1) is -0 and atan2(0, -1) is pi
+    (actual,) = torch_onnx_fx.export(lambda y, x: torch.atan2(y, x), (y, x), verbose=False)(y, x)
+    expected = torch.atan2(y, x)
+    zeros = expected == 0
+    assert torch.equal(torch.signbit(actual[zeros]), torch.signbit(expected[zeros]))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_heaviside_of_nan_is_zero(dtype):
+    y, x = _grid(dtype)
+    assert_matches_eager(lambda y, x: torch.heaviside(y, x), (y, x), rtol=0, atol=0)
+
+
+def test_integer_operands_keep_torchlib():
+    a, b = torch.tensor([-2, 0, 3]), torch.tensor([5, 7, 9])
+    assert_matches_eager(lambda a, b: (torch.heaviside(a, b), torch.atan2(a, b)), (a, b))
