@@ -23,6 +23,7 @@ from torch_onnx_fx.optimize import downgrade, fusion, optimizer
 from torch_onnx_fx.optimize.runtime.integer_reductions import IntegerReductionsPass
 from torch_onnx_fx.optimize.runtime.kernel_gaps import KernelGapPass
 from torch_onnx_fx.optimize.runtime.nan_propagation import NaNPropagationPass
+from torch_onnx_fx.optimize.runtime.one_sided_clip import OneSidedClipPass
 
 __all__ = ["optimize_model"]
 
@@ -52,6 +53,7 @@ def optimize_model(
         optimizer.finalize(model)
     IntegerReductionsPass()(model)
     NaNPropagationPass()(model)
+    OneSidedClipPass()(model)
     KernelGapPass()(model)
     model.graph.opset_imports.update(extra_opsets or {})
     model.ir_version = dtypes.ir_version_for(model)
