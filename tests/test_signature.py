@@ -111,3 +111,22 @@ def test_calling_with_graph_input_names_as_keywords():
     torch.testing.assert_close(program(a=a, b=b)[0], a + b)
     with pytest.raises(torch_onnx_fx.UnsupportedArgumentError):
         program(a=a)
+
+
+def test_keyword_exports_and_calls_warn_nothing_from_our_code():
+    # The keyword spec was read through torch's deprecated ``children_specs``: every export and
+    # call with keyword arguments warned from signature.py.
+    import warnings
+
+    class Keywords(nn.Module):
+        def forward(self, x, *, scale, bias=None):
+            return x * scale + (0 if bias is None else bias)
+
+    x, scale, bias = torch.randn(2, 3), torch.randn(3), torch.randn(3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        program = torch_onnx_fx.export(Keywords(), (x,), kwargs={"bias": bias, "scale": scale}, verbose=False)
+        (actual,) = program(x, scale=scale, bias=bias)
+    ours = [w for w in caught if "torch_onnx_fx" in w.filename]
+    assert not ours, [f"{w.filename}:{w.lineno}: {w.message}" for w in ours]
+    torch.testing.assert_close(actual, x * scale + bias)

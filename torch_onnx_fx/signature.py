@@ -120,10 +120,7 @@ class ProgramSignature:
     @property
     def keyword_names(self) -> list[str]:
         """The keyword arguments the program was exported with, in its order."""
-        spec = self.in_spec
-        if spec is None or spec.num_children != 2:
-            return []
-        return list(spec.children_specs[1].context or [])
+        return _keyword_order(self.in_spec)
 
     def flatten(self, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[Any]:
         """``(args, kwargs)`` flattened in the order of the user inputs, one entry each."""
@@ -172,6 +169,14 @@ def _same_constant(given: Any, baked: Any) -> bool:
         return given is baked
 
 
+def _keyword_order(in_spec: Any) -> list[str]:
+    """The keyword names of an ``(args, kwargs)`` spec. ``child(i)``, not ``children_specs``:
+    torch warns on every read of the latter (deprecated), which every keyword export did."""
+    if in_spec is None or in_spec.num_children != 2:
+        return []
+    return list(in_spec.child(1).context or [])
+
+
 def flatten_user_inputs(in_spec: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[Any]:
     """Flatten ``(args, kwargs)`` as the program's input spec orders them.
 
@@ -180,7 +185,7 @@ def flatten_user_inputs(in_spec: Any, args: Sequence[Any], kwargs: Mapping[str, 
     """
     kwargs = dict(kwargs or {})
     if in_spec is not None and kwargs and in_spec.num_children == 2:
-        order = list(in_spec.children_specs[1].context or [])
+        order = _keyword_order(in_spec)
         extra = [k for k in kwargs if k not in order]
         if extra:
             raise InputMismatchError(
