@@ -37,6 +37,43 @@ def test_capture_failure_lists_every_strategy_with_user_line():
     assert len(info.value.failures) == 2
 
 
+def test_capture_failure_without_a_user_line_says_to_check_the_inputs(capfd):
+    # A wrong input shape fails in a torch kernel: there is no line of the user's to fix, and
+    # torch logged a 40-line fake-tensor traceback at ERROR before the error was raised.
+    with pytest.raises(torch_onnx_fx.CaptureError) as info:
+        torch_onnx_fx.export(nn.Linear(3, 4).eval(), (torch.randn(2, 5),), verbose=False)
+    message = str(info.value)
+    assert "a and b must have same reduction dim" in message
+    assert "Fix the reported line" not in message and "runs in eager with these inputs" in message
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_torch_loggers_are_restored_after_a_quiet_capture():
+    import logging
+
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    before = logger.level
+    with pytest.raises(torch_onnx_fx.CaptureError):
+        torch_onnx_fx.export(nn.Linear(3, 4).eval(), (torch.randn(2, 5),), verbose=False)
+    assert logger.level == before
+
+
+def test_dynamic_shapes_that_do_not_mirror_the_inputs_are_named_once():
+    class Cached(nn.Module):
+        def forward(self, x, cache):
+            return x + cache["k"]
+
+    with pytest.raises(torch_onnx_fx.CaptureError) as info:
+        torch_onnx_fx.export(
+            Cached().eval(), (torch.randn(2, 3),), kwargs={"cache": {"k": torch.randn(2, 3)}},
+            dynamic_shapes={"x": {0: "b"}, "cache": {"key": {0: "b"}}}, verbose=False,
+        )
+    message = str(info.value)
+    assert "has keys ['key']" in message and "Make dynamic_shapes mirror the inputs" in message
+    assert "[torch.export(strict=True)] the same error as torch.export(strict=False)" in message
+    assert "Fix the reported line" not in message
+
+
 def test_missing_translations_are_listed_together_with_an_example():
     class Model(nn.Module):
         def forward(self, x):

@@ -99,7 +99,7 @@ def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any,
     is_program = isinstance(model, torch.export.ExportedProgram)
     shapes, dim_names = (None, None) if is_program else capture.prepare_dynamic_shapes(model, opts.args, opts.kwargs, opts.dynamic_shapes)
     with progress.phase("capture") as phase:
-        captured = capture.capture(model, opts.args, opts.kwargs, shapes)
+        captured = capture.capture(model, opts.args, opts.kwargs, shapes, quiet=opts.verbose is not True)
         phase.detail = captured.strategy
     session.captured(captured)
     spare()

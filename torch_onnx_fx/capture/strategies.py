@@ -120,6 +120,8 @@ def _user_frame(exc: BaseException) -> str | None:
         and "site-packages" not in f.filename
         and not f.filename.startswith(PACKAGE_DIR)
         and "<frozen" not in f.filename
+        # code torch generates and evals (FX's forward is "<eval_with_key>", others "<string>")
+        and not (f.filename.startswith("<") and f.filename not in ("<stdin>",) and not f.filename.startswith("<ipython"))
     ]
     if not candidates:
         return None
@@ -138,14 +140,39 @@ def _first_lines(exc: BaseException, count: int = 6) -> str:
 
 def describe_failures(failures: list[tuple[str, BaseException]]) -> str:
     """One block per strategy: its first error lines and the user's source line if known."""
-    blocks = []
+    blocks: list[str] = []
+    seen: dict[str, str] = {}
     for strategy, exc in failures:
-        block = f"[{strategy}] {_first_lines(exc)}"
+        block = _first_lines(exc)
         where = _user_frame(exc)
         if where:
             block += f"\n    at {where}"
-        blocks.append(block)
+        # Both tracers often stop at the same thing: say it once.
+        blocks.append(f"[{strategy}] " + (f"the same error as {seen[block]}" if block in seen else block))
+        seen.setdefault(block, strategy)
     return "\n".join(blocks)
+
+
+def _advice(failures: list[tuple[str, BaseException]]) -> str:
+    """What to do, in the user's terms: a line of theirs to fix, a ``dynamic_shapes`` that does
+    not mirror the inputs, or else a check of the inputs themselves."""
+    texts = [str(exc) for _, exc in failures]
+    if texts and all("dynamic_shapes" in text for text in texts):
+        return (
+            "Make dynamic_shapes mirror the inputs: one entry per argument of forward, the same dict "
+            "keys, list lengths and nesting as each argument, a {dim: name} (or None) per tensor "
+            "and None for a non-tensor. See docs/dynamic_shapes.md."
+        )
+    if any(_user_frame(exc) for _, exc in failures):
+        return (
+            "Fix the reported line so torch.export can trace it (see https://pytorch.org/docs/stable/export.html), "
+            "or pass a torch.export.ExportedProgram."
+        )
+    return (
+        "No line of the model's own code was reported: check that the model runs in eager with these "
+        "inputs (their shapes and dtypes) and, if it does, pass a torch.export.ExportedProgram you "
+        "captured yourself (torch.export.export, or draft_export for a report)."
+    )
 
 
 @contextlib.contextmanager
@@ -198,15 +225,44 @@ def _export_refining(
         return program, fixes
 
 
+# Loggers through which torch reports, at ERROR, failures it then raises: a fake-tensor kernel's
+# whole traceback (40 lines for a wrong input shape) and export's own notes. The raised error
+# reaches the user in the CaptureError; the logs only bury it.
+_NOISY_LOGGERS = ("torch._subclasses.fake_tensor", "torch.export._trace", "torch._dynamo.convert_frame")
+
+
+@contextlib.contextmanager
+def _torch_logs_quieted(quiet: bool) -> Iterator[None]:
+    if not quiet:
+        yield
+        return
+    loggers = [logging.getLogger(name) for name in _NOISY_LOGGERS]
+    levels = [each.level for each in loggers]
+    for each in loggers:
+        each.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for each, level in zip(loggers, levels):
+            each.setLevel(level)
+
+
 def capture(
     model: Any,
     args: tuple[Any, ...],
     kwargs: Mapping[str, Any] | None,
     dynamic_shapes: Any,
+    quiet: bool = True,
 ) -> CaptureResult:
-    """Produce an ExportedProgram, trying each strategy in turn."""
+    """Produce an ExportedProgram, trying each strategy in turn. ``quiet`` keeps torch's error
+    logs of failures it raises off the console (``verbose=True`` shows them)."""
     if isinstance(model, torch.export.ExportedProgram):
         return CaptureResult(model, "ExportedProgram")
+    with _torch_logs_quieted(quiet):
+        return _capture_model(model, args, kwargs, dynamic_shapes)
+
+
+def _capture_model(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None, dynamic_shapes: Any) -> CaptureResult:
     module = _as_module(model)
     # Eager-mode quantized modules (packed weights torch.export cannot trace) are captured as the
     # QuantizeLinear/DequantizeLinear computation they stand for.
@@ -243,10 +299,7 @@ def _capture_module(
                 stacklevel=4,
             )
         return CaptureResult(program, strategy, failures, refinements=fixes)
-    reason, advice = hint or ("", (
-        "Fix the reported line so torch.export can trace it (see https://pytorch.org/docs/stable/export.html), "
-        "or pass a torch.export.ExportedProgram."
-    ))
+    reason, advice = hint or ("", _advice(failures))
     raise CaptureError(
         f"torch.export could not capture the model with any strategy{reason}.\n" + describe_failures(failures) + "\n" + advice,
         failures,
