@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import onnx
 import onnxruntime
 import pytest
@@ -180,6 +182,23 @@ def test_progress_lines_and_silence(capsys):
         assert f"[torch_onnx_fx] {phase}: ok" in err
     torch_onnx_fx.export(nn.ReLU(), (torch.randn(2),), verbose=False)
     assert "[torch_onnx_fx]" not in capsys.readouterr().err
+
+
+def test_a_long_phase_says_how_long_it_has_run(capsys, monkeypatch):
+    from torch_onnx_fx import progress
+
+    monkeypatch.setattr(progress, "FIRST_NOTICE", 0.0)
+    monkeypatch.setattr(progress, "NOTICE_INTERVAL", 0.01)
+
+    class Slow(nn.Module):
+        def forward(self, x):
+            time.sleep(0.2)  # runs while capture traces it
+            return x + 1
+
+    torch_onnx_fx.export(Slow(), (torch.randn(2),))
+    assert "[torch_onnx_fx] capture: running for" in capsys.readouterr().err
+    torch_onnx_fx.export(Slow(), (torch.randn(2),), verbose=False)
+    assert "running for" not in capsys.readouterr().err
 
 
 def test_translatable_programs_are_not_retraced(capsys):

@@ -8,10 +8,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import sys
+import threading
 import time
 from typing import Any, Iterator
 
 __all__ = ["Progress", "Phase", "SaveProgress"]
+
+# A phase still running after FIRST_NOTICE seconds prints how long it has run, then every
+# NOTICE_INTERVAL: a 60 s capture of a large model otherwise looks like a hang.
+FIRST_NOTICE = 5.0
+NOTICE_INTERVAL = 15.0
 
 
 @dataclasses.dataclass
@@ -33,12 +39,23 @@ class Progress:
         record = Phase(name)
         self.phases.append(record)
         start = time.perf_counter()
+        done = threading.Event()
+        if self.enabled:
+            threading.Thread(target=self._notices, args=(name, start, done), daemon=True).start()
         try:
             yield record
             record.ok = True
         finally:
+            done.set()
             record.seconds = time.perf_counter() - start
             self._print(record)
+
+    @staticmethod
+    def _notices(name: str, start: float, done: threading.Event) -> None:
+        wait = FIRST_NOTICE
+        while not done.wait(wait):
+            print(f"[torch_onnx_fx] {name}: running for {time.perf_counter() - start:.0f} s", file=sys.stderr)
+            wait = NOTICE_INTERVAL
 
     def _print(self, record: Phase) -> None:
         if not self.enabled:
