@@ -262,8 +262,8 @@ def two_program():
 
 
 CALL_CASES = [
-    ("too many", (_X, _Y, _X), {}, "2 input(s) after flattening (x, y), but 3 were given"),
-    ("too few", (_X,), {}, "but 1 were given"),
+    ("too many", (_X, _Y, _X), {}, "The program takes the graph input(s) ['x', 'y']; the call gave 3 value(s)"),
+    ("too few", (_X,), {}, "the call gave 1 value(s) after flattening, 2 expected"),
     ("dtype", (_X.double(), _Y), {}, "input 0 ('x'): got a tensor of dtype torch.float64, expected a torch.float32"),
     ("rank", (_X[0], _Y), {}, "input 0 ('x'): got a tensor of shape [3] (rank 1)"),
     ("static size", (torch.randn(4, 5), _Y), {}, "input 0 ('x'): dimension 1 is 5, but the model was exported with a static size 3"),
@@ -290,6 +290,26 @@ def test_baked_in_constant_arguments_cannot_be_changed_at_call_time():
     torch.testing.assert_close(program(_X, 2.0)[0], _X * 2.0)
     with pytest.raises(torch_onnx_fx.InputMismatchError, match="exported as the constant 2.0"):
         program(_X, 3.0)
+
+
+def test_arguments_baked_in_as_constants_may_be_left_out_of_the_call():
+    # The graph has two inputs; the program was asking for four ("4 input(s) expected, 2 given").
+    _Z = torch.randn_like(_X)
+
+    class Cached(torch.nn.Module):
+        def forward(self, x, y, use_cache=False, mask=None, scale=(2.0, 3.0)):
+            return x * scale[0] + y if not use_cache and mask is None else x
+
+    program = torch_onnx_fx.export(Cached(), (_X, _Z), kwargs={"use_cache": False, "mask": None}, verbose=False)
+    assert [value.name for value in program.model.graph.inputs] == ["x", "y"]
+    for call in ({}, {"use_cache": False}, {"mask": None, "use_cache": False}):
+        torch.testing.assert_close(program(_X, _Z, **call)[0], _X * 2.0 + _Z)
+    with pytest.raises(torch_onnx_fx.InputMismatchError, match=r"takes the graph input\(s\) \['x', 'y'\] \(and the constant\(s\) \['use_cache', 'mask'\]"):
+        program(_X, use_cache=False)
+    with pytest.raises(torch_onnx_fx.InputMismatchError, match="exported as the constant False"):
+        program(_X, _Z, use_cache=True)
+    positional = torch_onnx_fx.export(Cached(), (_X, _Z, False, None), verbose=False)
+    torch.testing.assert_close(positional(_X, _Z)[0], _X * 2.0 + _Z)
 
 
 def test_method_arguments_of_the_program_are_checked(two_program):

@@ -123,17 +123,55 @@ class ProgramSignature:
         return _keyword_order(self.in_spec)
 
     def flatten(self, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[Any]:
-        """``(args, kwargs)`` flattened in the order of the user inputs, one entry each."""
+        """``(args, kwargs)`` flattened in the order of the user inputs, one entry each.
+
+        Arguments left out of the call that the export baked in as constants (``use_cache=False``,
+        ``mask=None``) take their baked values: the graph has no input for them."""
+        args, kwargs = self._with_baked_constants(args, kwargs)
         return flatten_user_inputs(self.in_spec, args, kwargs)
+
+    def _with_baked_constants(self, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> tuple[Sequence[Any], Mapping[str, Any] | None]:
+        spec = self.in_spec
+        if spec is None or spec.num_children != 2:
+            return args, kwargs
+        positional, keywords = spec.child(0), spec.child(1)
+        starts, start = [], 0
+        for child in (*positional.children(), *keywords.children()):
+            starts.append((start, child))
+            start += child.num_leaves
+
+        def baked(index: int) -> tuple[bool, Any]:
+            first, child = starts[index]
+            entries = self.user_inputs[first:first + child.num_leaves]
+            if not all(isinstance(entry.arg, gs.ConstantArgument) for _, entry in entries):
+                return False, None
+            return True, pytree.tree_unflatten([entry.arg.value for _, entry in entries], child)
+
+        args = list(args)
+        for index in range(len(args), positional.num_children):
+            found, value = baked(index)
+            if not found:
+                break  # a tensor argument is missing: the count check names it
+            args.append(value)
+        kwargs = dict(kwargs or {})
+        for offset, name in enumerate(keywords.context or []):
+            if name not in kwargs:
+                found, value = baked(positional.num_children + offset)
+                if found:
+                    kwargs[name] = value
+        return args, kwargs
 
     def graph_feeds(self, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[Any]:
         """The values for the ONNX graph inputs: ``flatten`` less the constant arguments."""
         flat = self.flatten(args, kwargs)
         if len(flat) != len(self.user_inputs):
-            names = ", ".join(node.name for node, _ in self.user_inputs)
+            tensors = [node.name for node, spec in self.user_inputs if not isinstance(spec.arg, gs.ConstantArgument)]
+            constants = [node.name for node, spec in self.user_inputs if isinstance(spec.arg, gs.ConstantArgument)]
+            baked = f" (and the constant(s) {constants} baked in at export, which may be left out)" if constants else ""
             raise InputMismatchError(
-                f"The model was exported with {len(self.user_inputs)} input(s) after flattening ({names}), "
-                f"but {len(flat)} were given: call the program with the arguments the model was exported with."
+                f"The program takes the graph input(s) {tensors}{baked}; the call gave {len(flat)} value(s) "
+                f"after flattening, {len(self.user_inputs)} expected. Call it with the arguments the model "
+                "was exported with."
             )
         for position, (value, (node, spec)) in enumerate(zip(flat, self.user_inputs)):
             # A non-tensor argument was baked into the graph: another value cannot take effect.
