@@ -256,6 +256,34 @@ def test_export_model_and_args_are_checked_before_capture():
         torch_onnx_fx.export(_Two(), _X, verbose=False)
 
 
+def test_numpy_and_list_arguments_are_named_before_capture(monkeypatch):
+    import numpy as np
+
+    from torch_onnx_fx.capture import strategies
+
+    def no_capture(*args, **kwargs):
+        raise AssertionError("capture must not start")
+
+    monkeypatch.setattr(strategies, "_capture_model", no_capture)
+    linear = nn.Linear(3, 4).eval()
+    with pytest.raises(torch_onnx_fx.UnsupportedArgumentError, match=r"argument input is a numpy array.*torch.from_numpy"):
+        torch_onnx_fx.export(linear, (np.zeros((2, 3), np.float32),), verbose=False)
+    with pytest.raises(torch_onnx_fx.UnsupportedArgumentError, match=r"argument y\['k'\] is a numpy array"):
+        torch_onnx_fx.export(_Two(), (_X,), kwargs={"y": {"k": np.zeros(3)}}, verbose=False)
+    with pytest.raises(torch_onnx_fx.UnsupportedArgumentError, match=r"a list is one argument.*takes a Tensor as 'input'.*as a tuple"):
+        torch_onnx_fx.export(linear, [torch.randn(2, 3)], verbose=False)
+
+
+def test_a_list_of_args_stays_one_argument_where_the_model_takes_a_list():
+    class Summed(nn.Module):
+        def forward(self, xs: list):
+            return xs[0] + xs[1]
+
+    assert_matches_eager(Summed(), ([_X, _X],))
+    program = torch_onnx_fx.export(Summed(), [_X, _X], verbose=False)  # as torch.onnx: the list is the argument
+    torch.testing.assert_close(program([_X, _X])[0], _X + _X)
+
+
 @pytest.fixture(scope="module")
 def two_program():
     return _export(dynamic_shapes=({0: "batch"}, {0: "batch"}))

@@ -372,7 +372,7 @@ def _check_fusion(fusion: Any) -> None:
         )
 
 
-def _check_call(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], dynamic_shapes: Any) -> None:
+def _check_call(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], dynamic_shapes: Any, args_was_list: bool = False) -> None:
     """The model can be called with ``args``/``kwargs``, and a dict of ``dynamic_shapes`` names its
     parameters: a wrong call is named here, not after a capture attempt by every strategy."""
     signature = forward_signature(model)
@@ -388,6 +388,10 @@ def _check_call(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], dy
             f"{len(args)} positional argument(s) and keyword argument(s) {sorted(kwargs)}: {exc}. Pass args as a "
             "tuple of the forward's positional arguments and kwargs as a dict of the rest."
         ) from None
+    bound = signature.bind(*args, **kwargs).arguments
+    _check_values(bound)
+    if args_was_list:
+        _check_list_args(signature, bound)
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
     if isinstance(dynamic_shapes, Mapping) and not takes_any:
         unknown = [key for key in dynamic_shapes if key not in parameters]
@@ -395,6 +399,37 @@ def _check_call(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any], dy
             raise UnsupportedArgumentError(
                 f"export(..., dynamic_shapes=...): keys {unknown} are not arguments of the model's "
                 f"forward({', '.join(parameters)}); a dict of dynamic shapes is keyed by argument name."
+            )
+
+
+_TENSOR_ANNOTATIONS = (torch.Tensor, "Tensor", "torch.Tensor")
+
+
+def _check_values(bound: Mapping[str, Any]) -> None:
+    """A numpy array anywhere, named before a capture attempt: torch.export takes tensors only."""
+    import numpy as np
+
+    for name, value in bound.items():
+        for path, leaf in torch.utils._pytree.tree_flatten_with_path(value)[0]:
+            if isinstance(leaf, np.ndarray):
+                where = name + torch.utils._pytree.keystr(path)
+                raise UnsupportedArgumentError(
+                    f"export(model, args, kwargs=...): argument {where} is a numpy array; torch.export "
+                    f"takes tensors: pass torch.from_numpy(...) (dtype {leaf.dtype}, shape {list(leaf.shape)})."
+                )
+
+
+def _check_list_args(signature: inspect.Signature, bound: Mapping[str, Any]) -> None:
+    """``export(m, [x])`` passes the list as the forward's one argument, as torch.onnx does; where
+    that parameter is annotated ``Tensor`` the list was meant as the arguments, and the capture
+    would fail in both strategies: named here instead."""
+    for name, value in bound.items():
+        parameter = signature.parameters[name]
+        if parameter.annotation in _TENSOR_ANNOTATIONS and isinstance(value, list):
+            raise UnsupportedArgumentError(
+                f"export(model, args=[...]): a list is one argument (as torch.onnx takes it), but the model's "
+                f"forward takes a Tensor as {name!r}: pass the positional arguments as a tuple, "
+                "export(model, (x, ...))."
             )
 
 
@@ -480,6 +515,7 @@ def resolve(model: Any, args: Any, f: Any, given_arguments: Mapping[str, Any]) -
             UserWarning,
             stacklevel=3,
         )
+    args_was_list = isinstance(args, list)
     if not isinstance(args, tuple):
         args = (args,)
     is_program = isinstance(model, torch.export.ExportedProgram)
@@ -487,7 +523,7 @@ def resolve(model: Any, args: Any, f: Any, given_arguments: Mapping[str, Any]) -
         args, kwargs = _split_trailing_kwargs(args, kwargs)
     kwargs = dict(kwargs or {})
     if not is_program:
-        _check_call(model, args, kwargs, dynamic_shapes)
+        _check_call(model, args, kwargs, dynamic_shapes, args_was_list)
     if is_program and dynamic_axes is not None:
         raise UnsupportedArgumentError("dynamic_axes cannot be applied to an ExportedProgram; its shapes are fixed.")
     if is_program and dynamic_shapes is not None:
