@@ -22,6 +22,7 @@ from torch_onnx_fx import dtypes
 from torch_onnx_fx.optimize import downgrade, fusion, optimizer
 from torch_onnx_fx.optimize.runtime.integer_reductions import IntegerReductionsPass
 from torch_onnx_fx.optimize.runtime.kernel_gaps import KernelGapPass
+from torch_onnx_fx.optimize.runtime.matrix_vector import MatrixVectorPass
 from torch_onnx_fx.optimize.runtime.nan_propagation import NaNPropagationPass
 from torch_onnx_fx.optimize.runtime.one_sided_clip import OneSidedClipPass
 
@@ -54,6 +55,7 @@ def optimize_model(
     IntegerReductionsPass()(model)
     NaNPropagationPass()(model)
     OneSidedClipPass()(model)
+    MatrixVectorPass()(model)
     KernelGapPass()(model)
     model.graph.opset_imports.update(extra_opsets or {})
     model.ir_version = dtypes.ir_version_for(model)
