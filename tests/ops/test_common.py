@@ -13,6 +13,8 @@ import torch.nn.functional as F
 
 from helpers import assert_matches_eager
 
+import torch_onnx_fx
+
 CASES = {
  "embedding": (lambda x: F.embedding(x, torch.arange(40.).reshape(10, 4)), lambda: (torch.randint(0, 10, (3, 5)),)),
  "index": (lambda x, i: x[i, :, i], lambda: (torch.randn(5, 4, 5), torch.tensor([0, 2]))),
@@ -88,6 +90,8 @@ CASES = {
  "cummax_cummin": (lambda x, i: (*torch.cummax(x, 1), *torch.cummin(x, 0), *torch.cummax(i, 0)), lambda: (torch.randn(4, 5), torch.tensor([1, 3, 3, 2, 5, 5]))),
  "scatter_reduce_mean": (lambda x, i, s: (x.scatter_reduce(1, i, s, "mean"), x.scatter_reduce(1, i, s, "mean", include_self=False), x.scatter_reduce(1, i, s, "amax")), lambda: (torch.randn(2, 5), torch.tensor([[0, 1, 1, 4], [2, 2, 2, 0]]), torch.randn(2, 4))),
  "avg_pool_divisor_dynamic": (lambda x: F.avg_pool2d(x, 3, 2, 1, divisor_override=3), lambda: (torch.randn(2, 3, 9, 8),)),
+ # every dim dynamic, channels too: torchlib's fallback divided by the window, not the divisor (off by 3.4)
+ "avg_pool_divisor_all_dynamic": (lambda x: (F.avg_pool2d(x, 3, 1, 1, False, False, 2), F.avg_pool2d(x[0], 2, divisor_override=3)), lambda: (torch.randn(1, 3, 9, 9),)),
  "int_tensor_divided_by_size": (lambda ids: (ids / ids.shape[1], ids * (ids.shape[0] + 0.5)), lambda: (torch.tensor([[1, 2, 3], [4, 5, 6]]),)),
  "logit": (lambda x: (torch.logit(x, 0.2), torch.logit(x)), lambda: (torch.rand(5, 5) * 0.98 + 0.01,)),
  "zero_dim_dim_ops": (lambda x: (x.sum(0), x.prod(0), x.argmax(0), torch.logsumexp(x, 0), x.var(0), torch.max(x, 0)[1], x.cumsum(0), x.softmax(0), torch.amax(x, (0,)), torch.all(x, 0), torch.any(x, 0, keepdim=True)), lambda: (torch.tensor(3.0),)),
@@ -113,7 +117,7 @@ CASES = {
 
 
 # Cases whose sizes are exported dynamic: declined-versus-translated paths differ with them.
-DYNAMIC = {"flatten_forms": ({0: "n", 2: "h"},), "avg_pool_divisor_dynamic": ({0: "n", 2: "h", 3: "w"},), "int_tensor_divided_by_size": ({0: "rows", 1: "cols"},)}
+DYNAMIC = {"flatten_forms": ({0: "n", 2: "h"},), "avg_pool_divisor_dynamic": ({0: "n", 2: "h", 3: "w"},), "avg_pool_divisor_all_dynamic": ({0: "n", 1: "c", 2: "h", 3: "w"},), "int_tensor_divided_by_size": ({0: "rows", 1: "cols"},)}
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -142,3 +146,10 @@ def test_transformers_grouped_mm_fallback():
     # 7 rows: 3 for expert 0, none for expert 1, 4 for expert 2.
     args = (torch.randn(7, 4), torch.randn(3, 4, 5), torch.tensor([3, 3, 7], dtype=torch.int32))
     assert_matches_eager(fn, args)
+
+
+def test_avg_pool_divisor_with_ceil_mode_and_dynamic_sizes_is_refused():
+    # Its last window's end padding depends on the sizes; torchlib's fallback ignored the divisor.
+    x = torch.randn(1, 3, 9, 9)
+    with pytest.raises(torch_onnx_fx.TranslationError, match="divisor_override and ceil_mode=True needs static spatial sizes"):
+        torch_onnx_fx.export(lambda x: F.avg_pool2d(x, 3, 1, 1, True, False, 2), (x,), dynamic_shapes=({2: "h", 3: "w"},), verbose=False)

@@ -103,3 +103,22 @@ register(
     "in a float32 sequence): half the digits lost, values beyond 3.4e38 infinite. Use float32 "
     "weights, or nn.Embedding followed by a sum, mean or max over each bag, which stay in float64.",
 ))
+
+
+def _ceil_mode_spatial_dynamic(node: Any) -> bool:
+    """With ``ceil_mode`` the end padding is computed from the spatial sizes, so they must be static."""
+    args = list(node.args) + [None] * 7
+    if node.kwargs.get("divisor_override", args[6]) is None or not node.kwargs.get("ceil_mode", args[4]):
+        return False
+    example = arg_example(node)
+    dims = len(args[1]) if isinstance(args[1], (list, tuple)) else 1
+    return isinstance(example, torch.Tensor) and not all(isinstance(s, int) for s in example.shape[example.dim() - dims:])
+
+
+# torchlib's avg_pool ignores divisor_override; ops/pooling translates every other case with one.
+register("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d", supports=_ceil_mode_spatial_dynamic)(_refusal(
+    "refuse_dynamic_ceil_mode_divisor",
+    "avg_pool with divisor_override and ceil_mode=True needs static spatial sizes here (the extra "
+    "end padding of the last window is computed from them); export with static spatial dims, or "
+    "ceil_mode=False.",
+))

@@ -113,19 +113,11 @@ def aten_adaptive_avg_pool_general(self: ir.Value, output_size: Sequence[int]) -
     return op.Squeeze(result, op.Constant(value_ints=[0])) if unbatched else result
 
 
-def _divisor_override_static(node: Any) -> bool:
-    """A divisor, a static channel count (the ones kernel needs it) and, with ceil_mode, static
-    spatial sizes (to compute the extra end padding)."""
+def _divisor_override(node: Any) -> bool:
+    # torchlib's avg_pool ignores divisor_override (it divides by the window): every node with a
+    # divisor is translated here, or refused by ops/exactness (ceil_mode with dynamic sizes).
     args = list(node.args) + [None] * 7
-    divisor = node.kwargs.get("divisor_override", args[6])
-    ceil_mode = node.kwargs.get("ceil_mode", args[4])
-    example = arg_example(node)
-    if divisor is None or not isinstance(example, torch.Tensor):
-        return False
-    dims = len(args[1]) if isinstance(args[1], (list, tuple)) else 1
-    channels = example.shape[example.dim() - dims - 1]
-    spatial_static = all(isinstance(s, int) for s in example.shape[example.dim() - dims:])
-    return isinstance(channels, int) and (spatial_static or not ceil_mode)
+    return node.kwargs.get("divisor_override", args[6]) is not None
 
 
 def _expand(value: Any, dims: int, default: Sequence[int]) -> list[int]:
@@ -136,7 +128,7 @@ def _expand(value: Any, dims: int, default: Sequence[int]) -> list[int]:
     return list(value) * dims if len(value) == 1 else list(value)
 
 
-@register("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d", supports=_divisor_override_static)
+@register("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d", supports=_divisor_override)
 def aten_avg_pool_divisor_override(
     self: ir.Value,
     kernel_size: Sequence[int],
@@ -152,7 +144,6 @@ def aten_avg_pool_divisor_override(
     strides = _expand(stride, dims, kernel)
     pads = _expand(padding, dims, [0] * dims)
     rank = self.shape.rank()
-    channels = int(self.shape[rank - dims - 1])
     ends = list(pads)
     if ceil_mode:
         ends = []
@@ -161,9 +152,13 @@ def aten_avg_pool_divisor_override(
             if (out - 1) * s >= length + p:
                 out -= 1  # ATen drops a last window that would start in the right padding
             ends.append(max((out - 1) * s + k - length - p, 0))
-    unbatched = rank == dims + 1
-    x = op.Unsqueeze(self, op.Constant(value_ints=[0])) if unbatched else self
-    ones = op.CastLike(op.Constant(value=ir.tensor(np.ones([channels, 1, *kernel], dtype=np.float32))), x)
-    sums = op.Conv(x, ones, group=channels, kernel_shape=kernel, strides=strides, pads=[*pads, *ends])
-    result = op.Div(sums, op.CastLike(float(divisor_override), x))
-    return op.Squeeze(result, op.Constant(value_ints=[0])) if unbatched else result
+    # Every channel as an image of one channel, so the kernel of ones needs no channel count
+    # (which may be dynamic): [..., *spatial] -> [-1, 1, *spatial], and back after the sums.
+    shape = op.Shape(self)
+    spatial = op.Shape(self, start=rank - dims)
+    x = op.Reshape(self, op.Concat(op.Constant(value_ints=[-1, 1]), spatial, axis=0))
+    ones = op.CastLike(op.Constant(value=ir.tensor(np.ones([1, 1, *kernel], dtype=np.float32))), x)
+    sums = op.Conv(x, ones, kernel_shape=kernel, strides=strides, pads=[*pads, *ends])
+    leading = op.Slice(shape, op.Constant(value_ints=[0]), op.Constant(value_ints=[rank - dims]))
+    sums = op.Reshape(sums, op.Concat(leading, op.Shape(sums, start=2), axis=0))
+    return op.Div(sums, op.CastLike(float(divisor_override), sums))
