@@ -1,7 +1,7 @@
-"""ops/nonfinite.py: atan2 and heaviside at NaN, infinities and signed zeros, as ATen computes them.
+"""ops/nonfinite.py: atan2, heaviside and sign at NaN, infinities and signed zeros, as ATen computes them.
 
 torchlib's atan2 turned every NaN into 0 and atan2(inf, inf) into 0 (pi/4 in C); its heaviside
-gave 1 for NaN (ATen: 0). Both failed here before; torch.onnx computes them as torchlib does.
+gave 1 for NaN (ATen: 0); ONNX's Sign of NaN is NaN (ATen's CPU kernel: 0). Both failed here before; torch.onnx computes them as torchlib does.
 """
 
 from __future__ import annotations
@@ -45,3 +45,11 @@ def test_heaviside_of_nan_is_zero(dtype):
 def test_integer_operands_keep_torchlib():
     a, b = torch.tensor([-2, 0, 3]), torch.tensor([5, 7, 9])
     assert_matches_eager(lambda a, b: (torch.heaviside(a, b), torch.atan2(a, b)), (a, b))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_sign_of_nan_is_zero(dtype):
+    x = torch.tensor(SPECIAL, dtype=dtype)
+    assert_matches_eager(lambda x: (torch.sign(x), torch.sgn(x), torch.sign(x * 2)), (x,), rtol=0, atol=0)
+    (actual, _, _) = torch_onnx_fx.export(lambda x: (torch.sign(x), torch.sgn(x), torch.sign(x * 2)), (x,), verbose=False)(x)
+    assert not torch.signbit(actual[(x == 0)]).any()  # ATen's (0 < x) - (x < 0) is +0 for -0

@@ -1,6 +1,6 @@
 """Elementwise operators at NaN, infinities and signed zeros, as ATen computes them.
 
-torchlib's ``atan2`` maps every NaN to 0 (it means to fix 0/0, which is atan2(0, 0) = 0) and
+ONNX's ``Sign`` of NaN is NaN; ATen's CPU kernel computes ``(0 < x) - (x < 0)``, so 0. torchlib's ``atan2`` maps every NaN to 0 (it means to fix 0/0, which is atan2(0, 0) = 0) and
 returns 0 for two infinities (atan2(inf, inf) is pi/4); its ``heaviside`` gives 1 for a NaN input
 (ATen's rule is ``x == 0 ? values : x > 0``, so 0). Found by the differential fuzzer's nonfinite
 variant; torch.onnx computes both the same way.
@@ -67,3 +67,9 @@ def aten_heaviside(self: ir.Value, values: ir.Value) -> ir.Value:
     zero = op.CastLike(0, self)
     step = op.CastLike(op.Greater(self, zero), self)
     return op.Where(op.Equal(self, zero), op.CastLike(values, self), step)
+
+
+@register("aten::sign", "aten::sgn", supports=_floating)
+def aten_sign(self: ir.Value) -> ir.Value:
+    """sign(Tensor self) -> Tensor, and sgn of real tensors: 0 for NaN, as ATen's CPU kernel."""
+    return op.Where(op.IsNaN(self), op.CastLike(0, self), op.Sign(self))
