@@ -53,3 +53,18 @@ def test_float64_embedding_bag_is_refused_with_the_reason():
     with pytest.raises(TranslationError, match="float64 weights would be computed in float32"):
         torch_onnx_fx.export(lambda w, i, o: F.embedding_bag(i, w, o), (weight, indices, offsets), verbose=False)
     assert_matches_eager(lambda w, i, o: F.embedding_bag(i, w, o), (weight.float(), indices, offsets))
+
+
+def test_float64_log_softmax_of_non_finite_rows():
+    # ONNX Runtime's float64 LogSoftmax gave [nan, 43.05, 44.05, ...] for a row with a NaN, and
+    # left -inf beside +inf, where ATen's rows are NaN throughout.
+    inf, nan = float("inf"), float("nan")
+    x = torch.tensor(
+        [[inf, 1, 2, -inf, 3], [-inf, 1, 2, -inf, 3], [nan, 1, 2, 3, 4], [inf, inf, 1, 2, 3], [1e300, -1e300, 0, 5, 1], [1, 2, 3, 4, 5]],
+        dtype=torch.float64,
+    )
+
+    def model(x):
+        return torch.log_softmax(x, 1), torch.log_softmax(x, 0), F.log_softmax(x.float(), 1, dtype=torch.float64)
+
+    assert_matches_eager(model, (x,), rtol=1e-12, atol=1e-12)

@@ -40,3 +40,16 @@ def _statistics_exact(node: torch.fx.Node) -> bool:
 
 limit_torchlib("aten::celu", _not_float64)
 limit_torchlib("aten::native_layer_norm", _statistics_exact)
+
+
+# ONNX Runtime's float64 LogSoftmax kernel mishandles non-finite rows: a NaN gave finite numbers
+# (log_softmax([nan, 1, 2, 3, 4]) was [nan, 43.05, 44.05, ...]) and +inf left the other entries
+# -inf, where ATen's max-shifted formula gives NaN throughout (its float32 kernel agrees with
+# ATen). float64 takes torch's decomposition, the same formula as ATen's, whose max propagates NaN.
+def _result_not_float64(node: torch.fx.Node) -> bool:
+    result = node.meta.get("val")
+    return not (isinstance(result, torch.Tensor) and result.dtype == torch.float64)
+
+
+limit_torchlib("aten::_log_softmax", _result_not_float64)
+limit_torchlib("aten::log_softmax.int", _result_not_float64)
