@@ -292,3 +292,19 @@ def test_complex_singular_vectors_are_declined():
 def test_float64_determinant_from_lu(fn):
     # ONNX Runtime has no float64 Det: the LU translation computes it (negative dets: logdet NaN).
     assert_matches_eager(lambda a: fn(a), (torch.randn(3, 4, 4, dtype=torch.float64),), rtol=1e-10, atol=1e-12)
+
+
+def test_triangular_solves_keep_solved_rows_of_non_finite_systems():
+    # A solved row minus 0 * (a later row holding inf) was NaN: only pending rows change now.
+    inf, nan = float("inf"), float("nan")
+    lower = torch.tensor([[2.0, 0.0, 0.0], [1.0, 3.0, 0.0], [0.5, -1.0, 4.0]])
+    b = torch.tensor([[1.0, inf], [2.0, 1.0], [nan, 3.0]])
+
+    def model(lower, b):
+        return (
+            torch.linalg.solve_triangular(lower, b, upper=False),
+            torch.linalg.solve_triangular(lower.mT, b, upper=True),
+            torch.linalg.solve_triangular(lower, b.mT, upper=False, left=False),
+        )
+
+    assert_matches_eager(model, (lower, b))

@@ -111,7 +111,9 @@ def _substitute(
         if not unit:
             row = field.div(row, op.Gather(op.Gather(t, at_j, axis=-2), at_j, axis=-1))
         pending = op.Unsqueeze(op.Less(rows, j) if upper else op.Greater(rows, j), [-1])
-        x = op.Sub(x, field.mul(op.Where(pending, op.Gather(t, at_j, axis=-1), 0.0), row))
+        # Only the pending rows change: a solved row minus 0 * row would turn NaN where the row
+        # holds inf or NaN (back substitution never touches the rows it solved).
+        x = op.Where(pending, op.Sub(x, field.mul(op.Gather(t, at_j, axis=-1), row)), x)
         return [op.Where(op.Unsqueeze(op.Equal(rows, j), [-1]), row, x)]
 
     return mx.loop(ctx, size, [x], step)[0]
