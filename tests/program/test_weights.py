@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 from torch import nn
@@ -65,6 +67,17 @@ def test_not_strict_updates_only_the_named_weights():
     with torch.no_grad():
         model.second.bias.copy_(new_bias)
     assert_matches_eager(model, (torch.randn(2, 3, 4),), program=program)
+
+
+def test_not_strict_with_no_key_of_the_model_warns():
+    # A state dict under another prefix ("model.first.bias") replaced nothing, silently.
+    program = _exported(TwoLayers().eval())
+    prefixed = {f"model.{name}": tensor for name, tensor in TwoLayers().state_dict().items()}
+    with pytest.warns(UserWarning, match=r"none of the 5 key\(s\).*nothing was replaced. Its weights are named like \['first.bias'"):
+        program.apply_weights(prefixed, strict=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        program.apply_weights({"second.bias": torch.zeros(2), "unknown": torch.zeros(1)}, strict=False)
 
 
 @pytest.mark.parametrize("state, message", [([1, 2], "expected a dict"), ({"first.bias": [0.0] * 8}, "are not tensors")])

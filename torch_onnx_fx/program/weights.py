@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import warnings
 from typing import Collection, Mapping, Sequence
 
 import onnx_ir as ir
@@ -200,4 +201,14 @@ def apply_weights(
     ignored = [name for name in state_dict if name not in replaceable]
     if ignored:
         logger.debug("apply_weights: %d key(s) are not initializers of the graph: %s", len(ignored), ignored[:10])
+    if state_dict and not replaced and not strict:
+        # strict=False ignores unknown keys; when every key is unknown (a prefix such as "model."
+        # too many or too few) that is a call that did nothing, which deserves to be said.
+        names = sorted(known & replaceable)[:5]
+        warnings.warn(
+            f"apply_weights(strict=False): none of the {len(state_dict)} key(s) ({sorted(state_dict)[:5]}) names a "
+            f"weight of the model, so nothing was replaced. Its weights are named like {names}.",
+            UserWarning,
+            stacklevel=3,
+        )
     return replaced
