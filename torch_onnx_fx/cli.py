@@ -113,8 +113,11 @@ def cmd_export(options: argparse.Namespace) -> int:
         program = torch_onnx_fx.export(
             model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, opset_version=options.opset,
             optimize=not options.no_optimize, fusion=options.fusion, verify=options.verify, report=options.report,
-            artifacts_dir=options.artifacts_dir, verbose=not options.quiet,
+            artifacts_dir=options.artifacts_dir, verbose=_verbosity(options),
         )
+    except (torch_onnx_fx.UnsupportedArgumentError, torch_onnx_fx.ArgumentTypeError) as exc:
+        # A bad --opset or --dynamic is the command's usage, not a failed export.
+        raise UsageError(str(exc)) from exc
     except torch_onnx_fx.OnnxExporterError as exc:
         print(f"error: export failed: {exc}", file=sys.stderr)
         return EXIT_EXPORT
@@ -128,6 +131,14 @@ def cmd_export(options: argparse.Namespace) -> int:
             print(f"verification: {len(failed)} output(s) differ from PyTorch", file=sys.stderr)
             return EXIT_MISMATCH
     return EXIT_OK
+
+
+def _verbosity(options: argparse.Namespace) -> bool | None:
+    """export's verbose: the progress lines by default (None), nothing with --quiet (False), the
+    model's text too with --verbose (True)."""
+    if options.quiet:
+        return False
+    return True if options.verbose else None
 
 
 def _load_onnx(path: str) -> Any:
@@ -252,6 +263,7 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--artifacts-dir", default=".", help="where reports go (default .)")
     export.add_argument("--external-data", action="store_true", help="store weights in <output>.data")
     export.add_argument("--quiet", action="store_true", help="no progress lines")
+    export.add_argument("--verbose", action="store_true", help="also print the exported model's text and torch's capture logs")
     export.set_defaults(run=cmd_export)
 
     inspect = commands.add_parser("inspect", help="describe an ONNX model", description="Inputs, outputs, opsets, operators, weights of an ONNX file.")
