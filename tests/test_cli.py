@@ -140,3 +140,19 @@ def test_export_prints_progress_but_not_the_model_by_default(workdir):
 def test_a_bad_opset_is_a_usage_error(workdir):
     result = run("export", "factory.py:build", "-o", "m.onnx", "--opset", "12", cwd=workdir)
     assert result.returncode == 2 and "opset_version=12" in result.stderr
+
+
+def test_argument_errors_come_before_torch_is_imported(workdir):
+    # Every call imported torch (about 3 s) before argparse looked at the arguments.
+    code = (
+        "import sys\n"
+        "from torch_onnx_fx.cli import main\n"
+        "try:\n"
+        "    main(['export', 'factory.py:build'])\n"
+        "except SystemExit as exit:\n"
+        "    print('exit', exit.code, 'torch' in sys.modules)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=REPO)
+    result = subprocess.run([sys.executable, "-c", code], cwd=workdir, env=env, capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip() == "exit 2 False", result.stdout + result.stderr
+    assert "-o/--output" in result.stderr
