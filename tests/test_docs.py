@@ -43,3 +43,17 @@ def test_site_builds_strictly(tmp_path):
         cwd=REPO, capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_page_is_in_the_site_navigation():
+    # Ten coverage pages were built but reachable from no menu.
+    nav = open(os.path.join(REPO, "mkdocs.yml"), encoding="utf-8").read()
+    listed = set(re.findall(r":\s*([\w./-]+\.md)\s*$", nav, re.M))
+    pages = {page for page in os.listdir(DOCS) if page.endswith(".md")}
+    assert pages - listed == set(), "pages missing from mkdocs.yml's nav"
+    assert listed - pages == set(), "nav entries without a page"
+
+
+def test_contributing_says_how_to_build_the_site():
+    text = open(os.path.join(REPO, "CONTRIBUTING.md"), encoding="utf-8").read()
+    assert "mkdocs build --strict" in text and "mkdocs serve" in text
