@@ -53,3 +53,25 @@ def test_sign_of_nan_is_zero(dtype):
     assert_matches_eager(lambda x: (torch.sign(x), torch.sgn(x), torch.sign(x * 2)), (x,), rtol=0, atol=0)
     (actual, _, _) = torch_onnx_fx.export(lambda x: (torch.sign(x), torch.sgn(x), torch.sign(x * 2)), (x,), verbose=False)(x)
     assert not torch.signbit(actual[(x == 0)]).any()  # ATen's (0 < x) - (x < 0) is +0 for -0
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_angle_of_real_values(dtype):
+    x = torch.tensor(SPECIAL, dtype=dtype)
+    assert_matches_eager(lambda x: torch.angle(x), (x,), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_bucketize_and_searchsorted_of_nan_are_past_every_boundary(dtype):
+    boundaries = torch.tensor([-1.0, 0.0, 2.0, float("inf")], dtype=dtype)
+    x = torch.tensor(SPECIAL, dtype=dtype)
+
+    def model(x, boundaries):
+        return (
+            torch.bucketize(x, boundaries), torch.bucketize(x, boundaries, right=True),
+            torch.searchsorted(boundaries, x), torch.searchsorted(boundaries, x, side="right"),
+        )
+
+    assert_matches_eager(model, (x, boundaries), rtol=0, atol=0)
+    ints = torch.tensor([-3, 0, 2, 9])
+    assert_matches_eager(model, (ints, torch.tensor([-1, 0, 2, 5])), rtol=0, atol=0)

@@ -73,3 +73,11 @@ def aten_heaviside(self: ir.Value, values: ir.Value) -> ir.Value:
 def aten_sign(self: ir.Value) -> ir.Value:
     """sign(Tensor self) -> Tensor, and sgn of real tensors: 0 for NaN, as ATen's CPU kernel."""
     return op.Where(op.IsNaN(self), op.CastLike(0, self), op.Sign(self))
+
+
+@register("aten::angle", supports=_floating)
+def aten_angle(self: ir.Value) -> ir.Value:
+    """angle(Tensor self) -> Tensor of real floats: pi for negative values, 0 for the others
+    (-0 included), NaN for NaN (torchlib's gave 0 for NaN)."""
+    negative = _constant(math.pi, self)
+    return op.Where(op.IsNaN(self), self, op.Where(op.Less(self, _constant(0.0, self)), negative, _constant(0.0, self)))

@@ -188,7 +188,10 @@ def aten_searchsorted(
     if sorted_sequence.shape is not None and sorted_sequence.shape.rank() > 1:
         boundaries = op.Unsqueeze(sorted_sequence, op.Constant(value_ints=[-2]))
     values = op.Unsqueeze(self, op.Constant(value_ints=[-1]))
-    before = op.Cast(op.LessOrEqual(boundaries, values) if right or side == "right" else op.Less(boundaries, values), to=ir.DataType.INT64)
+    # ATen's binary search moves past a boundary unless boundary >= value (> on the right side):
+    # a NaN value is past every boundary (index len), where boundary < value never holds for it.
+    stops = op.Greater(boundaries, values) if right or side == "right" else op.GreaterOrEqual(boundaries, values)
+    before = op.Cast(op.Not(stops), to=ir.DataType.INT64)
     # The count is the last running sum. ONNX Runtime's ReduceSum would be the obvious choice but
     # returns an empty input unchanged; a leading zero column keeps the axis non-empty.
     zeros = op.ConstantOfShape(
