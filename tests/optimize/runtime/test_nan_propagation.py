@@ -56,3 +56,19 @@ def test_without_nan_nothing_changes():
     x = torch.randn(3, 5)
     assert_matches_eager(lambda x: (torch.amax(x, 1), torch.argmin(x, 0), F.max_pool1d(x[None], 2), torch.median(x, 1)), (x,), rtol=0, atol=0)
     assert_matches_eager(lambda x: (torch.amax(x, 1), torch.argmax(x, 0)), (torch.randint(-5, 5, (3, 4)),), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_scatter_and_index_reductions_of_extremes(dtype):
+    # A slot that held or received a NaN is NaN in ATen; ONNX Runtime's scatter kept a number.
+    x = torch.tensor([1.0, NAN, 3.0, 4.0], dtype=dtype)
+    source = torch.tensor([NAN, 0.5, 7.0, -2.0], dtype=dtype)
+    index = torch.tensor([0, 0, 2, 3])
+
+    def model(x, source):
+        return (
+            x.index_reduce(0, index, source, "amin"), x.index_reduce(0, index, source, "amax", include_self=False),
+            x.scatter_reduce(0, index, source, "amax"), x.scatter_reduce(0, index, source, "amin", include_self=False),
+        )
+
+    assert_matches_eager(model, (x, source), rtol=0, atol=0)

@@ -1,6 +1,7 @@
 """NaN wins a max or a min, as in ATen.
 
-ONNX Runtime's CPU ``ReduceMax``, ``ReduceMin``, ``ArgMax``, ``ArgMin`` and ``MaxPool`` skip NaN
+ONNX Runtime's CPU ``ReduceMax``, ``ReduceMin``, ``ArgMax``, ``ArgMin``, ``MaxPool`` and the max/min
+reductions of ``ScatterElements``/``ScatterND`` skip NaN
 (a comparison with NaN is false, so it never replaces the running maximum): ``amax([1, nan, 2])``
 gave 2, ``argmax`` the 2's index, a max-pooling window holding a NaN its largest number. ATen
 propagates it: the maximum and minimum are NaN and their index the first NaN's. A NaN in a model's
@@ -26,6 +27,14 @@ logger = logging.getLogger(__name__)
 _FLOATS = frozenset({ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.FLOAT16, ir.DataType.BFLOAT16})
 _VALUE_REDUCTIONS = frozenset({"ReduceMax", "ReduceMin", "MaxPool"})
 _INDEX_REDUCTIONS = frozenset({"ArgMax", "ArgMin"})
+_SCATTERS = frozenset({"ScatterElements", "ScatterND"})
+
+
+def _scatter_extreme(node: ir.Node) -> bool:
+    """A scatter that keeps the max or min of what lands on each slot (scatter_reduce and
+    index_reduce with amax/amin): ONNX Runtime's keeps a number over a NaN there too."""
+    reduction = node.attributes.get("reduction")
+    return node.op_type in _SCATTERS and reduction is not None and reduction.as_string() in ("max", "min")
 
 
 def _nan_mask(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
@@ -41,6 +50,16 @@ def _same_reduction(tape: ir.tape.Tape, node: ir.Node, mask: ir.Value, op_type: 
 def _propagated(tape: ir.tape.Tape, node: ir.Node) -> list[ir.Value]:
     """``node``'s results computed again by a copy of it, with NaN wherever ATen would have one."""
     x = node.inputs[0]
+    if node.op_type in _SCATTERS:
+        # The NaN masks of data and updates scattered with a max (float32 0/1, which every
+        # scatter kernel takes): a slot that held or received a NaN is NaN.
+        result = _same_reduction(tape, node, x)
+        flags = [tape.op("Cast", [tape.op("IsNaN", [v])], {"to": ir.DataType.FLOAT}) for v in (x, node.inputs[2])]
+        attributes = {name: attribute.value for name, attribute in node.attributes.items()}
+        attributes["reduction"] = "max"
+        seen = tape.op(node.op_type, [flags[0], node.inputs[1], flags[1]], attributes)
+        nan = tape.op("Constant", [], {"value": ir.tensor(np.array(np.nan, dtype=x.dtype.numpy()))})
+        return [tape.op("Where", [tape.op("Cast", [seen], {"to": ir.DataType.BOOL}), nan, result])]
     mask = _nan_mask(tape, x)
     if node.op_type == "MaxPool" and len(node.outputs) == 2:
         # Values and indices: where a window holds a NaN, the mask's own maximum is its position.
@@ -83,6 +102,8 @@ def _typed(nodes: list[ir.Node], dtype: ir.DataType) -> None:
                 kind = ir.DataType(node.attributes["to"].as_int())
             elif node.op_type == "IsNaN":
                 kind = ir.DataType.BOOL
+            elif node.op_type in _SCATTERS:
+                kind = node.inputs[0].dtype
             elif node.op_type in ("ArgMax", "ArgMin", "Size", "Shape") or (node.op_type == "MaxPool" and index == 1):
                 kind = ir.DataType.INT64
             elif node.op_type in ("Greater",):
@@ -104,7 +125,7 @@ class NaNPropagationPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         count = 0
         for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
-            if node.domain not in ("", "ai.onnx") or node.op_type not in _VALUE_REDUCTIONS | _INDEX_REDUCTIONS:
+            if node.domain not in ("", "ai.onnx") or not (node.op_type in _VALUE_REDUCTIONS | _INDEX_REDUCTIONS or _scatter_extreme(node)):
                 continue
             x = node.inputs[0] if node.inputs else None
             if x is None or x.dtype not in _FLOATS:
