@@ -82,6 +82,11 @@ def aten_adaptive_max_pool(self: ir.Value, output_size: Sequence[int]) -> tuple[
     values = op.ReduceMax(gathered, last, keepdims=1)
     # ArgMax takes the first maximum, as ATen does; map the bin position back to the flat index.
     position = op.ArgMax(gathered, axis=-1, keepdims=1, select_last_index=0)
+    if gathered.dtype is not None and gathered.dtype.is_floating_point():
+        # ATen's scan takes every NaN it meets (val > max || isnan(val)): a bin's last NaN.
+        nans = op.Cast(op.IsNaN(gathered), to=ir.DataType.INT32)
+        last_nan = op.ArgMax(nans, axis=-1, keepdims=1, select_last_index=1)
+        position = op.Where(op.Cast(op.ReduceMax(nans, last, keepdims=1), to=ir.DataType.BOOL), last_nan, position)
     table = op.Constant(value=ir.tensor(index))
     indices = op.GatherElements(op.Expand(table, op.Shape(gathered)), position, axis=-1)
     # Reshape to the result's shape rather than squeeze the bin axis: ONNX Runtime's reductions
@@ -109,7 +114,9 @@ def aten_adaptive_avg_pool_general(self: ir.Value, output_size: Sequence[int]) -
     # ones column rather than a ReduceSum, which ONNX Runtime mis-shapes on an empty batch.
     weights = op.CastLike(op.Constant(value=ir.tensor(mask / mask.sum(-1, keepdims=True))), gathered)
     ones = op.CastLike(op.Constant(value=ir.tensor(np.ones([mask.shape[-1], 1], dtype=np.float32))), gathered)
-    result = op.Squeeze(op.MatMul(op.Mul(gathered, weights), ones), op.Constant(value_ints=[-1]))
+    # Weighted out means left out: a repeated inf times a zero weight would be NaN.
+    weighted = op.Where(op.Constant(value=ir.tensor(mask > 0)), op.Mul(gathered, weights), op.CastLike(0, gathered))
+    result = op.Squeeze(op.MatMul(weighted, ones), op.Constant(value_ints=[-1]))
     return op.Squeeze(result, op.Constant(value_ints=[0])) if unbatched else result
 
 

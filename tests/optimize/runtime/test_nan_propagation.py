@@ -72,3 +72,19 @@ def test_scatter_and_index_reductions_of_extremes(dtype):
         )
 
     assert_matches_eager(model, (x, source), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_adaptive_pooling_of_uneven_bins_with_nan_and_inf(dtype):
+    # Bins of 7 into 3 overlap and differ in size: a short bin's padding (its last element
+    # repeated, weighted 0) made an inf into NaN for the mean, and the max's index was the first
+    # NaN where ATen's scan keeps the last.
+    x = torch.arange(2 * 7 * 7, dtype=dtype).reshape(1, 2, 7, 7)
+    x[0, 0, 2, 2] = x[0, 0, 3, 3] = NAN
+    x[0, 1, 6, 6] = float("inf")
+    x[0, 1, 0, 1] = NAN
+
+    def model(x):
+        return (*F.adaptive_max_pool2d(x, 3, return_indices=True), F.adaptive_avg_pool2d(x, 3), F.adaptive_avg_pool1d(x[0], 3))
+
+    assert_matches_eager(model, (x,), rtol=1e-6, atol=0)
