@@ -75,3 +75,16 @@ def test_bucketize_and_searchsorted_of_nan_are_past_every_boundary(dtype):
     assert_matches_eager(model, (x, boundaries), rtol=0, atol=0)
     ints = torch.tensor([-3, 0, 2, 9])
     assert_matches_eager(model, (ints, torch.tensor([-1, 0, 2, 5])), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_scatter_reduce_mean_with_infinities(dtype):
+    # The zeros and ones it scatters were self * 0 and src * 0 + 1: NaN at every inf.
+    x = torch.tensor([1.0, float("inf"), 3.0, float("nan"), 5.0], dtype=dtype)
+    source = torch.tensor([float("inf"), 2.0, 4.0, 1.0], dtype=dtype)
+    index = torch.tensor([0, 0, 2, 4])
+
+    def model(x, source):
+        return x.scatter_reduce(0, index, source, "mean"), x.scatter_reduce(0, index, source, "mean", include_self=False)
+
+    assert_matches_eager(model, (x, source), rtol=1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-6, atol=0)

@@ -246,9 +246,11 @@ def aten_scatter_reduce_mean(
     ONNX has no mean reduction (torchlib falls back to a plain scatter): sum the sources and count
     them with two additive scatters, then divide; untouched positions keep ``self``.
     """
-    zeros = op.Mul(self, op.CastLike(0, self))
+    # Zeros and ones of the operands' shapes, not self * 0 and src * 0 + 1: those are NaN at
+    # every inf or NaN, which spread to untouched slots and to the counts.
+    zeros = op.Expand(op.CastLike(0, self), op.Shape(self))
     totals = op.ScatterElements(zeros, index, src, axis=dim, reduction="add")
-    counts = op.ScatterElements(zeros, index, op.Add(op.Mul(src, op.CastLike(0, src)), op.CastLike(1, src)), axis=dim, reduction="add")
+    counts = op.ScatterElements(zeros, index, op.Expand(op.CastLike(1, self), op.Shape(index)), axis=dim, reduction="add")
     if include_self:
         totals = op.Add(totals, self)
         counts = op.Add(counts, op.CastLike(1, self))
