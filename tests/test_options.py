@@ -90,3 +90,20 @@ def test_two_names_for_one_symbol_warn_as_torch_onnx_does():
 def test_opsets_outside_the_supported_range_are_refused_before_any_work(opset):
     with pytest.raises(torch_onnx_fx.UnsupportedArgumentError, match=r"(builds opsets|an int from) 13 to \d+"):
         torch_onnx_fx.export(TwoInputs(), (torch.randn(2), torch.randn(2)), opset_version=opset, verbose=False)
+
+
+def test_fx_passes_run_after_decomposition_and_edit_what_is_translated():
+    seen = []
+
+    def relu_to_sigmoid(graph_module):
+        seen.append(sorted(str(n.target) for n in graph_module.graph.nodes if n.op == "call_function"))
+        for node in graph_module.graph.nodes:
+            if node.target == torch.ops.aten.relu.default:
+                node.target = torch.ops.aten.sigmoid.default
+
+    x = torch.randn(3, 4)
+    program = torch_onnx_fx.export(nn.Sequential(nn.ReLU()), (x,), fx_passes=[relu_to_sigmoid], verbose=False)
+    torch.testing.assert_close(program(x)[0], torch.sigmoid(x))
+    assert seen == [["aten.relu.default"]]
+    with pytest.raises(torch_onnx_fx.ArgumentTypeError, match="fx_passes"):
+        torch_onnx_fx.export(nn.ReLU(), (x,), fx_passes=relu_to_sigmoid)

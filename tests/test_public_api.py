@@ -42,7 +42,7 @@ def test_export_takes_torch_onnx_export_arguments_in_the_same_places():
     ours = inspect.signature(torch_onnx_fx.export).parameters
     theirs = inspect.signature(torch.onnx.export).parameters
     assert [n for n in ours if n in theirs] == list(theirs), "same names, same order"
-    assert [n for n in ours if n not in theirs] == ["fusion", "state_outputs"]
+    assert [n for n in ours if n not in theirs] == ["fusion", "state_outputs", "fx_passes"]
     for name, parameter in theirs.items():
         assert ours[name].kind == parameter.kind, name
 

@@ -112,7 +112,7 @@ def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any,
         phase.detail = f"{len(decomposed.decomposed)} operator(s) decomposed" if decomposed.retraced else "not needed"
     session.decomposed(decomposed, table)
     program = decomposed.exported_program
-    normalize.normalize(program, table)
+    normalize.normalize(program, table, user_passes=opts.fx_passes or ())
 
     signature = ProgramSignature.of(program)
     translate.check_translatable(program, table)

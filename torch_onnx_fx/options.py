@@ -99,6 +99,15 @@ def _names(name: str, value: Any) -> None:
         )
 
 
+def _passes(name: str, value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, Sequence) or isinstance(value, (str, bytes)) or not all(callable(v) for v in value):
+        raise ArgumentTypeError(
+            f"export(..., {name}=...): expected a list of functions taking a torch.fx.GraphModule, got {_short(value)}."
+        )
+
+
 # -- the declaration ---------------------------------------------------------------------------------
 
 TORCH_ONNX, OURS, LEGACY_KIND, RESOLVED = "torch.onnx", "ours", "legacy", "resolved"
@@ -211,6 +220,13 @@ class ExportOptions:
         "`OutputSpec.kind` metadata says which is which), for callers that carry state (KV caches, running "
         "statistics) themselves.",
         check=_FLAG, kind=OURS,
+    )
+    fx_passes: Sequence[Callable[[torch.fx.GraphModule], Any]] | None = _argument(
+        None, "Your own FX passes: functions called in order with the captured program's `GraphModule` after "
+        "decomposition, before the graph is normalized and translated; each may edit the graph in place "
+        "(recompiled after each). The supported form of what transformers' exporter patches into torch.onnx's "
+        "private `_prepare_exported_program_for_export`.",
+        check=_passes, kind=OURS,
     )
     training: Any = _argument(
         UNSET, "`TrainingMode.TRAINING` raises (set `model.train()` yourself); other values warn (deprecated).",

@@ -18,7 +18,7 @@ retypes them (``promotion.promote_scalars``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import torch
 from torch.fx.passes.infra.pass_base import PassBase
@@ -38,10 +38,16 @@ if TYPE_CHECKING:
 __all__ = ["normalize"]
 
 
-def normalize(program: torch.export.ExportedProgram, table: TranslationTable | None = None) -> bool:
+def normalize(
+    program: torch.export.ExportedProgram, table: TranslationTable | None = None, user_passes: Sequence[Callable[[torch.fx.GraphModule], Any]] = (),
+) -> bool:
     """Run the normalize passes over ``program``'s graph and its subgraphs, in place; whether any
     of them changed something. ``table`` (the export's translations) tells which nodes become
-    one fused ONNX operator."""
+    one fused ONNX operator. ``user_passes`` (``export(fx_passes=...)``) run first, on the
+    top-level graph module as decomposition left it, so ours see what they made."""
+    for user_pass in user_passes:
+        user_pass(program.graph_module)
+        program.graph_module.recompile()
     fused = table.fused if table is not None else (lambda node: False)
     # A user's own translation of index.Tensor sees every index node as captured.
     own_index = table is not None and "aten::index.Tensor" in table.custom_targets
@@ -52,7 +58,7 @@ def normalize(program: torch.export.ExportedProgram, table: TranslationTable | N
         *((InPlaceToFunctionalPass(table),) if table is not None else ()),
         TypePromotionPass(), JoinPromotionPass(), IntegralAccumulationPass(), IndexDtypePass(), HalfPrecisionAccumulationPass(fused),
     )
-    modified = False
+    modified = bool(user_passes)
     for module in list(program.graph_module.modules()):
         if not isinstance(module, torch.fx.GraphModule):
             continue
