@@ -18,7 +18,7 @@ SHARED = {"_state", "errors", "dtypes", "signature", "registry", "progress"}
 # The pipeline's stages, in the order data flows through them.
 STAGES = ["capture", "normalize", "translate", "ops", "optimize", "program", "diagnostics"]
 # The public entries at the top, which compose the stages.
-ENTRIES = {"__init__", "__main__", "export", "options", "exportable", "testing", "verification", "cli", "demo"}
+ENTRIES = {"__init__", "__main__", "export", "options", "exportable", "testing", "verification", "cli", "demo", "integrations"}
 MAX_LOOSE_MODULES = 15
 MAX_LINES = 600
 
