@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-exporters = pytest.importorskip("transformers.exporters", reason="transformers.exporters arrived in transformers 5.20")
+exporters = pytest.importorskip("transformers.exporters", reason="transformers.exporters needs transformers 5.24 (the version tested)")
 
 from transformers import DynamicCache, GenerationConfig, LlamaConfig, LlamaForCausalLM  # noqa: E402
 

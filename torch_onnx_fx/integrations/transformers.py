@@ -36,7 +36,7 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "torch_onnx_fx.integrations.transformers needs transformers with its exporters "
-        "(transformers.exporters, transformers >= 5.20): pip install -U transformers"
+        "(transformers.exporters, transformers >= 5.24, the version tested): pip install -U transformers"
     ) from exc
 
 import onnx_ir as ir

@@ -1,0 +1,66 @@
+"""torch_onnx_fx.integrations.genai: a decoder exported into a folder ONNX Runtime GenAI loads and
+generates from, with eager ``generate``'s greedy tokens, for the architectures GenAI's own model
+builder serves (Llama, Qwen2, Mistral, Phi-3, Gemma-2 with its sliding window exercised)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+og = pytest.importorskip("onnxruntime_genai", reason="onnxruntime-genai is a test extra")
+transformers = pytest.importorskip("transformers")
+
+from torch_onnx_fx.integrations.genai import export_for_genai  # noqa: E402
+
+NEW_TOKENS = 12
+COMMON = dict(
+    hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+    vocab_size=100, max_position_embeddings=128, eos_token_id=2, bos_token_id=1, pad_token_id=0,
+)
+ARCHITECTURES = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
+    "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": None}),
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", {}),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 8, "sliding_window": 4}),  # 19 tokens > window
+}
+
+
+@pytest.mark.parametrize("name", list(ARCHITECTURES))
+def test_genai_generates_eager_tokens(name, tmp_path):
+    config_class, model_class, extra = ARCHITECTURES[name]
+    model = getattr(transformers, model_class)(getattr(transformers, config_class)(**COMMON, **extra)).eval()
+    prompts = torch.randint(3, 100, (2, 7))
+    with torch.no_grad():
+        eager = model.generate(
+            input_ids=prompts, attention_mask=torch.ones_like(prompts), max_new_tokens=NEW_TOKENS, do_sample=False,
+            eos_token_id=None, pad_token_id=0,
+        )
+    # An end token eager never produced, so GenAI generates as many tokens as eager did.
+    model.generation_config.eos_token_id = next(t for t in range(3, 100) if t not in eager.flatten().tolist())
+    folder = export_for_genai(model, tmp_path / name)
+    config = json.loads((tmp_path / name / "genai_config.json").read_text())
+    assert config["model"]["decoder"]["num_key_value_heads"] == 2 and config["model"]["type"] == model.config.model_type
+    genai_model = og.Model(str(folder))
+    params = og.GeneratorParams(genai_model)
+    params.set_search_options(max_length=prompts.shape[1] + NEW_TOKENS, do_sample=False, batch_size=2)
+    generator = og.Generator(genai_model, params)
+    generator.append_tokens(prompts.numpy())
+    while not generator.is_done():
+        generator.generate_next_token()
+    for row in range(2):
+        assert [int(t) for t in generator.get_sequence(row)] == eager[row].tolist()
+
+
+def test_tokenizer_files_are_copied(tmp_path):
+    source = tmp_path / "tokenizer"
+    source.mkdir()
+    (source / "tokenizer.json").write_text("{}")
+    (source / "unrelated.bin").write_text("")
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**COMMON)).eval()
+    folder = export_for_genai(model, tmp_path / "out", tokenizer=source)
+    names = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert names == ["genai_config.json", "model.onnx", "model.onnx.data", "tokenizer.json"], names
+    assert folder == str(tmp_path / "out")
