@@ -130,3 +130,61 @@ def test_keyword_exports_and_calls_warn_nothing_from_our_code():
     ours = [w for w in caught if "torch_onnx_fx" in w.filename]
     assert not ours, [f"{w.filename}:{w.lineno}: {w.message}" for w in ours]
     torch.testing.assert_close(actual, x * scale + bias)
+
+
+class _Cache:
+    """An object carrying tensors in attributes, registered as a pytree that numbers its leaves
+    (as transformers registers its caches for export)."""
+
+    def __init__(self, keys, values):
+        self.layers = [{"keys": k, "values": v} for k, v in zip(keys, values)]
+
+
+def _cache_leaves(cache):
+    return [t for layer in cache.layers for t in (layer["keys"], layer["values"])]
+
+
+torch.utils._pytree.register_pytree_node(
+    _Cache,
+    lambda c: (_cache_leaves(c), len(c.layers)),
+    lambda leaves, n: _Cache(leaves[0::2], leaves[1::2]),
+    flatten_with_keys_fn=lambda c: ([(torch.utils._pytree.SequenceKey(i), t) for i, t in enumerate(_cache_leaves(c))], len(c.layers)),
+)
+
+
+class _Structured(nn.Module):
+    def forward(self, x, pairs, cache):
+        grown = _Cache([layer["keys"] + x for layer in cache.layers], [layer["values"] * 2 for layer in cache.layers])
+        return {"sum": x + pairs[0], "pair": (x * 2, pairs[1] - 1), "cache": grown}
+
+
+def _structured_inputs():
+    x, pairs = torch.randn(3), (torch.randn(3), torch.randn(3))
+    return x, pairs, _Cache([torch.randn(3), torch.randn(3)], [torch.randn(3), torch.randn(3)])
+
+
+def test_nested_inputs_and_structured_outputs_are_named_by_their_paths():
+    # torch.export's names were pairs_0 ... cache_3 in, add, mul, sub, add_1 ... out.
+    x, pairs, cache = _structured_inputs()
+    program = torch_onnx_fx.export(_Structured(), (x, pairs), kwargs={"cache": cache}, verbose=False)
+    assert [v.name for v in program.model.graph.inputs] == [
+        "x", "pairs.0", "pairs.1", "cache.layers.0.keys", "cache.layers.0.values", "cache.layers.1.keys", "cache.layers.1.values",
+    ]
+    assert [v.name for v in program.model.graph.outputs] == [
+        "sum", "pair.0", "pair.1",
+        "output.cache.layers.0.keys", "output.cache.layers.0.values", "output.cache.layers.1.keys", "output.cache.layers.1.values",
+    ]
+    actual = program(x, pairs, cache=cache)
+    expected = [x + pairs[0], x * 2, pairs[1] - 1, cache.layers[0]["keys"] + x, cache.layers[0]["values"] * 2]
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a, e)
+
+
+def test_given_names_win_over_paths_and_tuple_outputs_keep_node_names():
+    x, pairs, cache = _structured_inputs()
+    names = [f"in{i}" for i in range(7)]
+    program = torch_onnx_fx.export(_Structured(), (x, pairs), kwargs={"cache": cache}, input_names=names, output_names=["s"], verbose=False)
+    assert [v.name for v in program.model.graph.inputs] == names
+    assert [v.name for v in program.model.graph.outputs][:2] == ["s", "pair.0"]
+    tupled = torch_onnx_fx.export(lambda x: (x + 1, x * 2), (x,), verbose=False)
+    assert [v.name for v in tupled.model.graph.outputs] == ["add", "mul"]  # as torch.onnx names them

@@ -136,7 +136,7 @@ def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any,
 
     naming.name_interface(
         model_ir.graph, signature, input_names=opts.input_names, output_names=opts.output_names,
-        dynamic_axes=opts.dynamic_axes, state_outputs=opts.state_outputs,
+        dynamic_axes=opts.dynamic_axes, state_outputs=opts.state_outputs, call=(program, model, opts.args, opts.kwargs),
     )
     onnx_program = ONNXProgram(
         model_ir,

@@ -426,7 +426,11 @@ def _check_values(bound: Mapping[str, Any]) -> None:
     import numpy as np
 
     for name, value in bound.items():
-        for path, leaf in torch.utils._pytree.tree_flatten_with_path(value)[0]:
+        try:
+            leaves = torch.utils._pytree.tree_flatten_with_path(value)[0]
+        except ValueError:  # a registered type without keys: the argument's name only
+            leaves = [((), leaf) for leaf in torch.utils._pytree.tree_leaves(value)]
+        for path, leaf in leaves:
             if isinstance(leaf, np.ndarray):
                 where = name + torch.utils._pytree.keystr(path)
                 raise UnsupportedArgumentError(

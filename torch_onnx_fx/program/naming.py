@@ -18,6 +18,7 @@ import torch
 from torch_onnx_fx.translate import metadata
 from torch_onnx_fx.errors import UnsupportedArgumentError
 from torch_onnx_fx.optimize.distinct_outputs import output_copy
+from torch_onnx_fx.program.path_names import apply_path_names
 from torch_onnx_fx.signature import ProgramSignature
 
 __all__ = ["name_interface", "rename_inputs", "rename_outputs", "apply_output_axes", "symbol_names"]
@@ -117,9 +118,14 @@ def name_interface(
     output_names: Sequence[str] | None,
     dynamic_axes: Mapping[str, Any] | None,
     state_outputs: bool,
+    call: tuple[torch.export.ExportedProgram, Any, Sequence[Any], Mapping[str, Any]] | None = None,
 ) -> None:
-    """The graph's interface as the user asked for it: inputs and outputs renamed, output dims
-    named from ``dynamic_axes``, and each output's metadata saying what it stands for."""
+    """The graph's interface as the user asked for it: nested inputs and structured outputs named
+    by their paths (``call``: the program, model and arguments), then inputs and outputs renamed
+    as asked, output dims named from ``dynamic_axes``, and each output's metadata saying what it
+    stands for."""
+    if call is not None:
+        apply_path_names(graph, signature, *call)
     rename_inputs(graph, input_names, signature)
     rename_outputs(graph, output_names)
     if dynamic_axes is not None:
