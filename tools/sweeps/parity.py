@@ -52,6 +52,8 @@ DELIBERATE: list[tuple[str, Callable[[Any, Any], bool], str]] = [
      "an input returned as-is keeps its name (torch.onnx renames the input to <name>_orig)"),
     ("call", lambda ours, theirs: ours is not None and theirs is None,
      "torch.onnx's graph does not run in ONNX Runtime (better)"),
+    ("inputs", lambda ours, theirs: _path_named(ours, theirs),
+     "nested inputs are named by their path (cache.layers.0.keys, extra.a); torch.onnx's by argument and position (cache_0)"),
     ("outputs", lambda ours, theirs: _same_but_names(ours, theirs),
      "output names are FX node names; torch.onnx re-traces every program, which renames them (add → add_4, getitem)"),
 ]
@@ -103,6 +105,11 @@ def _same_but_names(ours: Any, theirs: Any) -> bool:
     if not ours or not theirs or len(ours) != len(theirs):
         return False
     return all(a[1:] == b[1:] for a, b in zip(ours, theirs))
+
+
+def _path_named(ours: Any, theirs: Any) -> bool:
+    """Equal but for the names of nested inputs, ours a dotted path."""
+    return _same_but_names(ours, theirs) and all(a[0] == b[0] or "." in a[0] for a, b in zip(ours, theirs))
 
 
 def _canonical(field: Any) -> Any:
