@@ -54,6 +54,9 @@ DELIBERATE: list[tuple[str, Callable[[Any, Any], bool], str]] = [
      "torch.onnx's graph does not run in ONNX Runtime (better)"),
     ("inputs", lambda ours, theirs: _path_named(ours, theirs),
      "nested inputs are named by their path (cache.layers.0.keys, extra.a); torch.onnx's by argument and position (cache_0)"),
+    ("size_conditions", lambda ours, theirs: ours is True and not theirs,
+     "the model's Python code decided on sizes while it was traced: we state them and refuse other sizes in "
+     "program(...); torch.onnx's graph silently computes the traced branch for them"),
     ("outputs", lambda ours, theirs: _same_but_names(ours, theirs),
      "output names are FX node names; torch.onnx re-traces every program, which renames them (add → add_4, getitem)"),
 ]
@@ -70,6 +73,8 @@ DELIBERATE_CASES = {
 _SYMBOL = re.compile(r"\bs\d+\b")
 # torch.onnx warns that a dim name "will not be used" even when both axes got the *same* name
 # (input_ids and attention_mask both "sequence"): nothing is lost, so it is not compared.
+# The warning of a program valid only for some sizes (ONNXProgram.size_conditions).
+_SIZE_CONDITIONS = "The exported graph is valid only for inputs where"
 _SAME_NAME = re.compile(r"# The axis name: (\S+) will not be used, since it shares the same shape constraints with another axis: \1\.")
 
 
@@ -153,7 +158,11 @@ def observe(export: Callable[[], Any], call_inputs: tuple[tuple[Any, ...], dict[
             program = None
     relevant = [w for w in caught if w.category in (UserWarning, DeprecationWarning)]
     view["ignored_warnings"] = sorted({str(w.message).splitlines()[0] for w in relevant if _SAME_NAME.search(str(w.message))})
-    view["warnings"] = sorted({w.category.__name__ for w in relevant if not _SAME_NAME.search(str(w.message))})
+    # Our statement of the sizes the model's Python code decided on is compared on its own.
+    view["size_conditions"] = any(_SIZE_CONDITIONS in str(w.message) for w in relevant)
+    view["warnings"] = sorted({
+        w.category.__name__ for w in relevant if not _SAME_NAME.search(str(w.message)) and _SIZE_CONDITIONS not in str(w.message)
+    })
     if program is None:
         return view
     graph = program.model.graph
@@ -169,7 +178,7 @@ def observe(export: Callable[[], Any], call_inputs: tuple[tuple[Any, ...], dict[
 def divergences(ours: dict[str, Any], theirs: dict[str, Any], case: str = "") -> list[dict[str, Any]]:
     """Each field that differs, with the reason when it is deliberate."""
     found = []
-    fields = ["status", "inputs", "outputs", "call", "warnings"]
+    fields = ["status", "inputs", "outputs", "call", "warnings", "size_conditions"]
     if ours["status"] != "ok" and theirs["status"] != "ok":
         fields = ["status"]
     elif ours["status"] != theirs["status"]:
