@@ -48,14 +48,18 @@ def _float_mask(rows=5, cols=6):
     return mask + torch.randn(2, 1, rows, cols, generator=torch.Generator().manual_seed(2))
 
 
+_BEFORE_2_15 = tuple(int(part) for part in torch.__version__.split(".")[:2]) < (2, 15)
+
 CASES = {
     "bool-mask-fully-masked-rows": (Attention().eval(), lambda: (*_qkv(), _bool_mask())),
     "float-mask-inf-rows": (Attention().eval(), lambda: (*_qkv(), _float_mask())),
     "gqa-bool-mask": (Attention(enable_gqa=True).eval(), lambda: (*_qkv(heads=4, kv_heads=2), _bool_mask())),
     "gqa-causal": (Attention(enable_gqa=True, is_causal=True).eval(), lambda: _qkv(heads=6, kv_heads=2, rows=6)),
     "causal-scaled": (Attention(is_causal=True, scale=0.2).eval(), lambda: _qkv(rows=4)),
-    # ATen accepts a float mask together with is_causal; And of a float mask was an invalid graph.
-    "causal-float-mask": (Attention(is_causal=True).eval(), lambda: (*_qkv(), _float_mask())),
+    # ATen (before 2.15) accepts a float mask together with is_causal; And of a float mask was an
+    # invalid graph. torch 2.15 refuses the combination in eager ("Explicit attn_mask should not be
+    # set when is_causal=True"), so there is nothing to export or compare with.
+    **({"causal-float-mask": (Attention(is_causal=True).eval(), lambda: (*_qkv(), _float_mask()))} if _BEFORE_2_15 else {}),
     "no-mask": (Attention().eval(), lambda: _qkv()),
 }
 
