@@ -102,3 +102,58 @@ def replace_section(text: str, start_marker: str, end_marker: str, section: str)
     if start < 0 or end < 0:
         return None
     return text[:start] + section + text[end + len(end_marker):]
+
+
+def run_in_worker(context: Any, target: Any, args: tuple[Any, ...], log_path: Path, timeout_s: float, initial: Any) -> Any:
+    """Run ``target(*args, connection, log_path)`` in a process of its own and return the last record
+    it sent (``("stage" | "done", fields)`` messages; ``initial``'s type rebuilds them). A worker past
+    ``timeout_s`` is killed (status ``timeout``); one that exits without ``done`` has ``crashed``,
+    with the last line of its log."""
+    receive, send = context.Pipe(duplex=False)
+    process = context.Process(target=target, args=(*args, send, str(log_path)))
+    process.start()
+    send.close()
+    last = initial
+    deadline = time.monotonic() + timeout_s
+    finished = False
+    # The worker's end of the pipe closes when it exits, so a crash ends the wait with EOFError.
+    while not finished and receive.poll(max(0.0, deadline - time.monotonic())):
+        try:
+            kind, payload = receive.recv()
+        except EOFError:
+            break
+        last, finished = type(initial)(**payload), kind == "done"
+    if not finished and process.is_alive():
+        process.kill()
+        last.status, last.error = "timeout", f"killed after {timeout_s:.0f} s during {last.stage}"
+    elif not finished:
+        process.join()
+        tail = [line for line in log_path.read_text(errors="replace").splitlines() if line.strip()][-1:]
+        last.status = "crashed"
+        last.error = f"exit code {process.exitcode} during {last.stage}" + (f": {tail[0][:300]}" if tail else "")
+    process.join()
+    receive.close()
+    return last
+
+
+def read_records(path: Path, record_type: Any) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The runs' headers and the records (as ``record_type``) of a results file; none if it does
+    not exist yet."""
+    runs, records = [], []
+    if path.exists():
+        for kind, entry in read_entries(path):
+            if kind == "run":
+                runs.append({"kind": kind, **entry})
+            else:
+                records.append(record_type(**entry))
+    return runs, records
+
+
+def write_records(path: Path, runs: Sequence[dict[str, Any]], records: Sequence[Any]) -> None:
+    """A results file: the runs' headers, then one line per record (a dataclass)."""
+    import dataclasses
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps(run) for run in runs]
+    lines += [json.dumps({"kind": "record", **dataclasses.asdict(r)}) for r in records]
+    path.write_text("\n".join(lines) + "\n")

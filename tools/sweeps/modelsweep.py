@@ -55,7 +55,7 @@ for _path in (REPO, REPO / "tests"):
         sys.path.insert(0, str(_path))
 
 from tools._common import (  # noqa: E402
-    MODELSWEEP_FAMILIES_PNG, PLOTS_COMMAND, describe_versions, image, machine_info, read_entries, replace_section,
+    MODELSWEEP_FAMILIES_PNG, PLOTS_COMMAND, describe_versions, image, machine_info, replace_section, run_in_worker, read_records, write_records,
 )
 
 __all__ = [
@@ -360,32 +360,8 @@ def find_case(name: str) -> Any:
 
 
 def _run_worker(context: Any, case: Any, exporter: str, timeout_s: float, scratch: Path) -> Record:
-    receive, send = context.Pipe(duplex=False)
     log_path = scratch / f"{case.name}.{exporter}.log"
-    process = context.Process(target=_worker, args=(case.name, exporter, send, str(log_path)))
-    process.start()
-    send.close()
-    last = Record(case.name, case.family, exporter, case.ci)
-    deadline = time.monotonic() + timeout_s
-    finished = False
-    # The worker's end of the pipe closes when it exits, so a crash ends the wait with EOFError.
-    while not finished and receive.poll(max(0.0, deadline - time.monotonic())):
-        try:
-            kind, payload = receive.recv()
-        except EOFError:
-            break
-        last, finished = Record(**payload), kind == "done"
-    if not finished and process.is_alive():
-        process.kill()
-        last.status, last.error = "timeout", f"killed after {timeout_s:.0f} s during {last.stage}"
-    elif not finished:
-        process.join()
-        tail = [line for line in log_path.read_text(errors="replace").splitlines() if line.strip()][-1:]
-        last.status = "crashed"
-        last.error = f"exit code {process.exitcode} during {last.stage}" + (f": {tail[0][:300]}" if tail else "")
-    process.join()
-    receive.close()
-    return last
+    return run_in_worker(context, _worker, (case.name, exporter), log_path, timeout_s, Record(case.name, case.family, exporter, case.ci))
 
 
 def sweep(cases: Sequence[Any], timeout_s: float) -> Iterable[Record]:
@@ -423,21 +399,11 @@ def _run_header(run: int, command: str, timeout_s: float) -> dict[str, Any]:
 
 def read_results(path: Path) -> tuple[list[dict[str, Any]], list[Record]]:
     """The runs' headers and the records of a results file (none if it does not exist yet)."""
-    runs, records = [], []
-    if path.exists():
-        for kind, entry in read_entries(path):
-            if kind == "run":
-                runs.append({"kind": kind, **entry})
-            else:
-                records.append(Record(**entry))
-    return runs, records
+    return read_records(path, Record)
 
 
 def write_results(path: Path, runs: Sequence[dict[str, Any]], records: Sequence[Record]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps(run) for run in runs]
-    lines += [json.dumps({"kind": "record", **dataclasses.asdict(r)}) for r in records]
-    path.write_text("\n".join(lines) + "\n")
+    write_records(path, runs, records)
 
 
 def _cell(text: str | None) -> str:
