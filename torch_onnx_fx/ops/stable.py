@@ -176,11 +176,10 @@ def aten_linalg_vector_norm(
 ) -> ir.Value:
     """linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
 
-    p-norms are taken of the values divided by their largest magnitude and scaled back: ReduceL2
-    squared values past 1.8e19 (float32) or 1.3e154 (float64) into infinity, and squares of
-    values below 1e-19 into 0, where the norm itself is finite. Eager overflows the same way
-    except for a single element, whose norm it returns as its magnitude (the norm of a 0-d 1e28
-    was inf here); the scaled form gives the finite norm in every case."""
+    ReduceL2 of float32 squared values past 1.8e19 into infinity and squares below 1e-19 into 0
+    (ONNX Runtime flushes denormals), where eager's norm is finite for denormal squares and for a
+    single element. Eager overflows for two or more float32 elements past 1.8e19: here the finite
+    norm is returned, which float64 says is right."""
     if dtype is not None and dtype != -1:
         # The walk hands ScalarType arguments over as ONNX type numbers, as torchlib expects them.
         self = op.Cast(self, to=onnx_dtype(dtype) if isinstance(dtype, torch.dtype) else int(dtype))
@@ -199,18 +198,21 @@ def aten_linalg_vector_norm(
         return op.ReduceSum(op.CastLike(op.Not(op.Equal(self, _constant(0.0, self))), self), axes_value, keepdims=keep)
     if ord == 1:
         return op.ReduceSum(magnitude, axes_value, keepdims=keep)
-    largest = op.ReduceMax(magnitude, axes_value, keepdims=1)
-    # An all-zero (or empty) slice keeps a scale of 1; an infinite or NaN one too, so that the
-    # infinity or NaN reaches the sum as it would unscaled.
-    usable = op.And(op.Greater(largest, _constant(0.0, self)), op.Not(op.IsInf(largest)))
-    scale = op.Where(usable, largest, _constant(1.0, self))
-    scaled = op.Div(magnitude, scale)
+    # float32 squares summed in float64: none overflows or becomes a denormal (which ONNX
+    # Runtime flushes to 0 in float32); half precision in float32, as ATen accumulates it.
+    # float64 as eager computes it, overflow included.
+    shape = self.shape
+    if shape is not None and all(isinstance(shape[a], int) and shape[a] == 1 for a in axes) and ord != 0:
+        # One element: its magnitude, as eager's shortcut returns it (no square to overflow).
+        return magnitude if keepdim else op.Squeeze(magnitude, axes_value)
+    wider = {ir.DataType.FLOAT: ir.DataType.DOUBLE, ir.DataType.FLOAT16: ir.DataType.FLOAT, ir.DataType.BFLOAT16: ir.DataType.FLOAT}.get(self.dtype)
+    wide = op.Cast(magnitude, to=wider) if wider is not None else magnitude
     if ord == 2:
-        norm = op.Sqrt(op.ReduceSumSquare(scaled, axes_value, keepdims=1))
+        norm = op.ReduceL2(wide, axes_value, keepdims=keep)
     else:
-        norm = op.Pow(op.ReduceSum(op.Pow(scaled, _constant(float(ord), self)), axes_value, keepdims=1), _constant(1.0 / ord, self))
-    norm = op.Mul(norm, scale)
-    return norm if keepdim else op.Squeeze(norm, axes_value)
+        power = op.CastLike(op.Constant(value=ir.tensor(float(ord), dtype=ir.DataType.DOUBLE)), wide)
+        norm = op.Pow(op.ReduceSum(op.Pow(wide, power), axes_value, keepdims=keep), op.Div(op.CastLike(1.0, power), power))
+    return op.Cast(norm, to=self.dtype) if wider is not None else norm
 
 
 @register("aten::logcumsumexp", supports=_real_floating_input)
