@@ -89,7 +89,40 @@ def _narrowed(tape: ir.tape.Tape, node: ir.Node, result: ir.Value) -> ir.Value:
     return tape.op("Cast", [result], {"to": dtype}) if dtype in _NARROW else result
 
 
+def _constant(node: ir.Node, stem: str, array: np.ndarray) -> ir.Value:
+    """An initializer of the node's graph (the pass runs after the optimizer, which would have
+    folded a Constant node into one: a node per constant would stay a node)."""
+    graph = node.graph
+    name, index = stem, 0
+    while name in graph.initializers:
+        index += 1
+        name = f"{stem}_{index}"
+    value = ir.Value(name=name, const_value=ir.tensor(array))
+    graph.register_initializer(value)
+    return value
+
+
+def _single_axis_sum(tape: ir.tape.Tape, node: ir.Node, rank: int, axis: int) -> ir.Value:
+    """The sum over one axis: the last element of its CumSum, led by a 0 where the axis may be
+    empty. Gather's index keeps the axis (keepdims) or drops it: 2 or 3 nodes, where flattening
+    takes about 15."""
+    x = _widened(tape, node)
+    size = x.shape[axis] if x.shape is not None else None
+    stem = f"{node.outputs[0].name or 'sum'}__exact"
+    if not (isinstance(size, int) and size > 0):
+        pads = np.zeros(2 * rank, dtype=np.int64)
+        pads[axis] = 1
+        x = tape.op("Pad", [x, _constant(node, f"{stem}_pads", pads)])
+    running = tape.op("CumSum", [x, _constant(node, f"{stem}_axis", np.array(axis, dtype=np.int64))])
+    keepdims = node.attributes.get("keepdims")
+    keep = keepdims is None or bool(keepdims.as_int())
+    last = _constant(node, f"{stem}_last", np.array([-1] if keep else -1, dtype=np.int64))
+    return _narrowed(tape, node, tape.op("Gather", [running, last], {"axis": axis}))
+
+
 def _exact_sum(tape: ir.tape.Tape, node: ir.Node, rank: int, reduced: list[int]) -> ir.Value:
+    if len(reduced) == 1:
+        return _single_axis_sum(tape, node, rank, reduced[0])
     flat = _flattened(tape, _widened(tape, node), rank, reduced, 0)
     running = tape.op("CumSum", [flat, tape.op("Constant", [], {"value": ir.tensor(np.array(-1, dtype=np.int64))})])
     total = tape.op("Gather", [running, tape.op("Constant", [], {"value": ir.tensor(np.array(-1, dtype=np.int64))})], {"axis": -1})
