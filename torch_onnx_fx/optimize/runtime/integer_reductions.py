@@ -17,6 +17,8 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
+from torch_onnx_fx.optimize.runtime.constants import initializer
+
 __all__ = ["IntegerReductionsPass"]
 
 logger = logging.getLogger(__name__)
@@ -90,16 +92,7 @@ def _narrowed(tape: ir.tape.Tape, node: ir.Node, result: ir.Value) -> ir.Value:
 
 
 def _constant(node: ir.Node, stem: str, array: np.ndarray) -> ir.Value:
-    """An initializer of the node's graph (the pass runs after the optimizer, which would have
-    folded a Constant node into one: a node per constant would stay a node)."""
-    graph = node.graph
-    name, index = stem, 0
-    while name in graph.initializers:
-        index += 1
-        name = f"{stem}_{index}"
-    value = ir.Value(name=name, const_value=ir.tensor(array))
-    graph.register_initializer(value)
-    return value
+    return initializer(node.graph, stem, array)
 
 
 def _single_axis_sum(tape: ir.tape.Tape, node: ir.Node, rank: int, axis: int) -> ir.Value:

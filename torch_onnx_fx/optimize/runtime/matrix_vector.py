@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
 import onnx_ir as ir
+
+from torch_onnx_fx.optimize.runtime.constants import initializer
 
 __all__ = ["MatrixVectorPass"]
 
@@ -36,8 +39,7 @@ class MatrixVectorPass(ir.passes.InPlacePass):
             left_rank = _rank(matrix)
             if _rank(vector) != 1 or left_rank is None or left_rank < 2:
                 continue
-            last = ir.Value(name=f"matrix_vector_axis_{count}", const_value=ir.tensor([-1], dtype=ir.DataType.INT64))
-            node.graph.register_initializer(last)
+            last = initializer(node.graph, "matrix_vector_axis", np.array([-1], dtype=np.int64))
             column = ir.node("Unsqueeze", [vector, last])
             product = ir.node("MatMul", [matrix, column.outputs[0]])
             result = ir.node("Squeeze", [product.outputs[0], last])

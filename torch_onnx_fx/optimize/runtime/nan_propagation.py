@@ -20,6 +20,8 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
+from torch_onnx_fx.optimize.runtime.constants import initializer
+
 __all__ = ["NaNPropagationPass"]
 
 logger = logging.getLogger(__name__)
@@ -50,6 +52,11 @@ def _same_reduction(tape: ir.tape.Tape, node: ir.Node, mask: ir.Value, op_type: 
 def _propagated(tape: ir.tape.Tape, node: ir.Node) -> list[ir.Value]:
     """``node``'s results computed again by a copy of it, with NaN wherever ATen would have one."""
     x = node.inputs[0]
+    stem = f"{node.outputs[0].name or node.op_type}__nan"
+
+    def constant(array: np.ndarray) -> ir.Value:
+        return initializer(node.graph, stem, array)
+
     if node.op_type in _SCATTERS:
         # The NaN masks of data and updates scattered with a max (float32 0/1, which every
         # scatter kernel takes): a slot that held or received a NaN is NaN.
@@ -58,7 +65,7 @@ def _propagated(tape: ir.tape.Tape, node: ir.Node) -> list[ir.Value]:
         attributes = {name: attribute.value for name, attribute in node.attributes.items()}
         attributes["reduction"] = "max"
         seen = tape.op(node.op_type, [flags[0], node.inputs[1], flags[1]], attributes)
-        nan = tape.op("Constant", [], {"value": ir.tensor(np.array(np.nan, dtype=x.dtype.numpy()))})
+        nan = constant(np.array(np.nan, dtype=x.dtype.numpy()))
         return [tape.op("Where", [tape.op("Cast", [seen], {"to": ir.DataType.BOOL}), nan, result])]
     mask = _nan_mask(tape, x)
     if node.op_type == "MaxPool" and len(node.outputs) == 2:
@@ -70,25 +77,25 @@ def _propagated(tape: ir.tape.Tape, node: ir.Node) -> list[ir.Value]:
         values, indices = tape.op_multi_out("MaxPool", [x], attributes, num_outputs=2)
         double = ir.DataType.DOUBLE
         count = tape.op("Cast", [tape.op("Size", [x])], {"to": double})
-        one = tape.op("Constant", [], {"value": ir.tensor(np.array(1.0))})
+        one = constant(np.array(1.0))
         positions = tape.op("Reshape", [tape.op("Range", [one, tape.op("Add", [count, one]), one]), tape.op("Shape", [x])])
         marked = tape.op("Mul", [tape.op("Cast", [mask], {"to": double}), positions])
         last_nan = tape.op("MaxPool", [marked], attributes)
-        where = tape.op("Greater", [last_nan, tape.op("Constant", [], {"value": ir.tensor(np.array(0.0))})])
-        nan_index = tape.op("Sub", [tape.op("Cast", [last_nan], {"to": ir.DataType.INT64}), tape.op("Constant", [], {"value": ir.tensor(np.array(1, dtype=np.int64))})])
-        nan = tape.op("Constant", [], {"value": ir.tensor(np.array(np.nan, dtype=x.dtype.numpy()))})
+        where = tape.op("Greater", [last_nan, constant(np.array(0.0))])
+        nan_index = tape.op("Sub", [tape.op("Cast", [last_nan], {"to": ir.DataType.INT64}), constant(np.array(1, dtype=np.int64))])
+        nan = constant(np.array(np.nan, dtype=x.dtype.numpy()))
         return [tape.op("Where", [where, nan, values]), tape.op("Where", [where, nan_index, indices])]
     result = _same_reduction(tape, node, x)
     if node.op_type in _VALUE_REDUCTIONS:
         # Max of the 0/1 mask over the same windows or axes (MaxPool's padding counts as -inf).
         seen = _same_reduction(tape, node, mask, "MaxPool" if node.op_type == "MaxPool" else "ReduceMax")
-        nan = tape.op("Constant", [], {"value": ir.tensor(np.array(np.nan, dtype=x.dtype.numpy()))})
+        nan = constant(np.array(np.nan, dtype=x.dtype.numpy()))
         return [tape.op("Where", [tape.op("Cast", [seen], {"to": ir.DataType.BOOL}), nan, result])]
     # ArgMax of the mask finds the first NaN (for ArgMin as well: NaN is its minimum in ATen).
     first_nan = _same_reduction(tape, node, mask, "ArgMax")
     axis = node.attributes.get("axis")
     keepdims = node.attributes.get("keepdims")
-    axes = tape.op("Constant", [], {"value": ir.tensor(np.array([axis.as_int() if axis is not None else 0], dtype=np.int64))})
+    axes = constant(np.array([axis.as_int() if axis is not None else 0], dtype=np.int64))
     seen = tape.op("ReduceMax", [mask, axes], {"keepdims": keepdims.as_int() if keepdims is not None else 1})
     return [tape.op("Where", [tape.op("Cast", [seen], {"to": ir.DataType.BOOL}), first_nan, result])]
 
