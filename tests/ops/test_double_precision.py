@@ -68,3 +68,10 @@ def test_float64_log_softmax_of_non_finite_rows():
         return torch.log_softmax(x, 1), torch.log_softmax(x, 0), F.log_softmax(x.float(), 1, dtype=torch.float64)
 
     assert_matches_eager(model, (x,), rtol=1e-12, atol=1e-12)
+
+
+def test_float64_stable_forms_use_float64_constants():
+    # ops/stable.py's constants were float32: log(2) rounded to float32 made float64 logaddexp2
+    # off by 1.2e-6 relative.
+    a, b = torch.randn(200, dtype=torch.float64) * 3, torch.randn(200, dtype=torch.float64) * 3
+    assert_matches_eager(lambda a, b: (torch.logaddexp2(a, b), torch.logaddexp(a, b)), (a, b), rtol=1e-13, atol=1e-300)

@@ -26,6 +26,12 @@ def int64(value: int) -> ir.Value:
     return op.Constant(value=ir.tensor(np.int64(value)))
 
 
+def constant(value: float, like: ir.Value) -> ir.Value:
+    """A float constant in ``like``'s dtype, held in float64 and rounded once to it: a float32
+    constant would round pi or log(2) for a float64 computation (8.7e-8 off for pi)."""
+    return op.CastLike(op.Constant(value=ir.tensor(np.array(value, dtype=np.float64))), like)
+
+
 def rank(value: ir.Value) -> int:
     """``value``'s rank, for translations that cannot do without it."""
     if value.shape is None:

@@ -31,6 +31,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.dtypes import onnx_dtype
+from torch_onnx_fx.ops._tensors import constant
 from torch_onnx_fx.registry import register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
@@ -62,10 +63,6 @@ def _in_float32(compute: Callable[..., ir.Value], *xs: ir.Value) -> ir.Value:
     return op.Cast(compute(*(op.Cast(x, to=ir.DataType.FLOAT) for x in xs)), to=half)
 
 
-def _constant(value: float, like: ir.Value) -> ir.Value:
-    return op.CastLike(op.Constant(value_float=value), like)
-
-
 # Below this magnitude 1 + x and exp(x) are near 1 and the Kahan corrections are needed; above it
 # the plain forms lose nothing (and the corrections would divide by logarithms of denormals).
 _SMALL = 0.5
@@ -73,22 +70,22 @@ _SMALL = 0.5
 
 def log1p(x: ir.Value) -> ir.Value:
     """log(1 + x) to a few units in the last place, also where ``1 + x`` rounds to 1."""
-    one, zero = _constant(1.0, x), _constant(0.0, x)
+    one, zero = constant(1.0, x), constant(0.0, x)
     u = op.Add(one, x)
     d = op.Sub(u, one)
     rounded_away = op.Equal(d, zero)
     corrected = op.Where(rounded_away, x, op.Div(op.Mul(op.Log(u), x), op.Where(rounded_away, one, d)))
-    return op.Where(op.Less(op.Abs(x), _constant(_SMALL, x)), corrected, op.Log(u))
+    return op.Where(op.Less(op.Abs(x), constant(_SMALL, x)), corrected, op.Log(u))
 
 
 def expm1(x: ir.Value) -> ir.Value:
     """exp(x) - 1 to a few units in the last place, also for small ``x``."""
-    one = _constant(1.0, x)
+    one = constant(1.0, x)
     u = op.Exp(x)
     d = op.Sub(u, one)
     rounded_away = op.Equal(u, one)
     corrected = op.Where(rounded_away, x, op.Div(op.Mul(d, x), op.Where(rounded_away, one, op.Log(u))))
-    return op.Where(op.Less(op.Abs(x), _constant(_SMALL, x)), corrected, d)
+    return op.Where(op.Less(op.Abs(x), constant(_SMALL, x)), corrected, d)
 
 
 @register("aten::log1p", supports=_floating_result)
@@ -109,7 +106,7 @@ def _log_add(a: ir.Value, b: ir.Value, base_two: bool) -> ir.Value:
     larger = op.Max(a, b)
     gap = op.Neg(op.Abs(op.Sub(a, b)))
     if base_two:
-        tail = op.Div(log1p(op.Pow(_constant(2.0, a), gap)), _constant(math.log(2.0), a))
+        tail = op.Div(log1p(op.Pow(constant(2.0, a), gap)), constant(math.log(2.0), a))
     else:
         tail = log1p(op.Exp(gap))
     # a - b is nan for equal infinities (and for a nan, which the sum then carries on).
@@ -132,7 +129,7 @@ def aten_logaddexp2(self: ir.Value, other: ir.Value, *, ctx: OpContext) -> ir.Va
 
 
 def _log_sigmoid(x: ir.Value) -> ir.Value:
-    zero = _constant(0.0, x)
+    zero = constant(0.0, x)
     return op.Sub(op.Min(x, zero), log1p(op.Exp(op.Neg(op.Abs(x)))))
 
 
@@ -143,7 +140,7 @@ def aten_log_sigmoid(self: ir.Value) -> ir.Value:
 
 
 def _remainder(a: ir.Value, b: ir.Value) -> ir.Value:
-    zero = _constant(0.0, a)
+    zero = constant(0.0, a)
     # fmod is exact (ONNX Runtime's Mod with fmod=1 is C's fmod); a - floor(a / b) * b is not once
     # a / b has more digits than the dtype keeps (remainder(1e28, 3.7) gave 0).
     mod = op.Mod(a, b, fmod=1)
@@ -195,7 +192,7 @@ def aten_linalg_vector_norm(
     if math.isinf(ord):
         return (op.ReduceMax if ord > 0 else op.ReduceMin)(magnitude, axes_value, keepdims=keep)
     if ord == 0:
-        return op.ReduceSum(op.CastLike(op.Not(op.Equal(self, _constant(0.0, self))), self), axes_value, keepdims=keep)
+        return op.ReduceSum(op.CastLike(op.Not(op.Equal(self, constant(0.0, self))), self), axes_value, keepdims=keep)
     if ord == 1:
         return op.ReduceSum(magnitude, axes_value, keepdims=keep)
     # float32 squares summed in float64: none overflows or becomes a denormal (which ONNX
@@ -240,7 +237,7 @@ def _log_prefix_scan(x: ir.Value, axis: int, rank: int, ctx: OpContext) -> ir.Va
     steps = op.Cast(op.Ceil(op.Div(op.Log(as_double), op.Constant(value=ir.tensor(math.log(2.0), dtype=ir.DataType.DOUBLE)))), to=ir.DataType.INT64)
     steps = op.Squeeze(op.Max(steps, zero), [0])
     axes = op.Constant(value_ints=[axis])
-    empty = _constant(-math.inf, x)
+    empty = constant(-math.inf, x)
 
     def step(_: ir.Value, y: ir.Value, offset: ir.Value) -> list[ir.Value]:
         kept = op.Max(op.Sub(length, offset), zero)
