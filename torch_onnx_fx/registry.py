@@ -114,6 +114,21 @@ def integral_input(node: torch.fx.Node) -> bool:
     return isinstance(example, torch.Tensor) and not example.dtype.is_floating_point and not example.is_complex()
 
 
+def floating_input(node: torch.fx.Node) -> bool:
+    """Whether the node's first argument is a real floating-point tensor."""
+    example = arg_example(node)
+    return isinstance(example, torch.Tensor) and example.dtype.is_floating_point
+
+
+def floating_result(node: torch.fx.Node) -> bool:
+    """Whether the node's result (its first, for several) is a real floating-point tensor: for
+    translations of float-valued functions that also take integers."""
+    result = node.meta.get("val")
+    if isinstance(result, (tuple, list)):
+        result = result[0] if result else None
+    return isinstance(result, torch.Tensor) and result.dtype.is_floating_point
+
+
 def complex_translation(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a ``custom_translation_table`` function as the translation for complex inputs.
 

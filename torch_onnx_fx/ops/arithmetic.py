@@ -15,7 +15,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.dtypes import onnx_dtype
-from torch_onnx_fx.registry import arg_example, integral_input, limit_torchlib, register, wants_context
+from torch_onnx_fx.registry import arg_example, floating_input, integral_input, limit_torchlib, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
 __all__ = ["aten_div_mode_integer", "aten_isnan_exact", "aten_isfinite_exact", "aten_any", "aten_all", "aten_any_complex", "aten_all_complex", "aten_round_integer", "aten_pow_integer", "aten_isinf_float"]
@@ -66,12 +66,7 @@ def aten_isfinite_exact(self: ir.Value) -> ir.Value:
     return op.Expand(op.Constant(value=ir.tensor(True)), op.Shape(self))
 
 
-def _floating_input(node: torch.fx.Node) -> bool:
-    example = arg_example(node)
-    return isinstance(example, torch.Tensor) and example.dtype.is_floating_point
-
-
-@register("aten::isinf", "aten::isposinf", "aten::isneginf", supports=_floating_input)
+@register("aten::isinf", "aten::isposinf", "aten::isneginf", supports=floating_input)
 @wants_context
 def aten_isinf_float(self: ir.Value, *, ctx: OpContext) -> ir.Value:
     """isinf(Tensor self) -> Tensor (and isposinf, isneginf) of floats, in their own dtype.

@@ -32,17 +32,10 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.ops._tensors import constant
-from torch_onnx_fx.registry import register, wants_context
+from torch_onnx_fx.registry import floating_input, floating_result, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
 __all__ = ["aten_log1p", "aten_expm1", "aten_logaddexp", "aten_logaddexp2", "aten_log_sigmoid", "aten_remainder", "aten_linalg_vector_norm", "aten_logcumsumexp"]
-
-
-def _floating_result(node: torch.fx.Node) -> bool:
-    result = node.meta.get("val")
-    if isinstance(result, (tuple, list)):
-        result = result[0] if result else None
-    return isinstance(result, torch.Tensor) and result.dtype.is_floating_point
 
 
 def _as_result(x: ir.Value, ctx: OpContext) -> ir.Value:
@@ -88,14 +81,14 @@ def expm1(x: ir.Value) -> ir.Value:
     return op.Where(op.Less(op.Abs(x), constant(_SMALL, x)), corrected, d)
 
 
-@register("aten::log1p", supports=_floating_result)
+@register("aten::log1p", supports=floating_result)
 @wants_context
 def aten_log1p(self: ir.Value, *, ctx: OpContext) -> ir.Value:
     """log1p(Tensor self) -> Tensor"""
     return _in_float32(log1p, _as_result(self, ctx))
 
 
-@register("aten::expm1", supports=_floating_result)
+@register("aten::expm1", supports=floating_result)
 @wants_context
 def aten_expm1(self: ir.Value, *, ctx: OpContext) -> ir.Value:
     """expm1(Tensor self) -> Tensor"""
@@ -114,14 +107,14 @@ def _log_add(a: ir.Value, b: ir.Value, base_two: bool) -> ir.Value:
     return op.Where(same_infinity, a, op.Add(larger, tail))
 
 
-@register("aten::logaddexp", supports=_floating_result)
+@register("aten::logaddexp", supports=floating_result)
 @wants_context
 def aten_logaddexp(self: ir.Value, other: ir.Value, *, ctx: OpContext) -> ir.Value:
     """logaddexp(Tensor self, Tensor other) -> Tensor"""
     return _in_float32(lambda a, b: _log_add(a, b, base_two=False), _as_result(self, ctx), _as_result(other, ctx))
 
 
-@register("aten::logaddexp2", supports=_floating_result)
+@register("aten::logaddexp2", supports=floating_result)
 @wants_context
 def aten_logaddexp2(self: ir.Value, other: ir.Value, *, ctx: OpContext) -> ir.Value:
     """logaddexp2(Tensor self, Tensor other) -> Tensor"""
@@ -133,7 +126,7 @@ def _log_sigmoid(x: ir.Value) -> ir.Value:
     return op.Sub(op.Min(x, zero), log1p(op.Exp(op.Neg(op.Abs(x)))))
 
 
-@register("aten::log_sigmoid", supports=_floating_result)
+@register("aten::log_sigmoid", supports=floating_result)
 def aten_log_sigmoid(self: ir.Value) -> ir.Value:
     """log_sigmoid(Tensor self) -> Tensor"""
     return _in_float32(_log_sigmoid, self)
@@ -148,7 +141,7 @@ def _remainder(a: ir.Value, b: ir.Value) -> ir.Value:
     return op.Where(wrong_sign, op.Add(mod, b), mod)
 
 
-@register("aten::remainder.Tensor", "aten::remainder.Scalar", "aten::remainder.Scalar_Tensor", supports=_floating_result)
+@register("aten::remainder.Tensor", "aten::remainder.Scalar", "aten::remainder.Scalar_Tensor", supports=floating_result)
 @wants_context
 def aten_remainder(self: Any, other: Any, *, ctx: OpContext) -> ir.Value:
     """remainder.Tensor(Tensor self, Tensor other) -> Tensor (and the Scalar forms) of floats:
@@ -161,13 +154,7 @@ def aten_remainder(self: Any, other: Any, *, ctx: OpContext) -> ir.Value:
     return _in_float32(_remainder, a, b)
 
 
-def _real_floating_input(node: torch.fx.Node) -> bool:
-    first = node.args[0] if node.args else None
-    example = first.meta.get("val") if isinstance(first, torch.fx.Node) else None
-    return isinstance(example, torch.Tensor) and example.dtype.is_floating_point
-
-
-@register("aten::linalg_vector_norm", supports=_real_floating_input)
+@register("aten::linalg_vector_norm", supports=floating_input)
 def aten_linalg_vector_norm(
     self: ir.Value, ord: float = 2.0, dim: Any = None, keepdim: bool = False, *, dtype: Any = None,
 ) -> ir.Value:
@@ -212,7 +199,7 @@ def aten_linalg_vector_norm(
     return op.Cast(norm, to=self.dtype) if wider is not None else norm
 
 
-@register("aten::logcumsumexp", supports=_real_floating_input)
+@register("aten::logcumsumexp", supports=floating_input)
 @wants_context
 def aten_logcumsumexp(self: ir.Value, dim: int, *, ctx: OpContext) -> ir.Value:
     """logcumsumexp(Tensor self, int dim) -> Tensor

@@ -16,6 +16,7 @@ import onnx_ir as ir
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.errors import TranslationError
+from torch_onnx_fx.ops._tensors import constant as _const
 from torch_onnx_fx.ops._tensors import int64, ints
 from torch_onnx_fx.ops.nonfinite import atan2 as _atan2
 
@@ -48,10 +49,6 @@ def _double(values: float | list[float]) -> ir.Value:
     """A float64 constant: CastLike rounds it once to the operand's precision (a float32
     constant would round pi and 0.1 for complex128 too)."""
     return op.Constant(value=ir.tensor(np.array(values, dtype=np.float64)))
-
-
-def _const(value: float, like: ir.Value) -> ir.Value:
-    return op.CastLike(_double(value), like)
 
 
 def _operand(value: Any, like: ir.Value) -> ir.Value:
