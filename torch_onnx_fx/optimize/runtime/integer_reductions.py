@@ -17,7 +17,7 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
-from torch_onnx_fx.optimize.runtime.constants import initializer
+from torch_onnx_fx.optimize.runtime.rewriting import initializer, replace
 
 __all__ = ["IntegerReductionsPass"]
 
@@ -91,10 +91,6 @@ def _narrowed(tape: ir.tape.Tape, node: ir.Node, result: ir.Value) -> ir.Value:
     return tape.op("Cast", [result], {"to": dtype}) if dtype in _NARROW else result
 
 
-def _constant(node: ir.Node, stem: str, array: np.ndarray) -> ir.Value:
-    return initializer(node.graph, stem, array)
-
-
 def _single_axis_sum(tape: ir.tape.Tape, node: ir.Node, rank: int, axis: int) -> ir.Value:
     """The sum over one axis: the last element of its CumSum, led by a 0 where the axis may be
     empty. Gather's index keeps the axis (keepdims) or drops it: 2 or 3 nodes, where flattening
@@ -105,11 +101,11 @@ def _single_axis_sum(tape: ir.tape.Tape, node: ir.Node, rank: int, axis: int) ->
     if not (isinstance(size, int) and size > 0):
         pads = np.zeros(2 * rank, dtype=np.int64)
         pads[axis] = 1
-        x = tape.op("Pad", [x, _constant(node, f"{stem}_pads", pads)])
-    running = tape.op("CumSum", [x, _constant(node, f"{stem}_axis", np.array(axis, dtype=np.int64))])
+        x = tape.op("Pad", [x, initializer(node.graph, f"{stem}_pads", pads)])
+    running = tape.op("CumSum", [x, initializer(node.graph, f"{stem}_axis", np.array(axis, dtype=np.int64))])
     keepdims = node.attributes.get("keepdims")
     keep = keepdims is None or bool(keepdims.as_int())
-    last = _constant(node, f"{stem}_last", np.array([-1] if keep else -1, dtype=np.int64))
+    last = initializer(node.graph, f"{stem}_last", np.array([-1] if keep else -1, dtype=np.int64))
     return _narrowed(tape, node, tape.op("Gather", [running, last], {"axis": axis}))
 
 
@@ -196,11 +192,7 @@ class IntegerReductionsPass(ir.passes.InPlacePass):
                 continue
             tape = ir.tape.Tape()
             result = rewrite(tape, node, rank, reduced)
-            result.type, result.shape = node.outputs[0].type, node.outputs[0].shape
-            stem = node.outputs[0].name or node.name or node.op_type
-            for index, value in enumerate(v for new in tape.nodes for v in new.outputs if v.name is None):
-                value.name = f"{stem}__exact{index}"
-            ir.convenience.replace_nodes_and_values(node.graph, node, [node], list(tape.nodes), [node.outputs[0]], [result])
+            replace(node, tape.nodes, [result], "exact")
             count += 1
         if count:
             logger.debug("IntegerReductionsPass: %d integer reduction(s) made exact", count)

@@ -34,6 +34,7 @@ import onnx_ir as ir
 
 from torch_onnx_fx.optimize.runtime import float64_kernels
 from torch_onnx_fx.optimize.runtime.kernel_table import Kernel, cpu_kernels
+from torch_onnx_fx.optimize.runtime.rewriting import replace
 
 __all__ = ["KernelGapPass", "has_cpu_kernel"]
 
@@ -257,17 +258,6 @@ def _wider(op_type: str, dtype: ir.DataType) -> tuple[ir.DataType, ...]:
 # -- the pass -----------------------------------------------------------------------------------
 
 
-def _replace(node: ir.Node, tape: ir.tape.Tape, results: list[ir.Value]) -> None:
-    # The new values are named after the output they replace (unique in the model). Left
-    # unnamed, onnx-ir's NameFixPass names them from a counter that does not see the names in
-    # Loop and If bodies, and a body value and a main-graph value may end up sharing a name,
-    # which ONNX Runtime rejects as not SSA.
-    stem = node.outputs[0].name or node.name or node.op_type
-    for index, value in enumerate(v for new in tape.nodes for v in new.outputs if v.name is None):
-        value.name = f"{stem}__{node.op_type.lower()}{index}"
-    ir.convenience.replace_nodes_and_values(node.graph, node, [node], list(tape.nodes), list(node.outputs), results)
-
-
 def _widen(node: ir.Node, schema: onnx.defs.OpSchema, widened: dict[str, ir.DataType], bound: dict[str, ir.DataType]) -> None:
     """Compute ``node`` with the type parameters in ``widened`` bound to wider types: Cast their
     inputs up and their outputs back down to the types they had (``bound``)."""
@@ -289,7 +279,7 @@ def _widen(node: ir.Node, schema: onnx.defs.OpSchema, widened: dict[str, ir.Data
         else:
             new.type = out.type or _known_type(schema, formal, bound)
             results.append(new)
-    _replace(node, tape, results)
+    replace(node, tape.nodes, results, node.op_type.lower())
 
 
 def _type_outputs(node: ir.Node, schema: onnx.defs.OpSchema) -> None:
@@ -422,7 +412,7 @@ class KernelGapPass(ir.passes.InPlacePass):
                 tape = ir.tape.Tape()
                 result = rewrite(tape, node)
                 if result is not None:
-                    _replace(node, tape, [result])
+                    replace(node, tape.nodes, [result], node.op_type.lower())
                     changed += 1
                     continue
             if kernel is None and not outside:
@@ -432,7 +422,7 @@ class KernelGapPass(ir.passes.InPlacePass):
                 tape = ir.tape.Tape()
                 result = integer_rewrite(tape, node)
                 if result is not None:
-                    _replace(node, tape, [result])
+                    replace(node, tape.nodes, [result], node.op_type.lower())
                     changed += 1
                     continue
             widened = _widening(node, schema, version, bound) if _may_widen(node, schema, bound) else None

@@ -16,7 +16,7 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
-from torch_onnx_fx.optimize.runtime.constants import initializer
+from torch_onnx_fx.optimize.runtime.rewriting import initializer, replace
 
 __all__ = ["MatrixVectorPass"]
 
@@ -43,10 +43,7 @@ class MatrixVectorPass(ir.passes.InPlacePass):
             column = ir.node("Unsqueeze", [vector, last])
             product = ir.node("MatMul", [matrix, column.outputs[0]])
             result = ir.node("Squeeze", [product.outputs[0], last])
-            old, new = node.outputs[0], result.outputs[0]
-            new.name = f"{old.name}__from_column" if old.name else None
-            new.type, new.shape = old.type, old.shape
-            ir.convenience.replace_nodes_and_values(node.graph, node, [node], [column, product, result], [old], [new])
+            replace(node, [column, product, result], result.outputs, "matrix_vector")
             count += 1
         if count:
             logger.debug("MatrixVectorPass: %d matrix-vector MatMul(s) with a column", count)

@@ -20,7 +20,7 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
-from torch_onnx_fx.optimize.runtime.constants import initializer
+from torch_onnx_fx.optimize.runtime.rewriting import initializer, replace
 
 __all__ = ["NaNPropagationPass"]
 
@@ -139,14 +139,8 @@ class NaNPropagationPass(ir.passes.InPlacePass):
                 continue
             tape = ir.tape.Tape()
             results = _propagated(tape, node)
-            olds = list(node.outputs[: len(results)])
             _typed(list(tape.nodes), x.dtype)
-            for result, old in zip(results, olds):
-                result.type, result.shape = old.type, old.shape
-            stem = olds[0].name or node.name or node.op_type
-            for index, value in enumerate(v for new in tape.nodes for v in new.outputs if v.name is None):
-                value.name = f"{stem}__nan{index}"
-            ir.convenience.replace_nodes_and_values(node.graph, node, [node], list(tape.nodes), olds, results)
+            replace(node, tape.nodes, results, "nan")
             count += 1
         if count:
             logger.debug("NaNPropagationPass: %d max/min node(s) propagate NaN", count)

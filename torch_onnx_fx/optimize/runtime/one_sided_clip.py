@@ -14,6 +14,8 @@ import logging
 
 import onnx_ir as ir
 
+from torch_onnx_fx.optimize.runtime.rewriting import replace
+
 __all__ = ["OneSidedClipPass"]
 
 logger = logging.getLogger(__name__)
@@ -41,11 +43,7 @@ class OneSidedClipPass(ir.passes.InPlacePass):
             if (low is None) == (high is None):
                 continue  # both bounds (exact) or none (an identity)
             replacement = ir.node("Max" if low is not None else "Min", [node.inputs[0], low if low is not None else high])
-            old = node.outputs[0]
-            new = replacement.outputs[0]
-            new.name = f"{old.name}__bounded" if old.name else None
-            new.type, new.shape = old.type, old.shape
-            ir.convenience.replace_nodes_and_values(node.graph, node, [node], [replacement], [old], [new])
+            replace(node, [replacement], replacement.outputs, "bounded")
             count += 1
         if count:
             logger.debug("OneSidedClipPass: %d one-sided Clip(s) as Max/Min", count)

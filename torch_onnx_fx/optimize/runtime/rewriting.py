@@ -1,0 +1,42 @@
+"""What the runtime passes share to rewrite a node: its replacement spliced in with every new value
+named, and the constants they add as initializers.
+
+These passes run after the optimizer, which folds Constant nodes into initializers: a Constant
+node added after it stays a node, one per constant, in every graph the pass touches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import onnx_ir as ir
+
+__all__ = ["initializer", "replace"]
+
+
+def initializer(graph: ir.Graph, stem: str, array: np.ndarray) -> ir.Value:
+    """A new initializer of ``graph`` holding ``array``, named after ``stem`` (made unique)."""
+    name, index = stem, 0
+    while name in graph.initializers:
+        index += 1
+        name = f"{stem}_{index}"
+    value = ir.Value(name=name, const_value=ir.tensor(array))
+    value.type, value.shape = ir.TensorType(value.const_value.dtype), ir.Shape(array.shape)
+    graph.register_initializer(value)
+    return value
+
+
+def replace(node: ir.Node, new_nodes: Sequence[ir.Node], results: Sequence[ir.Value], tag: str) -> None:
+    """Put ``new_nodes`` in ``node``'s place, ``results`` standing for its first outputs (each
+    takes the output's name, type and shape).
+
+    The new values are named after the output they replace (unique in the model). Left unnamed,
+    onnx-ir's NameFixPass names them from a counter that does not see the names in Loop and If
+    bodies, and a body value and a main-graph value may end up sharing a name, which ONNX Runtime
+    rejects as not SSA."""
+    stem = node.outputs[0].name or node.name or node.op_type
+    for index, value in enumerate(v for new in new_nodes for v in new.outputs if v.name is None):
+        value.name = f"{stem}__{tag}{index}"
+    olds = list(node.outputs[: len(results)])
+    ir.convenience.replace_nodes_and_values(node.graph, node, [node], list(new_nodes), olds, list(results))
