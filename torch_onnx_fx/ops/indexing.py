@@ -24,6 +24,7 @@ __all__ = [
     "aten_index_reduce",
     "aten_put",
     "aten_scatter_reduce",
+    "aten_scatter_reduce_extreme",
     "aten_scatter_value_reduce",
     "aten_segment_reduce",
     "aten_nonzero_static",
@@ -102,15 +103,40 @@ def aten_put(self: ir.Value, index: ir.Value, source: ir.Value, accumulate: bool
 _SCATTER_REDUCTIONS = {"add": "add", "multiply": "mul"}
 
 
-def _scatter_with_reduction(self: ir.Value, dim: int, index: ir.Value, src: ir.Value, reduce: str) -> ir.Value:
-    if reduce not in _SCATTER_REDUCTIONS:
-        raise ValueError(f"scatter: unknown reduce {reduce!r}; expected 'add' or 'multiply'")
+def _index_shaped(self: ir.Value, index: ir.Value, src: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """``index`` as int64 and ``src`` cut to its shape: ATen reads only the index-shaped corner
+    of a larger src; ONNX wants them the same shape."""
     rank = tx.rank(self)
     index = _as_rank_one(op.Cast(index, to=tx.INT64))
     src = _as_rank_one(src)
-    # ATen reads only the index-shaped corner of a larger src; ONNX wants them the same shape.
-    src = op.Slice(src, op.Constant(value_ints=[0] * rank), op.Shape(index), op.Constant(value_ints=list(range(rank))))
+    return index, op.Slice(src, op.Constant(value_ints=[0] * rank), op.Shape(index), op.Constant(value_ints=list(range(rank))))
+
+
+def _scatter_with_reduction(self: ir.Value, dim: int, index: ir.Value, src: ir.Value, reduce: str) -> ir.Value:
+    if reduce not in _SCATTER_REDUCTIONS:
+        raise ValueError(f"scatter: unknown reduce {reduce!r}; expected 'add' or 'multiply'")
+    index, src = _index_shaped(self, index, src)
     return tx.scatter_elements(self, index, src, dim, _SCATTER_REDUCTIONS[reduce])
+
+
+def _extreme_reduction(node: Any) -> bool:
+    args = list(node.args) + [None] * 5
+    return args[4] in ("amax", "amin")
+
+
+@register("aten::scatter_reduce.two", supports=_extreme_reduction)
+def aten_scatter_reduce_extreme(
+    self: ir.Value, dim: int, index: ir.Value, src: ir.Value, reduce: str, *, include_self: bool = True
+) -> ir.Value:
+    """scatter_reduce.two(..., str reduce="amax"|"amin", *, bool include_self=True) -> Tensor
+
+    Without self, the touched slots first take one of their sources (a plain scatter), as
+    index_reduce does. torchlib instead min-scattered float32's lowest value there, which relied
+    on ONNX Runtime skipping a NaN of self (so the NaN propagation pass made such a slot NaN) and
+    clamped float64 sources below -3.4e38."""
+    index, src = _index_shaped(self, index, src)
+    base = self if include_self else tx.scatter_elements(self, index, src, dim)
+    return tx.scatter_elements(base, index, src, dim, "max" if reduce == "amax" else "min")
 
 
 @register("aten::scatter.reduce")

@@ -88,3 +88,22 @@ def test_adaptive_pooling_of_uneven_bins_with_nan_and_inf(dtype):
         return (*F.adaptive_max_pool2d(x, 3, return_indices=True), F.adaptive_avg_pool2d(x, 3), F.adaptive_avg_pool1d(x[0], 3))
 
     assert_matches_eager(model, (x,), rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_scatter_extremes_without_self_ignore_a_nan_of_self_where_sources_land(dtype):
+    # torchlib put float32's lowest value in the touched slots with a min-scatter, relying on
+    # ONNX Runtime skipping self's NaN there: with NaN propagated that slot came out NaN.
+    x = torch.tensor([[NAN, 1.7, NAN, -0.7, -float("inf")]], dtype=dtype)
+    source = torch.tensor([[-0.2, -1.1, -0.8, 0.97, 0.2]], dtype=dtype)
+    index = torch.tensor([[4, 4, 3, 2, 1]])
+
+    def model(x, source):
+        return (
+            x.scatter_reduce(1, index, source, "amax", include_self=False),
+            x.scatter_reduce(1, index, source, "amin", include_self=False),
+            x.scatter_reduce(1, index, source, "amax"),
+            (x * 0 - 1e300).scatter_reduce(1, index, source * 1e300, "amax", include_self=False),
+        )
+
+    assert_matches_eager(model, (x, source), rtol=0, atol=0)
