@@ -58,10 +58,12 @@ def _propagated(tape: ir.tape.Tape, node: ir.Node) -> list[ir.Value]:
         return initializer(node.graph, stem, array)
 
     if node.op_type in _SCATTERS:
-        # The NaN masks of data and updates scattered with a max (float32 0/1, which every
-        # scatter kernel takes): a slot that held or received a NaN is NaN.
+        # The NaN masks of data and updates scattered with a max (0/1 in float32, which every
+        # scatter kernel takes, or float64 for float64 data, which stays float64 throughout): a
+        # slot that held or received a NaN is NaN.
         result = _same_reduction(tape, node, x)
-        flags = [tape.op("Cast", [tape.op("IsNaN", [v])], {"to": ir.DataType.FLOAT}) for v in (x, node.inputs[2])]
+        mask_type = ir.DataType.DOUBLE if x.dtype == ir.DataType.DOUBLE else ir.DataType.FLOAT
+        flags = [tape.op("Cast", [tape.op("IsNaN", [v])], {"to": mask_type}) for v in (x, node.inputs[2])]
         attributes = {name: attribute.value for name, attribute in node.attributes.items()}
         attributes["reduction"] = "max"
         seen = tape.op(node.op_type, [flags[0], node.inputs[1], flags[1]], attributes)
