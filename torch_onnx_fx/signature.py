@@ -127,10 +127,11 @@ class ProgramSignature:
 
         Arguments left out of the call that the export baked in as constants (``use_cache=False``,
         ``mask=None``) take their baked values: the graph has no input for them."""
-        args, kwargs = self._with_baked_constants(args, kwargs)
+        args, kwargs = self.with_baked_constants(args, kwargs)
         return flatten_user_inputs(self.in_spec, args, kwargs)
 
-    def _with_baked_constants(self, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> tuple[Sequence[Any], Mapping[str, Any] | None]:
+    def with_baked_constants(self, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> tuple[Sequence[Any], Mapping[str, Any] | None]:
+        """``(args, kwargs)`` with the left-out arguments the export baked in as constants filled in."""
         spec = self.in_spec
         if spec is None or spec.num_children != 2:
             return args, kwargs

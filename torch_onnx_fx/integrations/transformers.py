@@ -42,6 +42,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 import onnx_ir as ir
 
 from torch_onnx_fx.export import export
+from torch_onnx_fx.signature import ProgramSignature
 
 __all__ = ["EXPORT_FORMAT", "TorchOnnxFxConfig", "TorchOnnxFxExporter", "register"]
 
@@ -95,12 +96,13 @@ class TorchOnnxFxExporter(OnnxExporter):
 
 
 def _graph_input_names(program: Any, names: list[str]) -> list[str]:
-    """The names of the tensor inputs the graph keeps, in order: ``names`` has one per tensor leaf
-    of the call, and a leaf the program took as a constant (not a tensor input) has no graph input."""
-    kinds = [spec for spec in program.graph_signature.input_specs if spec.kind.name == "USER_INPUT"]
-    if len(kinds) != len(names):
+    """The names of the inputs the graph keeps, in order: ``names`` has one per tensor leaf of the
+    call, and a leaf the program took as a constant has no graph input."""
+    signature = ProgramSignature.of(program)
+    if len(signature.user_inputs) != len(names):
         return names
-    return [name for name, spec in zip(names, kinds) if type(spec.arg).__name__ == "TensorArgument"]
+    kept = {node for node, _ in signature.tensor_inputs}
+    return [name for name, (node, _) in zip(names, signature.user_inputs) if node in kept]
 
 
 def register() -> None:

@@ -92,7 +92,7 @@ def _path_of(leaf: Any, path: tuple[str, ...] | None, by_identity: dict[int, tup
 
 def input_paths(signature: ProgramSignature, model: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, str]:
     """Placeholder name -> path name, for the user inputs nested inside an argument."""
-    flat_args, flat_kwargs = signature._with_baked_constants(args, kwargs)
+    flat_args, flat_kwargs = signature.with_baked_constants(args, kwargs)
     positional = _positional_names(model)
     if len(flat_args) > len(positional):
         return {}
