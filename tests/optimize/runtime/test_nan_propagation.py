@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import torch_onnx_fx
 from helpers import assert_matches_eager
 
 NAN = float("nan")
@@ -107,3 +108,30 @@ def test_scatter_extremes_without_self_ignore_a_nan_of_self_where_sources_land(d
         )
 
     assert_matches_eager(model, (x, source), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("opset", [18, 20])
+def test_float32_max_pooling_keeps_nan_inf_and_signed_zeros(opset):
+    """float32 value-only pools carry NaN through a Sign average rather than a mask: every window
+    shape (padding, ceil mode, dilation, 1-D to 3-D) keeps NaN, both infinities and -0 as eager."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 7, 9) * 1e30
+    x[0, 0, 1, 2] = NAN
+    x[0, 1, 3:5, 3:6] = float("inf")
+    x[1, 2, :, 4] = -float("inf")
+    x[1, 0] = -0.0
+    x[1, 1, 5, 8] = NAN
+
+    def model(x):
+        return (
+            F.max_pool2d(x, 2), F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True),
+            F.max_pool2d(x, 2, stride=1, dilation=2, padding=1), F.max_pool1d(x[0], 3, stride=2, ceil_mode=True),
+            F.max_pool3d(x[None], (2, 3, 2), stride=(1, 2, 2), padding=(1, 1, 0)), F.max_pool2d(-x.abs(), 2),
+        )
+
+    program = torch_onnx_fx.export(model, (x,), opset_version=opset)
+    # Below opset 19 AveragePool has no dilations: the dilated pool keeps the mask.
+    assert sum(n.op_type == "Sign" for n in program.model.graph) == (6 if opset >= 19 else 5)
+    for actual, expected in zip(program(x), model(x), strict=True):
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
+        assert torch.equal(actual.signbit(), expected.signbit())

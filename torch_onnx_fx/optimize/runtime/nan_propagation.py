@@ -10,7 +10,8 @@ activations is a bug its user wants to see, so hiding it is a silent wrong answe
 :class:`NaNPropagationPass` gives every such node of a floating-point input the answer ATen gives:
 the same operator applied to the input's NaN mask (0/1 in the input's dtype) says where a NaN
 was reduced, and a ``Where`` puts NaN there (for the arg-reductions: the mask's own first maximum,
-the first NaN's index; for a max-pooling node's indices, the NaN's position).
+the first NaN's index; for a max-pooling node's indices, the NaN's position). A float32 max-pooling
+node without indices takes a cheaper carrier of the NaN instead (see ``_carries_nan``).
 """
 
 from __future__ import annotations
@@ -49,7 +50,17 @@ def _same_reduction(tape: ir.tape.Tape, node: ir.Node, mask: ir.Value, op_type: 
     return tape.op(op_type or node.op_type, [mask, *node.inputs[1:]], attributes)
 
 
-def _propagated(tape: ir.tape.Tape, node: ir.Node) -> list[ir.Value]:
+def _carries_nan(node: ir.Node, opset: int) -> bool:
+    """Whether a value-only MaxPool can take the NaN carrier: ONNX Runtime's ``Sign`` keeps NaN and
+    its ``AveragePool`` runs only in float32 (float16's ``Sign`` of NaN is 0, float64 has no
+    ``AveragePool``), and ``AveragePool`` takes ``dilations`` from opset 19."""
+    if len(node.outputs) != 1 or node.inputs[0].dtype != ir.DataType.FLOAT:
+        return False
+    dilations = node.attributes.get("dilations")
+    return opset >= 19 or dilations is None or all(d == 1 for d in dilations.as_ints())
+
+
+def _propagated(tape: ir.tape.Tape, node: ir.Node, opset: int) -> list[ir.Value]:
     """``node``'s results computed again by a copy of it, with NaN wherever ATen would have one."""
     x = node.inputs[0]
     stem = f"{node.outputs[0].name or node.op_type}__nan"
@@ -69,8 +80,8 @@ def _propagated(tape: ir.tape.Tape, node: ir.Node) -> list[ir.Value]:
         seen = tape.op(node.op_type, [flags[0], node.inputs[1], flags[1]], attributes)
         nan = constant(np.array(np.nan, dtype=x.dtype.numpy()))
         return [tape.op("Where", [tape.op("Cast", [seen], {"to": ir.DataType.BOOL}), nan, result])]
-    mask = _nan_mask(tape, x)
     if node.op_type == "MaxPool" and len(node.outputs) == 2:
+        mask = _nan_mask(tape, x)
         # Values and indices: where a window holds a NaN, the mask's own maximum is its position.
         attributes = {name: attribute.value for name, attribute in node.attributes.items()}
         # ATen's window scan takes every NaN it meets, so its index is the window's last NaN:
@@ -87,6 +98,18 @@ def _propagated(tape: ir.tape.Tape, node: ir.Node) -> list[ir.Value]:
         nan_index = tape.op("Sub", [tape.op("Cast", [last_nan], {"to": ir.DataType.INT64}), constant(np.array(1, dtype=np.int64))])
         nan = constant(np.array(np.nan, dtype=x.dtype.numpy()))
         return [tape.op("Where", [where, nan, values]), tape.op("Where", [where, nan_index, indices])]
+    if node.op_type == "MaxPool" and _carries_nan(node, opset):
+        # A NaN carrier instead of a mask: the window average of Sign(x) is finite (|sign| <= 1)
+        # unless a NaN is in the window, so ``p - p`` is +0 or NaN, and subtracting +0 leaves every
+        # value (-0 included) as it is. Four nodes where the mask and Where take five: pooling
+        # networks have many of these.
+        attributes = {name: attribute.value for name, attribute in node.attributes.items() if name != "storage_order"}
+        attributes["count_include_pad"] = 1
+        if opset < 19:
+            attributes.pop("dilations", None)
+        average = tape.op("AveragePool", [tape.op("Sign", [x])], attributes)
+        return [tape.op("Sub", [_same_reduction(tape, node, x), tape.op("Sub", [average, average])])]
+    mask = _nan_mask(tape, x)
     result = _same_reduction(tape, node, x)
     if node.op_type in _VALUE_REDUCTIONS:
         # Max of the 0/1 mask over the same windows or axes (MaxPool's padding counts as -inf).
@@ -133,6 +156,7 @@ class NaNPropagationPass(ir.passes.InPlacePass):
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         count = 0
+        opset = model.graph.opset_imports.get("", 0)
         for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
             if node.domain not in ("", "ai.onnx") or not (node.op_type in _VALUE_REDUCTIONS | _INDEX_REDUCTIONS or _scatter_extreme(node)):
                 continue
@@ -140,7 +164,7 @@ class NaNPropagationPass(ir.passes.InPlacePass):
             if x is None or x.dtype not in _FLOATS:
                 continue
             tape = ir.tape.Tape()
-            results = _propagated(tape, node)
+            results = _propagated(tape, node, opset)
             _typed(list(tape.nodes), x.dtype)
             replace(node, tape.nodes, results, "nan")
             count += 1
