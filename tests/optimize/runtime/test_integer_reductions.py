@@ -48,3 +48,18 @@ def test_an_integral_index_reduce_mean_floors_exactly():
     source = torch.tensor([2**61 + 1, 9, -(2**60) - 3, 11], dtype=torch.int64)
     index = torch.tensor([0, 0, 1, 2])
     assert_matches_eager(lambda b, s: b.index_reduce(0, index, s, "mean"), (base, source))
+
+
+def test_counts_of_masks_and_bytes_keep_one_reduce_sum():
+    """A sum of a bool, int8 or uint8 tensor cast to int64 never reaches 2**53 in ONNX Runtime's
+    double accumulator, so it stays one ReduceSum; an int32 source can, and is rewritten."""
+    x = torch.randint(-128, 128, (4, 1000), dtype=torch.int64)
+
+    def counts(t):
+        return (t > 3).sum(1), (t == 5).sum(), t.to(torch.int8).sum(0), t.to(torch.uint8).sum(1, keepdim=True)
+
+    program = assert_matches_eager(counts, (x,))
+    ops = [n.op_type for n in program.model.graph]
+    assert ops.count("ReduceSum") == 4 and "CumSum" not in ops
+    program = assert_matches_eager(lambda t: (t * 2**24).to(torch.int32).sum(1), (x,))
+    assert "CumSum" in [n.op_type for n in program.model.graph]
