@@ -146,6 +146,14 @@ def test_vector_norms_of_ordinary_values_infinities_and_nans_match_eager():
     assert_matches_eager(lambda x: (torch.norm(x), F.normalize(x, dim=0), torch.linalg.vector_norm(x, dtype=torch.float64)), (torch.randn(3, 4),))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_two_norms_square_signed_values_without_abs(dtype):
+    # ReduceL2 squares: negative values, -0 and -inf need no Abs in front of it.
+    x = torch.tensor([[-3.0, 4.0, -0.0], [-INF, 1.0, 2.0], [-1.0, NAN, -2.0], [-0.0, -0.0, -0.0]], dtype=dtype)
+    program = assert_matches_eager(lambda x: (torch.linalg.vector_norm(x, dim=1), F.normalize(x, dim=0)), (x,), rtol=1e-3, atol=0)
+    assert "Abs" not in [n.op_type for n in program.model.graph]
+
+
 @pytest.mark.parametrize("dtype,scale", [(torch.float32, 1e28), (torch.float64, 1e231), (torch.float32, 3.0), (torch.bfloat16, 1e28), (torch.float16, 100.0)])
 def test_logcumsumexp_keeps_every_prefix(dtype, scale):
     # torchlib subtracted the slice's maximum before a CumSum of exponentials: prefixes far below

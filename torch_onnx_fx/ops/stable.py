@@ -190,7 +190,9 @@ def aten_linalg_vector_norm(
         # One element: its magnitude, as eager's shortcut returns it (no square to overflow).
         return magnitude if keepdim else op.Squeeze(magnitude, axes_value)
     wider = {ir.DataType.FLOAT: ir.DataType.DOUBLE, ir.DataType.FLOAT16: ir.DataType.FLOAT, ir.DataType.BFLOAT16: ir.DataType.FLOAT}.get(self.dtype)
-    wide = op.Cast(magnitude, to=wider) if wider is not None else magnitude
+    # ReduceL2 squares its input, so the 2-norm needs no magnitudes (one Abs fewer per norm).
+    squared_anyway = self if ord == 2 else magnitude
+    wide = op.Cast(squared_anyway, to=wider) if wider is not None else squared_anyway
     if ord == 2:
         norm = op.ReduceL2(wide, axes_value, keepdims=keep)
     else:
