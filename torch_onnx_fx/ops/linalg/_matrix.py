@@ -19,7 +19,7 @@ from torch_onnx_fx.errors import TranslationError
 __all__ = [
     "DOUBLE", "INT64", "INT32", "real_inputs", "rank", "size", "dims", "shaped", "fill", "smaller", "batch_shape",
     "shape_vector", "reduce", "mT", "double", "like", "at", "eye", "diagonal", "tril", "take", "symmetric",
-    "broadcast_to_batch", "one_hot_rows", "swap", "empty", "any_true", "loop",
+    "broadcast_to_batch", "one_hot_rows", "swap", "empty", "any_true", "loop", "power_of_two_near", "matrix_scale",
 ]
 
 DOUBLE = ir.DataType.DOUBLE
@@ -107,6 +107,24 @@ def reduce(reduction: str, x: ir.Value, axis: int = -1, keepdims: bool = False) 
     reduced = getattr(op, reduction)(padded, [axis], keepdims=int(keepdims))
     kept = dims(x)
     return shaped(reduced, [*kept[:axis], *([1] if keepdims else []), *kept[axis + 1 :]])
+
+
+def power_of_two_near(magnitude: ir.Value) -> ir.Value:
+    """A power of two within a factor 2 of ``magnitude`` (float64, >= 0), 1 where it is 0, inf or NaN.
+
+    Dividing by it and multiplying back is exact, so a computation on the scaled values rounds as
+    on the originals, but squares of entries past 1e154 no longer overflow and those below 1e-162
+    no longer vanish (LAPACK scales its norms for the same reason). ``Pow(2, k)`` is exact for
+    every integer k of float64's range, subnormals included."""
+    usable = op.And(op.Greater(magnitude, 0.0), op.Not(op.IsInf(magnitude)))
+    safe = op.Where(usable, magnitude, 1.0)
+    exponent = op.Floor(op.Div(op.Log(safe), op.Log(op.CastLike(2.0, safe))))
+    return op.Pow(op.CastLike(2.0, safe), exponent)
+
+
+def matrix_scale(a: ir.Value) -> ir.Value:
+    """:func:`power_of_two_near` the largest magnitude of each matrix of ``a`` (kept dims ``(..., 1, 1)``)."""
+    return power_of_two_near(reduce("ReduceMax", reduce("ReduceMax", op.Abs(a), -1, keepdims=True), -2, keepdims=True))
 
 
 def mT(x: ir.Value) -> ir.Value:

@@ -53,6 +53,10 @@ def _jacobi(ctx: OpContext, a: ir.Value, two_sided: bool) -> tuple[ir.Value, ir.
     disjoint pairs are rotated together as one matrix ``J``. The loop ends once every pair is
     orthogonal to within ``_JACOBI_TOLERANCE``.
     """
+    # Rotations and their convergence test square the entries: the loop works on the matrix scaled
+    # by a power of two near its largest entry, which is exact and leaves V as it is.
+    unit = mx.matrix_scale(a)
+    a = op.Div(a, unit)
     n = mx.size(a, -1)
     # An even number of players: for odd n one more, who sits out whoever it meets.
     players = op.Add(n, op.Mod(n, 2))
@@ -108,7 +112,8 @@ def _jacobi(ctx: OpContext, a: ir.Value, two_sided: bool) -> tuple[ir.Value, ir.
         off = op.Where(op.Cast(eye, to=ir.DataType.BOOL), 0.0, op.Mul(gram, gram))
         return op.Not(mx.any_true(op.Greater(off, op.Mul(scale, _JACOBI_TOLERANCE**2))))
 
-    return tuple(mx.loop(ctx, count, [a, v], step, until=converged))  # type: ignore[return-value]
+    a, v = mx.loop(ctx, count, [a, v], step, until=converged)
+    return op.Mul(a, unit), v
 
 
 def _sorted_columns(values: ir.Value, vectors: Sequence[ir.Value], count: ir.Value, descending: bool) -> list[ir.Value]:
@@ -134,7 +139,10 @@ def _singular(ctx: OpContext, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value
     rows, cols = mx.dims(a)[-2:]
     transposed = isinstance(rows, int) and isinstance(cols, int) and rows < cols
     work, v = _jacobi(ctx, mx.mT(a) if transposed else a, two_sided=False)
-    sigma = op.Sqrt(mx.reduce("ReduceSum", op.Mul(work, work), -2))
+    # Column norms of squares scaled per column, as in the rotations (mx.power_of_two_near).
+    unit = mx.power_of_two_near(mx.reduce("ReduceMax", op.Abs(work), -2, keepdims=True))
+    scaled = op.Div(work, unit)
+    sigma = op.Mul(op.Sqrt(mx.reduce("ReduceSum", op.Mul(scaled, scaled), -2)), op.Squeeze(unit, [-2]))
     return work, v, sigma, transposed
 
 
@@ -216,9 +224,10 @@ def aten_linalg_pinv(
         weights = op.Where(keep, op.Div(1.0, op.Where(keep, values, 1.0)), 0.0)
         result = op.MatMul(op.Mul(vectors, op.Unsqueeze(weights, [-2])), mx.mT(vectors))
     else:
-        # B = U S V^T, W = U S: pinv(B) = V S^-1 U^T = V S^-2 W^T.
-        squares = op.Where(keep, op.Mul(magnitudes, magnitudes), 1.0)
-        weights = op.Where(keep, op.Div(1.0, squares), 0.0)
-        result = op.MatMul(op.Mul(vectors, op.Unsqueeze(weights, [-2])), mx.mT(work))
+        # B = U S V^T, W = U S: pinv(B) = V S^-1 U^T with U = W S^-1 (not V S^-2 W^T, whose
+        # squares overflow past 1e154 and vanish below 1e-154).
+        safe = op.Unsqueeze(op.Where(keep, magnitudes, 1.0), [-2])
+        weights = op.Where(op.Unsqueeze(keep, [-2]), op.Div(1.0, safe), 0.0)
+        result = op.MatMul(op.Mul(vectors, weights), mx.mT(op.Div(work, safe)))
         result = mx.mT(result) if transposed else result
     return mx.like(result, self)

@@ -54,12 +54,18 @@ def householder_qr(ctx: OpContext, a: ir.Value, field: Field = REAL) -> tuple[ir
         column = op.Gather(a, mx.at(j), axis=-1)
         alpha = op.Gather(column, mx.at(j), axis=-2)
         below = op.Greater(rows, j)
-        tail = op.ReduceSum(op.Where(below, field.real(field.mul(field.conj(column), column)), 0.0), [-2], keepdims=1)
+        # The norm of the column from row j on, its squares taken of values scaled by a power of two
+        # near the largest (see mx.power_of_two_near): past 1e154 they overflowed, below 1e-162
+        # they vanished and a nonzero tail looked like none.
+        tail_size = op.ReduceMax(op.Where(below, field.pivot_size(column), 0.0), [-2], keepdims=1)
+        unit = mx.power_of_two_near(op.Max(tail_size, field.pivot_size(alpha)))
+        scaled, scaled_alpha = op.Div(column, unit), op.Div(alpha, unit)
+        tail = op.ReduceSum(op.Where(below, field.real(field.mul(field.conj(scaled), scaled)), 0.0), [-2], keepdims=1)
         real_alpha = field.real(alpha)
-        norm = op.Sqrt(op.Add(field.real(field.mul(field.conj(alpha), alpha)), tail))
+        norm = op.Mul(op.Sqrt(op.Add(field.real(field.mul(field.conj(scaled_alpha), scaled_alpha)), tail)), unit)
         # beta = -sign(Re alpha) * norm, sign(0) = +1; nothing to reflect when alpha is already
         # real and the tail is zero.
-        trivial = op.Equal(tail, 0.0)
+        trivial = op.Equal(tail_size, 0.0)
         if field.is_complex:
             trivial = op.And(trivial, op.Equal(field.imag(alpha), 0.0))
         beta = field.from_real(op.Where(trivial, real_alpha, op.Where(op.Less(real_alpha, 0.0), norm, op.Neg(norm))))
