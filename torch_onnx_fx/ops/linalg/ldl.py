@@ -63,7 +63,9 @@ def _pivot_choice(m: ir.Value, k: ir.Value, indices: ir.Value) -> tuple[ir.Value
     singular = op.Equal(op.Max(diagonal, colmax), 0.0)
     stay = op.Or(
         singular,
-        op.Or(op.GreaterOrEqual(diagonal, threshold), op.GreaterOrEqual(op.Mul(diagonal, rowmax), op.Mul(threshold, colmax))),
+        # LAPACK's colmax * (colmax / rowmax): the product |a_kk| * rowmax overflowed past 1e154
+        # (and vanished below 1e-162), so huge and tiny matrices pivoted unlike eager.
+        op.Or(op.GreaterOrEqual(diagonal, threshold), op.GreaterOrEqual(diagonal, op.Mul(threshold, op.Div(colmax, op.Where(op.Equal(rowmax, 0.0), 1.0, rowmax))))),
     )
     pivot_on_imax = op.GreaterOrEqual(op.Abs(op.GatherElements(row, op.Unsqueeze(largest, [-1]), axis=-1)), op.Unsqueeze(op.Mul(_BUNCH_KAUFMAN, rowmax), [-1]))
     exchange = op.And(op.Not(stay), op.Squeeze(pivot_on_imax, [-1]))
@@ -88,12 +90,15 @@ def _eliminate_two(m: ir.Value, k: ir.Value, k1: ir.Value, rows: ir.Value, indic
     ``L = W D^-1`` and the trailing block loses ``L W^T``."""
     w0, w1 = op.Gather(m, mx.at(k), axis=-1), op.Gather(m, mx.at(k1), axis=-1)
     d00, d10, d11 = op.Gather(w0, mx.at(k), axis=-2), op.Gather(w0, mx.at(k1), axis=-2), op.Gather(w1, mx.at(k1), axis=-2)
-    determinant = op.Sub(op.Mul(d00, d11), op.Mul(d10, d10))
-    determinant = op.Where(op.Equal(determinant, 0.0), 1.0, determinant)
+    # D^-1 as LAPACK's sytf2 forms it, through ratios to d10 (nonzero for a 2x2 pivot): the
+    # determinant d00 d11 - d10^2 overflowed past 1e154 and vanished below 1e-162.
+    d10 = op.Where(op.Equal(d10, 0.0), 1.0, d10)
+    r11, r00 = op.Div(d11, d10), op.Div(d00, d10)
+    ratio = op.Div(op.Div(1.0, op.Sub(op.Mul(r11, r00), 1.0)), d10)
     under = op.Greater(rows, k1)
     w0, w1 = op.Where(under, w0, 0.0), op.Where(under, w1, 0.0)
-    l0 = op.Div(op.Sub(op.Mul(w0, d11), op.Mul(w1, d10)), determinant)
-    l1 = op.Div(op.Sub(op.Mul(w1, d00), op.Mul(w0, d10)), determinant)
+    l0 = op.Mul(ratio, op.Sub(op.Mul(r11, w0), w1))
+    l1 = op.Mul(ratio, op.Sub(op.Mul(r00, w1), w0))
     m = op.Sub(m, op.Add(op.Mul(l0, mx.mT(w0)), op.Mul(l1, mx.mT(w1))))
     return op.Where(op.And(under, op.Equal(indices, k)), l0, op.Where(op.And(under, op.Equal(indices, k1)), l1, m))
 
@@ -181,9 +186,12 @@ def _ldl_solve(ctx: OpContext, factor: ir.Value, pivots: ir.Value, b: ir.Value) 
         one = op.Where(op.Equal(rows, k), op.Div(x0, d00), one)
         after = op.Greater(rows, k1)
         two = op.Sub(x, op.Add(op.Mul(op.Where(after, l0, 0.0), x0), op.Mul(op.Where(after, l1, 0.0), x1)))
-        determinant = op.Sub(op.Mul(d00, d11), op.Mul(d10, d10))
-        y0 = op.Div(op.Sub(op.Mul(d11, x0), op.Mul(d10, x1)), determinant)
-        y1 = op.Div(op.Sub(op.Mul(d00, x1), op.Mul(d10, x0)), determinant)
+        # sytrs's ratios to d10, as in the factorization (no d00 d11 - d10^2 to overflow).
+        d10 = op.Where(op.Equal(d10, 0.0), 1.0, d10)
+        r00, r11, b0, b1 = op.Div(d00, d10), op.Div(d11, d10), op.Div(x0, d10), op.Div(x1, d10)
+        denominator = op.Sub(op.Mul(r00, r11), 1.0)
+        y0 = op.Div(op.Sub(op.Mul(r11, b0), b1), denominator)
+        y1 = op.Div(op.Sub(op.Mul(r00, b1), b0), denominator)
         two = op.Where(op.Equal(rows, k), y0, op.Where(op.Equal(rows, k1), y1, two))
         return [select(single, double, one, two, x), double]
 
