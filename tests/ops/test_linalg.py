@@ -311,3 +311,30 @@ def test_triangular_solves_keep_solved_rows_of_non_finite_systems():
         )
 
     assert_matches_eager(model, (lower, b))
+
+
+FACTORIZATIONS_AT_EXTREMES = {
+    "geqrf": lambda a: torch.geqrf(a),
+    "qr": lambda a: torch.linalg.qr(a),
+    "eigh": lambda a: eigh_abs(a + a.mT),
+    "eigvalsh": lambda a: torch.linalg.eigvalsh(a + a.mT),
+    "svdvals": lambda a: torch.linalg.svdvals(a),
+    "svdvals-wide": lambda a: torch.linalg.svdvals(a[..., :3, :]),
+    "matrix_norm": lambda a: (torch.linalg.matrix_norm(a, "nuc"), torch.linalg.matrix_norm(a, 2), torch.linalg.matrix_norm(a, -2)),
+    "cond": lambda a: torch.linalg.cond(a),
+    "pinv": lambda a: torch.linalg.pinv(a),
+    "ldl": lambda a: (*torch.linalg.ldl_factor(a + a.mT), torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a + a.mT), a[..., :2])),
+}
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-300, 1e160, 1e-170])
+@pytest.mark.parametrize("name", sorted(FACTORIZATIONS_AT_EXTREMES))
+def test_float64_factorizations_of_huge_and_tiny_matrices(name, scale):
+    """Squares of float64 entries past 1e154 overflowed (and below 1e-162 vanished) in the
+    reflectors' and Jacobi's norms, where LAPACK scales them: R, the eigen- and singular values
+    came out inf, NaN or 0; pinv's 1 / sigma^2 and LDL's 2x2 determinants and pivot tests did the
+    same. Norms and rotations now work on values scaled by a power of two, pinv divides by sigma
+    twice and LDL forms its 2x2 blocks through ratios, as LAPACK does."""
+    torch.manual_seed(0)
+    a = torch.randn(2, 4, 4, dtype=torch.float64) * scale
+    assert_matches_eager(FACTORIZATIONS_AT_EXTREMES[name], (a,), rtol=1e-9, atol=0)
