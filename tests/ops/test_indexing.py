@@ -264,3 +264,10 @@ def test_histc_of_data_without_a_finite_range_is_nan():
     counts = program(torch.tensor([1.0, float("nan")]), torch.randint(0, 4, (5,)))[0]
     assert torch.isnan(counts).all()
 
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int32, torch.int16, torch.uint8])
+def test_median_of_an_empty_tensor_is_eager_fill(dtype):
+    # ONNX Runtime refused the session (TopK's shape inference: no element to take); eager fills NaN
+    # (as an integer: the lowest int32/int64 on x86, 0 for narrower types).
+    assert_matches_eager(lambda x: (torch.median(x), torch.median(x[0])), (torch.zeros(3, 0, dtype=dtype),))

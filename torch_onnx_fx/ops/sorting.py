@@ -85,7 +85,15 @@ def aten_median_dim(self: ir.Value, dim: int, keepdim: bool = False) -> Any:
 
 @register("aten::median")
 def aten_median(self: ir.Value) -> ir.Value:
-    """median(Tensor self) -> Tensor"""
+    """median(Tensor self) -> Tensor
+
+    Of a tensor known to be empty, eager fills NaN: NaN for floating types, and on x86 the integer
+    its conversion gives (the lowest int32/int64, 0 for the narrower types). TopK would fail in
+    ONNX Runtime's shape inference there (no smallest element to take)."""
+    if self.shape is not None and any(isinstance(d, int) and d == 0 for d in self.shape):
+        integral = {ir.DataType.INT64: np.iinfo(np.int64).min, ir.DataType.INT32: np.iinfo(np.int32).min}
+        filler = np.nan if self.dtype.is_floating_point() else integral.get(self.dtype, 0)
+        return op.Constant(value=ir.tensor(np.array(filler, dtype=self.dtype.numpy())))
     flat = op.Reshape(self, op.Constant(value_ints=[-1]))
     size = op.Squeeze(op.Shape(flat))
     values, indices = _kth_smallest(flat, _lower_median_rank(size), 0, False)
