@@ -73,3 +73,41 @@ def test_a_plain_forward_export_matches_eager():
     with torch.no_grad():
         expected = model(**inputs, use_cache=False).logits
     torch.testing.assert_close(exported(**inputs).logits, expected, rtol=1e-4, atol=1e-4)
+
+
+def _fsmt():
+    from transformers import FSMTConfig, FSMTForConditionalGeneration
+
+    config = FSMTConfig(
+        langs=["en", "de"], src_vocab_size=60, tgt_vocab_size=60, d_model=16, encoder_layers=1, decoder_layers=1,
+        encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, use_cache=False,
+    )
+    return FSMTForConditionalGeneration(config).eval()
+
+
+def _switch():
+    from transformers import SwitchTransformersConfig, SwitchTransformersForConditionalGeneration
+
+    config = SwitchTransformersConfig(
+        vocab_size=60, d_model=16, d_kv=8, d_ff=32, num_layers=2, num_decoder_layers=2, num_heads=2, num_experts=2,
+        encoder_sparse_step=1, decoder_sparse_step=1, use_cache=False,
+    )
+    return SwitchTransformersForConditionalGeneration(config).eval()
+
+
+@pytest.mark.parametrize("build", [_fsmt, _switch], ids=["fsmt-guard-on-data", "switch-dynamo-only"])
+def test_models_transformers_capture_fails_on_export_through_ours(build):
+    """transformers' torch.export call fails on these (FSMT without a cache: a data-dependent
+    ``if not padding_mask.any()``; Switch: a module it cannot swap, which only TorchDynamo traces);
+    the backend captures them again with torch_onnx_fx's capture, names included, and the export
+    matches eager. (Switch without a cache: TorchDynamo cannot trace transformers' unflattening of
+    a cache, which imports its class.)"""
+    torch.manual_seed(0)
+    model = build()
+    input_ids = torch.randint(3, 60, (2, 6))
+    inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids), "decoder_input_ids": torch.randint(3, 60, (2, 4))}
+    with torch.no_grad():
+        expected = model(**inputs).logits
+    exported = TorchOnnxFxExporter().export(model, inputs, TorchOnnxFxConfig(dynamic=False))
+    assert [v.name for v in exported.program.graph.outputs][0] == "logits"
+    torch.testing.assert_close(exported(**inputs).logits, expected, rtol=1e-4, atol=1e-4)
