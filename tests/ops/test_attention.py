@@ -122,3 +122,51 @@ def test_a_query_without_keys_keeps_non_finite_values_as_aten_does(bad):
     program = assert_matches_eager(Attention().eval(), (q, k, v, mask))
     (out,) = program(q, k, v, mask)
     assert torch.isnan(out[0, :, 0, 1]).all() and torch.equal(out[0, :, 0, 0], torch.zeros_like(out[0, :, 0, 0]))
+
+
+def _repeat_kv(x: torch.Tensor, group: int) -> torch.Tensor:
+    """transformers' repeat_kv: each K/V head copied for the query heads that share it."""
+    batch, heads, length, dim = x.shape
+    return x[:, :, None].expand(batch, heads, group, length, dim).reshape(batch, heads * group, length, dim)
+
+
+class RepeatedKV(torch.nn.Module):
+    def __init__(self, mask_kind: str, **options):
+        super().__init__()
+        self.mask_kind, self.options = mask_kind, options
+
+    def forward(self, q, k, v, padding):
+        k, v = _repeat_kv(k, q.shape[1] // k.shape[1]), _repeat_kv(v, q.shape[1] // k.shape[1])
+        rows, cols = q.shape[-2], k.shape[-2]
+        keep = padding[:, None, None, :].expand(-1, 1, rows, cols)  # [B, 1, L, S], every row sees a key
+        mask = {
+            "none": None, "bool": keep, "float": torch.zeros_like(keep, dtype=q.dtype).masked_fill(~keep, float("-inf")),
+            "two-d": torch.ones(rows, cols, dtype=torch.bool).tril(cols - rows), "per-head": keep.expand(-1, q.shape[1], -1, -1),
+        }[self.mask_kind]
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, **self.options)
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "bool", "float", "two-d", "per-head"])
+def test_repeated_kv_heads_are_broadcast_not_copied(mask_kind):
+    """K/V heads repeated for grouped queries (transformers' repeat_kv) are read through one more
+    axis that MatMul broadcasts: no Expand copies them; the numbers are eager's at any batch and
+    length. A mask that differs per head keeps the repeated copies."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 8, 5, 16), torch.randn(2, 2, 7, 16), torch.randn(2, 2, 7, 12)
+    padding = torch.ones(2, 7, dtype=torch.bool)
+    padding[1, :3] = False
+    batch, length = torch.export.Dim("batch"), torch.export.Dim("length")
+    shapes = ({0: batch}, {0: batch, 2: length}, {0: batch, 2: length}, {0: batch, 1: length})
+    other = (torch.randn(3, 8, 5, 16), torch.randn(3, 2, 9, 16), torch.randn(3, 2, 9, 12), torch.rand(3, 9) > 0.3)
+    other[3][:, -1] = True
+    model = RepeatedKV(mask_kind, is_causal=mask_kind == "none")
+    program = assert_matches_eager(model, (q, k, v, padding), dynamic_shapes=shapes, more_inputs=[(other, {})], rtol=1e-5, atol=1e-6)
+    # repeat_kv's Expand makes [B, Hkv, G, S, E]: the only 5-D expansions in the graph.
+    copies = [n for n in program.model.graph if n.op_type == "Expand" and n.outputs[0].shape is not None and n.outputs[0].shape.rank() == 5]
+    assert len(copies) == (2 if mask_kind == "per-head" else 0)
+
+
+def test_enable_gqa_broadcasts_the_shared_heads():
+    q, k, v = torch.randn(2, 6, 4, 8), torch.randn(2, 3, 5, 8), torch.randn(2, 3, 5, 8)
+    program = assert_matches_eager(Attention(enable_gqa=True, is_causal=True), (q, k, v), rtol=1e-5, atol=1e-6)
+    assert "Expand" not in [n.op_type for n in program.model.graph]

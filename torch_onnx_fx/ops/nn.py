@@ -214,6 +214,55 @@ def _repeat_heads(x: ir.Value, query: ir.Value) -> ir.Value:
     return op.Reshape(repeated, shape)
 
 
+def _head_repeat_source(x: ir.Value) -> ir.Value | None:
+    """The ``[B, Hkv, 1, S, E]`` tensor that an Expand along its new axis and a Reshape turned into
+    ``x`` (``[B, Hkv * G, S, E]``: transformers' ``repeat_kv``), or None. Attention can broadcast
+    it over the query groups instead of reading a materialized copy of every head."""
+    reshape = x.producer()
+    expand = reshape.inputs[0].producer() if reshape is not None and reshape.op_type == "Reshape" and reshape.domain in ("", "ai.onnx") else None
+    if expand is None or expand.op_type != "Expand" or expand.domain not in ("", "ai.onnx"):
+        return None
+    grouped, repeated = expand.inputs[0], expand.outputs[0]
+    if any(v.shape is None for v in (grouped, repeated, x)) or grouped.shape.rank() != 5 or x.shape.rank() != 4:
+        return None
+    source, copies, flat = list(grouped.shape), list(repeated.shape), list(x.shape)
+    group = copies[2]
+    if source[2] != 1 or not isinstance(group, int) or any(source[i] != copies[i] for i in (0, 1, 3, 4)):
+        return None
+    heads = source[1] * group if isinstance(source[1], int) else None
+    return grouped if flat == [source[0], heads, source[3], source[4]] else None
+
+
+def _grouped_heads(
+    query: ir.Value, key: ir.Value, value: ir.Value, attn_mask: ir.Value | None, enable_gqa: bool
+) -> tuple[ir.Value, ir.Value, int, int, int] | None:
+    """``(key, value, kv_heads, group, value_dim)`` with K/V as ``[B, Hkv, 1, S, E]``, when the
+    query heads share K/V heads (``enable_gqa``, or K/V repeated by ``repeat_kv``), the head counts
+    and sizes are static and the mask broadcasts over the groups (none, 2-D, or one for every
+    head); None otherwise."""
+    if query.shape is None or query.shape.rank() != 4 or not all(isinstance(query.shape[i], int) for i in (1, 3)):
+        return None
+    if attn_mask is not None and not (
+        attn_mask.shape is not None and (attn_mask.shape.rank() <= 2 or (attn_mask.shape.rank() == 4 and attn_mask.shape[1] == 1))
+    ):
+        return None
+    if enable_gqa:
+        if any(v.shape is None or v.shape.rank() != 4 or not isinstance(v.shape[1], int) for v in (key, value)):
+            return None
+        kv_heads, value_dim = key.shape[1], value.shape[3]
+        axis = op.Constant(value_ints=[2])
+        key, value = op.Unsqueeze(key, axis), op.Unsqueeze(value, axis)
+    else:
+        key, value = _head_repeat_source(key), _head_repeat_source(value)
+        if key is None or value is None or key.shape[1] != value.shape[1]:
+            return None
+        kv_heads, value_dim = key.shape[1], value.shape[4]
+    heads = query.shape[1]
+    if not isinstance(kv_heads, int) or not isinstance(value_dim, int) or kv_heads == heads or heads % kv_heads:
+        return None
+    return key, value, kv_heads, heads // kv_heads, value_dim
+
+
 @register("aten::scaled_dot_product_attention", supports=_without_dropout)
 def aten_sdpa(
     query: ir.Value,
@@ -234,9 +283,29 @@ def aten_sdpa(
     float instead, so such a row averages every value: silently wrong on padded positions);
     with a float mask a row of -inf gives NaN weights, replaced by zeros.
     """
+    head_dim, rank = query.shape[-1], key.shape.rank()
+    grouped = _grouped_heads(query, key, value, attn_mask, enable_gqa)
+    if grouped is not None:
+        # Query heads that share a K/V head as one more axis, [B, Hkv, G, L, E], against K/V of
+        # [B, Hkv, 1, S, E]: MatMul broadcasts them instead of copying every K/V head G times
+        # (the same products and sums; decode steps read the cache once).
+        key, value, kv_heads, group, value_dim = grouped
+        heads, rank = query.shape[1], 5
+        query = op.Reshape(query, op.Constant(value_ints=[0, kv_heads, group, -1, head_dim]))
+        if attn_mask is not None and attn_mask.shape.rank() == 4:
+            attn_mask = op.Unsqueeze(attn_mask, op.Constant(value_ints=[1]))
+        output = _attention(query, key, value, attn_mask, is_causal, scale, head_dim, rank)
+        return op.Reshape(output, op.Constant(value_ints=[0, heads, -1, value_dim]))
     if enable_gqa:
         key, value = _repeat_heads(key, query), _repeat_heads(value, query)
-    head_dim = query.shape[-1]
+    return _attention(query, key, value, attn_mask, is_causal, scale, head_dim, rank)
+
+
+def _attention(
+    query: ir.Value, key: ir.Value, value: ir.Value, attn_mask: ir.Value | None, is_causal: bool, scale: float | None,
+    head_dim: Any, rank: int,
+) -> ir.Value:
+    """softmax(q k^T * scale + mask) v over the last two dims, for ``rank``-D inputs (see aten_sdpa)."""
     if scale is None and not isinstance(head_dim, int):
         scale_value = op.Div(op.CastLike(1.0, query), op.Sqrt(op.CastLike(op.Shape(query, start=-1), query)))
     else:
@@ -244,7 +313,6 @@ def aten_sdpa(
         # float64 attention 1.5e-8 off eager.
         factor = 1.0 / float(np.sqrt(head_dim)) if scale is None else scale
         scale_value = op.Constant(value=ir.tensor(np.array(factor, dtype=query.dtype.numpy())))
-    rank = key.shape.rank()
     perm = list(range(rank - 2)) + [rank - 1, rank - 2]
     scores = op.Mul(op.MatMul(query, op.Transpose(key, perm=perm)), scale_value)
     if is_causal:
