@@ -187,10 +187,17 @@ def aten_sdpa_opset23(
     float dropout_p=0.0, bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor
 
     One standard Attention node: same masks (True attends; float masks add), same top-left
-    causal alignment, grouped K/V heads from the shapes, zeros for a fully masked query row.
+    causal alignment, grouped K/V heads from the shapes (also where the model repeated them
+    itself), zeros for a fully masked query row.
     Only non-default attributes are set. Registered first: preferred where the opset has it.
     """
     attributes: dict[str, Any] = {}
+    key_source, value_source = _head_repeat_source(key), _head_repeat_source(value)
+    if key_source is not None and value_source is not None:
+        # K/V repeated for the query heads that share them (repeat_kv): Attention groups the
+        # query heads itself from the shapes, so it takes the [B, Hkv, S, E] heads uncopied.
+        axis = op.Constant(value_ints=[2])
+        key, value = op.Squeeze(key_source, axis), op.Squeeze(value_source, axis)
     if is_causal:
         attributes["is_causal"] = 1
     if scale is not None:
