@@ -1,0 +1,158 @@
+"""One decode step of a decoder LLM in ONNX Runtime: torch_onnx_fx's graphs beside torch.onnx's.
+
+Generation is dominated by the step that takes one new token and the KV cache of every earlier
+one. A Llama of ~20 M parameters (hidden 512, 4 layers, 8 query heads sharing 4 KV heads, random
+weights) is wrapped so that its inputs are the token, the attention mask and the cache as plain
+tensors and its outputs the logits and the grown cache, exported once with a dynamic cache length
+by ``torch.onnx.export(dynamo=True)`` and by ``torch_onnx_fx.export`` at opset 20 (the default)
+and 23 (the standard's fused Attention), and run at a past of 128 and 1024 positions. The graphs
+run interleaved call by call in one process (ONNX Runtime CPU, one intra-op thread), so load on the
+machine weighs on all alike; the median is reported with its ratio to torch.onnx's. Every graph's
+logits are compared with eager PyTorch first.
+
+    python tools/benchmarks/decode_bench.py [--pasts 128,1024] [--calls 40]
+
+Results: ``tools/results/decode.jsonl`` (one line per run and variant).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tools._common import machine_info  # noqa: E402
+
+RESULTS = REPO / "tools" / "results" / "decode.jsonl"
+VARIANTS = ("torch.onnx", "torch_onnx_fx", "torch_onnx_fx opset 23")
+LAYERS, KV_HEADS, HEAD_DIM = 4, 4, 64
+
+
+def _model() -> Any:
+    import transformers
+
+    config = transformers.LlamaConfig(
+        vocab_size=32000, hidden_size=512, intermediate_size=1376, num_hidden_layers=LAYERS, num_attention_heads=8,
+        num_key_value_heads=KV_HEADS, max_position_embeddings=4096,
+    )
+    config._attn_implementation = "sdpa"
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+def _step(model: Any) -> Any:
+    """The model as one decode step over plain tensors: (token, mask, [k0, v0, k1, ...]) ->
+    (logits, k0', v0', ...), the cache rebuilt as transformers' DynamicCache inside."""
+    import torch
+    from transformers import DynamicCache
+
+    class Step(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, token: Any, mask: Any, cache: list[Any]) -> Any:
+            past = DynamicCache(config=self.model.config)
+            for layer in range(LAYERS):
+                past.update(cache[2 * layer], cache[2 * layer + 1], layer)
+            out = self.model(input_ids=token, attention_mask=mask, past_key_values=past, use_cache=True)
+            return (out.logits, *[t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)])
+
+    return Step().eval()
+
+
+def _inputs(past: int) -> tuple[Any, ...]:
+    import torch
+
+    generator = torch.Generator().manual_seed(past)
+    token = torch.randint(3, 32000, (1, 1), generator=generator)
+    mask = torch.ones(1, past + 1, dtype=torch.int64)
+    cache = [torch.randn(1, KV_HEADS, past, HEAD_DIM, generator=generator) for _ in range(2 * LAYERS)]
+    return token, mask, cache
+
+
+def _export(variant: str, step: Any, example: tuple[Any, ...], path: Path) -> int:
+    """Export ``variant``, save it to ``path``, return its node count."""
+    import onnx_ir as ir
+    import torch
+
+    past, total = torch.export.Dim("past", min=1, max=4000), torch.export.Dim("total", min=2, max=4001)
+    shapes = ({}, {1: total}, [{2: past}] * (2 * LAYERS))
+    if variant == "torch.onnx":
+        program = torch.onnx.export(step, example, dynamic_shapes=shapes, dynamo=True, verbose=False)
+    else:
+        import torch_onnx_fx
+
+        opset = 23 if variant.endswith("opset 23") else None
+        program = torch_onnx_fx.export(step, example, dynamic_shapes=shapes, opset_version=opset, verbose=False)
+    program.save(str(path))
+    return sum(1 for _ in ir.traversal.RecursiveGraphIterator(program.model.graph))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pasts", default="128,1024", help="cache lengths to time, comma-separated")
+    parser.add_argument("--calls", type=int, default=40, help="timed calls per graph and cache length")
+    parser.add_argument("--json", type=Path, default=RESULTS)
+    options = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+
+    torch.manual_seed(0)
+    step = _step(_model())
+    pasts = [int(p) for p in options.pasts.split(",")]
+    header = machine_info("python tools/benchmarks/decode_bench.py " + " ".join(sys.argv[1:] if argv is None else argv))
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as scratch:
+        nodes, sessions = {}, {}
+        for variant in VARIANTS:
+            path = Path(scratch) / f"{variant.replace(' ', '_')}.onnx"
+            nodes[variant] = _export(variant, step, _inputs(pasts[0]), path)
+            session_options = ort.SessionOptions()
+            session_options.intra_op_num_threads = 1
+            sessions[variant] = ort.InferenceSession(str(path), session_options, providers=["CPUExecutionProvider"])
+        for past in pasts:
+            token, mask, cache = _inputs(past)
+            with torch.no_grad():
+                expected = step(token, mask, cache)[0].numpy()
+            arrays = [token.numpy(), mask.numpy(), *(c.numpy() for c in cache)]
+            feeds = {v: {i.name: a for i, a in zip(s.get_inputs(), arrays, strict=True)} for v, s in sessions.items()}
+            diffs = {v: float(np.abs(s.run(None, feeds[v])[0] - expected).max()) for v, s in sessions.items()}
+            times: dict[str, list[float]] = {v: [] for v in VARIANTS}
+            for _ in range(3):
+                for v, s in sessions.items():
+                    s.run(None, feeds[v])
+            for _ in range(options.calls):
+                for v, s in sessions.items():
+                    start = time.perf_counter()
+                    s.run(None, feeds[v])
+                    times[v].append((time.perf_counter() - start) * 1000)
+            base = statistics.median(times["torch.onnx"])
+            for v in VARIANTS:
+                median = statistics.median(times[v])
+                rows.append({**header, "past": past, "variant": v, "ms": round(median, 3), "ratio": round(median / base, 3),
+                             "nodes": nodes[v], "max_abs_diff": diffs[v]})
+    print("| past | variant | ms | ratio to torch.onnx | nodes | max diff |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row['past']} | {row['variant']} | {row['ms']:.2f} | {row['ratio']:.2f} | {row['nodes']} | {row['max_abs_diff']:.1e} |")
+    options.json.parent.mkdir(parents=True, exist_ok=True)
+    with options.json.open("a") as out:
+        for row in rows:
+            out.write(json.dumps(row) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
