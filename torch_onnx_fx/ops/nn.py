@@ -257,8 +257,6 @@ def _grouped_heads(
         if any(v.shape is None or v.shape.rank() != 4 or not isinstance(v.shape[1], int) for v in (key, value)):
             return None
         kv_heads, value_dim = key.shape[1], value.shape[3]
-        axis = op.Constant(value_ints=[2])
-        key, value = op.Unsqueeze(key, axis), op.Unsqueeze(value, axis)
     else:
         key, value = _head_repeat_source(key), _head_repeat_source(value)
         if key is None or value is None or key.shape[1] != value.shape[1]:
@@ -267,6 +265,10 @@ def _grouped_heads(
     heads = query.shape[1]
     if not isinstance(kv_heads, int) or not isinstance(value_dim, int) or kv_heads == heads or heads % kv_heads:
         return None
+    if enable_gqa:
+        # Only once the grouping is certain: a declined case leaves no nodes behind.
+        axis = op.Constant(value_ints=[2])
+        key, value = op.Unsqueeze(key, axis), op.Unsqueeze(value, axis)
     return key, value, kv_heads, heads // kv_heads, value_dim
 
 
