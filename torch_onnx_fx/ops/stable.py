@@ -186,7 +186,7 @@ def aten_linalg_vector_norm(
     # Runtime flushes to 0 in float32); half precision in float32, as ATen accumulates it.
     # float64 as eager computes it, overflow included.
     shape = self.shape
-    if shape is not None and all(isinstance(shape[a], int) and shape[a] == 1 for a in axes) and ord != 0:
+    if shape is not None and all(isinstance(shape[a], int) and shape[a] == 1 for a in axes):
         # One element: its magnitude, as eager's shortcut returns it (no square to overflow).
         return magnitude if keepdim else op.Squeeze(magnitude, axes_value)
     wider = {ir.DataType.FLOAT: ir.DataType.DOUBLE, ir.DataType.FLOAT16: ir.DataType.FLOAT, ir.DataType.BFLOAT16: ir.DataType.FLOAT}.get(self.dtype)
@@ -196,7 +196,7 @@ def aten_linalg_vector_norm(
     if ord == 2:
         norm = op.ReduceL2(wide, axes_value, keepdims=keep)
     else:
-        power = op.CastLike(op.Constant(value=ir.tensor(float(ord), dtype=ir.DataType.DOUBLE)), wide)
+        power = constant(float(ord), wide)
         norm = op.Pow(op.ReduceSum(op.Pow(wide, power), axes_value, keepdims=keep), op.Div(op.CastLike(1.0, power), power))
     return op.Cast(norm, to=self.dtype) if wider is not None else norm
 
