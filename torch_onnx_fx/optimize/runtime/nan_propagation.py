@@ -44,10 +44,14 @@ def _nan_mask(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
     return tape.op("Cast", [tape.op("IsNaN", [x])], {"to": x.dtype}, output=ir.Value(type=ir.TensorType(x.dtype), shape=x.shape))
 
 
+def _attributes(node: ir.Node, *dropped: str) -> dict[str, object]:
+    """``node``'s attributes as values for ``tape.op``, less ``dropped``."""
+    return {name: attribute.value for name, attribute in node.attributes.items() if name not in dropped}
+
+
 def _same_reduction(tape: ir.tape.Tape, node: ir.Node, mask: ir.Value, op_type: str | None = None) -> ir.Value:
     """``node``'s operator (or ``op_type``) with ``node``'s attributes and axes, applied to ``mask``."""
-    attributes = {name: attribute.value for name, attribute in node.attributes.items()}
-    return tape.op(op_type or node.op_type, [mask, *node.inputs[1:]], attributes)
+    return tape.op(op_type or node.op_type, [mask, *node.inputs[1:]], _attributes(node))
 
 
 def _carries_nan(node: ir.Node, opset: int) -> bool:
@@ -75,7 +79,7 @@ def _propagated(tape: ir.tape.Tape, node: ir.Node, opset: int) -> list[ir.Value]
         result = _same_reduction(tape, node, x)
         mask_type = ir.DataType.DOUBLE if x.dtype == ir.DataType.DOUBLE else ir.DataType.FLOAT
         flags = [tape.op("Cast", [tape.op("IsNaN", [v])], {"to": mask_type}) for v in (x, node.inputs[2])]
-        attributes = {name: attribute.value for name, attribute in node.attributes.items()}
+        attributes = _attributes(node)
         attributes["reduction"] = "max"
         seen = tape.op(node.op_type, [flags[0], node.inputs[1], flags[1]], attributes)
         nan = constant(np.array(np.nan, dtype=x.dtype.numpy()))
@@ -83,7 +87,7 @@ def _propagated(tape: ir.tape.Tape, node: ir.Node, opset: int) -> list[ir.Value]
     if node.op_type == "MaxPool" and len(node.outputs) == 2:
         mask = _nan_mask(tape, x)
         # Values and indices: where a window holds a NaN, the mask's own maximum is its position.
-        attributes = {name: attribute.value for name, attribute in node.attributes.items()}
+        attributes = _attributes(node)
         # ATen's window scan takes every NaN it meets, so its index is the window's last NaN:
         # pool each NaN's flat position + 1 (in float64, exact for any tensor size) and take the
         # largest, in MaxPool's own flat numbering.
@@ -103,7 +107,7 @@ def _propagated(tape: ir.tape.Tape, node: ir.Node, opset: int) -> list[ir.Value]
         # unless a NaN is in the window, so ``p - p`` is +0 or NaN, and subtracting +0 leaves every
         # value (-0 included) as it is. Four nodes where the mask and Where take five: pooling
         # networks have many of these.
-        attributes = {name: attribute.value for name, attribute in node.attributes.items() if name != "storage_order"}
+        attributes = _attributes(node, "storage_order")
         attributes["count_include_pad"] = 1
         if opset < 19:
             attributes.pop("dilations", None)
