@@ -47,7 +47,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
 for _path in (REPO, REPO / "tests"):
@@ -170,6 +170,23 @@ class Record:
 # -- one model and exporter, in a worker process --------------------------------------------------
 
 
+def stage_tracking(record: Any, on_stage: Callable[[Any], None]) -> tuple[Callable[[str], None], Callable[[str, BaseException], Any]]:
+    """``(stage, fail)`` for a check filling ``record``: ``stage(label)`` marks and reports the stage
+    starting (so a timeout can say where it was); ``fail(status, exc)`` records the failure and
+    returns the record."""
+
+    def stage(label: str) -> None:
+        record.stage = label
+        on_stage(record)
+
+    def fail(status: str, exc: BaseException) -> Any:
+        record.status = status
+        record.error, record.cause = _describe(exc)
+        return record
+
+    return stage, fail
+
+
 def _first_line(text: str) -> str:
     text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # torch.onnx colours its messages
     lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -259,15 +276,7 @@ def run_case(case: Any, exporter: str, on_stage: Any = lambda record: None) -> R
     from helpers import assert_close_outputs
 
     record = Record(case.name, case.family, exporter, case.ci)
-
-    def stage(name: str) -> None:
-        record.stage = name
-        on_stage(record)
-
-    def fail(status: str, exc: BaseException) -> Record:
-        record.status = status
-        record.error, record.cause = _describe(exc)
-        return record
+    stage, fail = stage_tracking(record, on_stage)
 
     stage("build")
     try:

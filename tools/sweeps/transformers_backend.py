@@ -58,7 +58,7 @@ from tools._common import (  # noqa: E402
     machine_info,
     run_in_worker,
 )
-from tools.sweeps.modelsweep import _describe, _first_line, max_abs_diff  # noqa: E402
+from tools.sweeps.modelsweep import _first_line, max_abs_diff, stage_tracking  # noqa: E402
 
 from tools.sweeps.transformers_backend_results import (  # noqa: E402
     ATOL, BACKENDS, CHECKS, DEFAULT_JSON, DEFAULT_PAGE, LATENCY_CALLS, NEW_TOKENS, OURS, RTOL,
@@ -278,15 +278,7 @@ def run_check(name: str, backend: str, check: str, on_stage: Callable[[Record], 
     torch.set_num_threads(1)
     case = named(cases(), name)
     record = Record(name, task_of(name), backend, check)
-
-    def stage(label: str) -> None:
-        record.stage = label
-        on_stage(record)
-
-    def fail(status: str, exc: BaseException) -> Record:
-        record.status = status
-        record.error, record.cause = _describe(exc)
-        return record
+    stage, fail = stage_tracking(record, on_stage)
 
     stage("build")
     try:
