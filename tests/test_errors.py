@@ -122,7 +122,7 @@ def test_overload_packet_key_is_refused_with_the_overload_to_use():
 
 @pytest.mark.parametrize(
     "name, value",
-    [("do_constant_folding", False), ("autograd_inlining", False), ("custom_opsets", {"my.domain": 2}), ("export_modules_as_functions", False)],
+    [("do_constant_folding", False), ("autograd_inlining", False), ("custom_opsets", {"my.domain": 2})],
 )
 def test_deprecated_arguments_warn(name, value):
     with pytest.warns(DeprecationWarning, match=name):
@@ -132,8 +132,6 @@ def test_deprecated_arguments_warn(name, value):
 
 
 def test_unhonourable_legacy_arguments_raise():
-    with pytest.raises(torch_onnx_fx.UnsupportedArgumentError, match="export_modules_as_functions"):
-        torch_onnx_fx.export(nn.ReLU(), (torch.randn(2),), export_modules_as_functions=True)
     with pytest.raises(torch_onnx_fx.UnsupportedArgumentError, match="training"):
         torch_onnx_fx.export(nn.ReLU(), (torch.randn(2),), training=torch.onnx.TrainingMode.TRAINING)
     with pytest.raises(torch_onnx_fx.UnsupportedArgumentError, match="operator_export_type"):
@@ -224,7 +222,8 @@ EXPORT_CASES = [
     ("training", 5, torch_onnx_fx.ArgumentTypeError, "training"),
     ("operator_export_type", "ATEN", torch_onnx_fx.ArgumentTypeError, "operator_export_type"),
     ("custom_opsets", {"d": "1"}, torch_onnx_fx.UnsupportedArgumentError, "custom_opsets"),
-    ("export_modules_as_functions", True, torch_onnx_fx.UnsupportedArgumentError, "export_modules_as_functions"),
+    ("export_modules_as_functions", [nn.Linear, "Linear"], torch_onnx_fx.ArgumentTypeError, "export_modules_as_functions"),
+    ("export_modules_as_functions", "Linear", torch_onnx_fx.ArgumentTypeError, "export_modules_as_functions"),
     ("custom_opsets", 5, torch_onnx_fx.ArgumentTypeError, "custom_opsets"),
     ("do_constant_folding", "x", torch_onnx_fx.ArgumentTypeError, "do_constant_folding"),
     ("autograd_inlining", "x", torch_onnx_fx.ArgumentTypeError, "autograd_inlining"),

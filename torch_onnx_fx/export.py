@@ -128,7 +128,7 @@ def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any,
     with progress.phase("optimize") as phase:
         fused = optimize_model(
             model_ir, opset_version=opts.opset_version, weights=signature.state_names, optimize=opts.optimize,
-            fusion_mode=opts.fusion, extra_opsets=opts.extra_opsets,
+            fusion_mode=opts.fusion, extra_opsets=opts.extra_opsets, module_functions=opts.module_functions,
         )
         phase.detail = f"{len(model_ir.graph)} nodes" + ("" if opts.optimize else " (optimize=False)")
         if fused:

@@ -243,12 +243,19 @@ class ExportOptions:
         kind=LEGACY_KIND,
     )
     export_modules_as_functions: bool | Collection[type[torch.nn.Module]] = _argument(
-        UNSET, "`True` raises; `False` warns (deprecated).",
+        UNSET,
+        "Not deprecated here: each module instance becomes a call of an ONNX function, one function per "
+        "distinct body (class, configuration, input signature), weights left as the main graph's "
+        "initializers. `True`: the repeated blocks (instances of one class side by side in a `ModuleList` "
+        "or `Sequential`, such as a transformer's decoder layers); a collection of module classes: their "
+        "instances, nested where they nest. `False` (default): one flat graph.",
         kind=LEGACY_KIND,
     )
     autograd_inlining: Any = _argument(UNSET, "Warns (deprecated).", kind=LEGACY_KIND)
     # What resolve() derives; not an argument.
     extra_opsets: dict[str, int] = dataclasses.field(default_factory=dict, metadata={"kind": RESOLVED})
+    # False, True (the repeated blocks) or the qualified names of the classes to make functions of.
+    module_functions: bool | frozenset[str] = dataclasses.field(default=False, metadata={"kind": RESOLVED})
 
     @property
     def diagnostics(self) -> dict[str, Any]:
@@ -302,6 +309,19 @@ def _unknown_argument(name: str) -> ArgumentTypeError:
     return ArgumentTypeError(f"export() got an unexpected keyword argument {name!r}{hint}")
 
 
+def _module_functions(value: Any) -> bool | frozenset[str]:
+    """``export_modules_as_functions`` as the optimize stage takes it: a flag or class names."""
+    if value is UNSET or isinstance(value, bool):
+        return value is True
+    classes = list(value) if isinstance(value, Collection) and not isinstance(value, (str, bytes)) else None
+    if classes is None or not all(isinstance(c, type) and issubclass(c, torch.nn.Module) for c in classes):
+        raise ArgumentTypeError(
+            "export(..., export_modules_as_functions=...): expected True, False or a collection of "
+            f"torch.nn.Module subclasses, got {_short(value)}."
+        )
+    return frozenset(f"{c.__module__}.{c.__qualname__}" for c in classes)
+
+
 def _legacy_arguments(legacy: Mapping[str, Any]) -> dict[str, int]:
     """Validate the TorchScript-era arguments; return custom opsets to import."""
 
@@ -340,14 +360,6 @@ def _legacy_arguments(legacy: Mapping[str, Any]) -> dict[str, int]:
             raise ArgumentTypeError(f"export(..., {flag}=...): expected True or False, got {_short(legacy[flag])}.")
     if legacy.get("do_constant_folding", UNSET) is not UNSET:
         deprecated("do_constant_folding", "constant folding is part of optimize=True; pass optimize=False to skip it.")
-    as_functions = legacy.get("export_modules_as_functions", UNSET)
-    if as_functions is not UNSET:
-        if as_functions:
-            raise UnsupportedArgumentError(
-                "export_modules_as_functions is not supported by the torch.export-based exporter; "
-                "module structure is kept in node metadata (namespace, name scopes) instead."
-            )
-        deprecated("export_modules_as_functions", "modules are recorded in node metadata.")
     if legacy.get("autograd_inlining", UNSET) is not UNSET:
         deprecated("autograd_inlining", "torch.export always inlines autograd functions.")
     custom_opsets = legacy.get("custom_opsets", UNSET)
@@ -560,5 +572,6 @@ def resolve(model: Any, args: Any, f: Any, given_arguments: Mapping[str, Any]) -
         output_names=output_names,
         state_outputs=bool(given.state_outputs),
         extra_opsets=extra_opsets,
+        module_functions=_module_functions(given.export_modules_as_functions),
     )
 

@@ -107,14 +107,17 @@ def _weights_kept(model: ir.Model, weights: Collection[str]) -> Iterator[None]:
         common_passes.RemoveUnusedNodesPass()(model)
 
 
-def optimize(model: ir.Model, weights: Collection[str] = ()) -> None:
+def optimize(model: ir.Model, weights: Collection[str] = (), *, keep_functions: bool = False) -> None:
     """Full optimization, in place; the initializers named in ``weights`` stay as they are.
+
+    ``keep_functions``: leave the model's functions as they are rather than inlining them (the
+    module functions ``export_modules_as_functions`` made, which hold optimized nodes already).
 
     The passes and order of ``onnxscript.optimizer.optimize_ir`` (what torch.onnx runs), with the
     rewrite step restricted to rules that can match this model (see ``RelevantRulesRewritePass``).
     """
     with _third_party_warnings_quieted(), _weights_kept(model, weights):
-        _optimize(model)
+        _optimize(model, inline=not keep_functions)
     # The folds kept weights need, each noting which weights the stored tensor is made of: used
     # transposed (stored so), or only moved and computed with (torchlib's LSTM/GRU gate
     # reordering, Gemma's 1 + weight, a BatchNormalization's factors taken into its Conv).
@@ -123,7 +126,7 @@ def optimize(model: ir.Model, weights: Collection[str] = ()) -> None:
     FoldWeightRecipesPass(weights)(model)
 
 
-def _optimize(model: ir.Model) -> None:
+def _optimize(model: ir.Model, *, inline: bool = True) -> None:
     fold_and_rewrite = ir.passes.PassManager(
         [
             # No shape inference of the folder's own: translation typed every node already, and
@@ -143,7 +146,7 @@ def _optimize(model: ir.Model) -> None:
         early_stop=True,
     )
     ir.passes.Sequential(
-        common_passes.InlinePass(),
+        *([common_passes.InlinePass()] if inline else []),
         # No RemoveUnusedNodesPass after it: each of its rounds ends with one, and what follows
         # it there (unused functions and opsets) leaves no node dead.
         fold_and_rewrite,

@@ -9,7 +9,9 @@
 4. integer sums and products ONNX Runtime would compute in double precision made exact
    (``runtime/integer_reductions``), and nodes its CPU provider has no kernel for computed in a
    wider type (``runtime/kernel_gaps``);
-5. the legacy ``custom_opsets`` imported, and the oldest IR version that holds every type used.
+5. with ``export_modules_as_functions``, the chosen module instances outlined as calls of ONNX
+   functions (``module_functions``), last, so the functions hold the optimized nodes;
+6. the legacy ``custom_opsets`` imported, and the oldest IR version that holds every type used.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import onnx_ir as ir
 
 from torch_onnx_fx import dtypes
 from torch_onnx_fx.optimize import downgrade, fusion, optimizer
+from torch_onnx_fx.optimize.module_functions import ModuleFunctionsPass
 from torch_onnx_fx.optimize.runtime.integer_reductions import IntegerReductionsPass
 from torch_onnx_fx.optimize.runtime.kernel_gaps import KernelGapPass
 from torch_onnx_fx.optimize.runtime.matrix_vector import MatrixVectorPass
@@ -37,11 +40,13 @@ def optimize_model(
     optimize: bool = True,
     fusion_mode: str = fusion.DEFAULT_FUSION,
     extra_opsets: Mapping[str, int] | None = None,
+    module_functions: bool | Collection[str] = False,
 ) -> dict[str, int]:
     """Run the recipe on ``model`` in place; how many of each fused operator the graph has.
 
     ``opset_version`` is the opset asked for (the model may have been built at a newer one);
-    ``weights`` names the initializers ``apply_weights`` must be able to replace.
+    ``weights`` names the initializers ``apply_weights`` must be able to replace;
+    ``module_functions`` is ``True`` (the repeated blocks) or the classes to outline as functions.
     """
     built_at = model.graph.opset_imports[""]
     optimizer.finalize(model)
@@ -57,6 +62,8 @@ def optimize_model(
     OneSidedClipPass()(model)
     MatrixVectorPass()(model)
     KernelGapPass()(model)
+    if module_functions is not False:
+        ModuleFunctionsPass(None if module_functions is True else module_functions, weights)(model)
     model.graph.opset_imports.update(extra_opsets or {})
     model.ir_version = dtypes.ir_version_for(model)
     return fused

@@ -473,7 +473,13 @@ class ONNXProgram:
         return [torch.from_numpy(np.array(r)) for r in evaluator.run(None, feeds)]
 
     def optimize(self) -> None:
-        """Optimize the model in place (constant folding, dead code and redundancy removal)."""
-        optimizer.optimize(self.model, weights=self.signature.state_names if self.signature is not None else ())
+        """Optimize the model in place (constant folding, dead code and redundancy removal).
+
+        Functions made by ``export_modules_as_functions`` stay functions: they hold optimized nodes
+        already, and inlining them would undo what the export was asked for."""
+        optimizer.optimize(
+            self.model, weights=self.signature.state_names if self.signature is not None else (),
+            keep_functions=bool(self.model.functions),
+        )
         self.release()
 

@@ -26,12 +26,18 @@ from torch_onnx_fx._state import PACKAGE_DIR
 if TYPE_CHECKING:
     from torch_onnx_fx.signature import OutputEntry
 
-__all__ = ["node_metadata", "source_line", "annotate_graph", "annotate_outputs", "ORIGINAL_NAME_KEY", "INPUT_KIND_KEY"]
+__all__ = [
+    "node_metadata", "module_stack", "source_line", "annotate_graph", "annotate_outputs",
+    "ORIGINAL_NAME_KEY", "INPUT_KIND_KEY", "MODULE_STACK_KEY",
+]
 
 ORIGINAL_NAME_KEY = "pkg.torch.onnx.original_node_name"
 INPUT_KIND_KEY = "pkg.torch.export.graph_signature.InputSpec.kind"
 _INPUT_PERSISTENT_KEY = "pkg.torch.export.graph_signature.InputSpec.persistent"
 _OUTPUT_KIND_KEY = "pkg.torch.export.graph_signature.OutputSpec.kind"
+# In ``ir.Node.meta`` (not saved): the full module paths, which the saved name scopes shorten to
+# their last component and so cannot tell ``blocks.0`` from ``layers.0``.
+MODULE_STACK_KEY = "torch_onnx_fx.module_stack"
 
 
 def _module_stack(node: torch.fx.Node) -> list[tuple[str, str]]:
@@ -44,6 +50,11 @@ def _module_stack(node: torch.fx.Node) -> list[tuple[str, str]]:
         cls_name = cls if isinstance(cls, str) else f"{cls.__module__}.{cls.__qualname__}"
         entries.append((path, cls_name))
     return entries
+
+
+def module_stack(node: torch.fx.Node) -> tuple[tuple[str, str], ...]:
+    """``(path, qualified class name)`` of each module the node was traced in, outermost first."""
+    return tuple(_module_stack(node))
 
 
 def node_metadata(node: torch.fx.Node) -> dict[str, str]:

@@ -29,6 +29,7 @@ from onnxscript import onnx_opset
 from onnxscript import values as onnxscript_values
 
 from torch_onnx_fx.translate import trace_folding
+from torch_onnx_fx.translate.metadata import MODULE_STACK_KEY
 from torch_onnx_fx.translate.node_inference import InferenceCache, infer_node
 from torch_onnx_fx.translate.opset_adapters import OPSET_ADAPTERS
 
@@ -173,6 +174,8 @@ class GraphTracer:
             self._inferred = parent._inferred
         # Stamped on every node created while it is set (the FX node being translated).
         self.node_metadata: dict[str, str] = {}
+        # Kept in ``node.meta`` (see translate/metadata.MODULE_STACK_KEY) beside the saved metadata.
+        self.module_stack: tuple[tuple[str, str], ...] = ()
         self.name_prefix = "val"
         self._constants: dict[tuple[Any, ...], ir.Value] = {}
 
@@ -202,6 +205,7 @@ class GraphTracer:
         if node.name is None:
             node.name = f"node_{node.op_type}_{self._counter[0]}"
         node.metadata_props.update(self.node_metadata)
+        node.meta[MODULE_STACK_KEY] = self.module_stack
         self.graph.append(node)
 
     @contextlib.contextmanager

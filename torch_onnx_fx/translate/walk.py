@@ -471,7 +471,7 @@ def translate(
     ctx.named.update(graph.initializers)
     with tracer.active():
         _walk(ctx, program.graph.nodes, program.graph_module, progress=progress)
-        tracer.node_metadata = {}
+        tracer.node_metadata, tracer.module_stack = {}, ()
         graph.outputs.extend(_outputs(ctx, signature.graph_outputs(state_outputs)))
     graph.opset_imports.update(tracer.opset_imports)
     return graph, tracer
@@ -491,6 +491,7 @@ def _walk(
     for index, node in enumerate(nodes):
         if node.op == "call_function":
             tracer.node_metadata = metadata.node_metadata(node)
+            tracer.module_stack = metadata.module_stack(node)
             try:
                 _call(ctx, node)
             except (MissingTranslationError, UnsupportedArgumentError):

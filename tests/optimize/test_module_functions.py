@@ -1,0 +1,172 @@
+"""export_modules_as_functions: module instances as calls of deduplicated ONNX functions.
+
+Every model here is exported twice, inlined and with functions; the function export must give
+ONNX Runtime's outputs of the inlined one bit for bit (the functions hold the same nodes) and
+match eager PyTorch.
+"""
+
+from __future__ import annotations
+
+import onnx
+import onnxruntime as ort
+import pytest
+import torch
+from torch import nn
+
+import torch_onnx_fx
+from helpers import assert_matches_eager
+
+transformers = pytest.importorskip("transformers", reason="the decoder-layer cases build a transformers Llama")
+from transformers.models.llama import modeling_llama  # noqa: E402
+
+
+def _llama(layers: int = 3) -> nn.Module:
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=layers, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=100, use_cache=False,
+    )
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+def _functions(program: torch_onnx_fx.ONNXProgram) -> dict[str, onnx.FunctionProto]:
+    proto = program.model_proto
+    onnx.checker.check_model(proto, full_check=True)
+    return {f.name: f for f in proto.functions}
+
+
+def _calls(nodes, name: str) -> list[onnx.NodeProto]:
+    return [n for n in nodes if n.op_type == name]
+
+
+def _same_as_inlined(model: nn.Module, args: tuple, program: torch_onnx_fx.ONNXProgram, **options) -> None:
+    inlined = torch_onnx_fx.export(model, args, verbose=False, **options)
+    assert not inlined.model.functions
+    for expected, actual in zip(inlined(*args), program(*args), strict=True):
+        assert torch.equal(expected, actual)
+
+
+def test_every_decoder_layer_calls_one_function_with_dynamic_shapes():
+    model, ids = _llama(4), torch.randint(0, 100, (2, 7))
+    shapes = ({0: "batch", 1: "sequence"},)
+    program = assert_matches_eager(
+        model, (ids,), dynamic_shapes=shapes, export_modules_as_functions=True,
+        more_inputs=[((torch.randint(0, 100, (3, 11)),), {})],
+    )
+    functions = _functions(program)
+    assert list(functions) == ["LlamaDecoderLayer"]
+    layer = functions["LlamaDecoderLayer"]
+    assert layer.domain == "transformers.models.llama.modeling_llama"
+    calls = _calls(program.model_proto.graph.node, "LlamaDecoderLayer")
+    assert [c.name for c in calls] == [f"model.layers.{i}" for i in range(4)]
+    # Weights stay initializers of the main graph, passed in by each call.
+    initializers = {i.name for i in program.model_proto.graph.initializer}
+    assert "model.layers.2.input_layernorm.weight" in calls[2].input
+    assert "model.layers.2.input_layernorm.weight" in initializers
+    assert not any(n.op_type == "MatMul" for n in program.model_proto.graph.node[:-1])
+    _same_as_inlined(model, (ids,), program, dynamic_shapes=shapes)
+
+
+class _Block(nn.Module):
+    def __init__(self, scale: float) -> None:
+        super().__init__()
+        self.linear, self.scale = nn.Linear(8, 8), scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.linear(x)) * self.scale + x
+
+
+class _Stack(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([_Block(2.0), _Block(2.0), _Block(3.0)])
+        self.head = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8))
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x), x.sum()
+
+
+def test_instances_of_other_configurations_get_their_own_function():
+    model, args = _Stack().eval(), (torch.randn(3, 8),)
+    program = assert_matches_eager(model, args, export_modules_as_functions=True)
+    functions = _functions(program)
+    # The two blocks scaled by 2 share a body; the Linears side by side in ``head`` are no
+    # repeated block (they have no submodules), so only an explicit class would outline them.
+    assert sorted(functions) == ["_Block", "_Block_2"]
+    assert [c.op_type for c in program.model_proto.graph.node if c.domain == functions["_Block"].domain] == [
+        "_Block", "_Block", "_Block_2",
+    ]
+    _same_as_inlined(model, args, program)
+
+
+def test_explicit_classes_nest():
+    model, ids = _llama(2), torch.randint(0, 100, (2, 5))
+    classes = {modeling_llama.LlamaDecoderLayer, modeling_llama.LlamaMLP, modeling_llama.LlamaRMSNorm}
+    program = assert_matches_eager(model, (ids,), export_modules_as_functions=classes)
+    functions = _functions(program)
+    assert sorted(functions) == ["LlamaDecoderLayer", "LlamaMLP", "LlamaRMSNorm"]
+    layer = functions["LlamaDecoderLayer"]
+    assert len(_calls(layer.node, "LlamaMLP")) == 1 and len(_calls(layer.node, "LlamaRMSNorm")) == 2
+    # The final norm sits outside every layer: called from the main graph.
+    assert len(_calls(program.model_proto.graph.node, "LlamaRMSNorm")) == 1
+    _same_as_inlined(model, (ids,), program)
+
+
+class _CondBlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear, self.weight = nn.Linear(8, 8), nn.Parameter(torch.randn(8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cond(x.sum() > 0, lambda x: self.linear(x) * self.weight, lambda x: x - self.weight, (x,))
+
+
+class _CondStack(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([_CondBlock(), _CondBlock()])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def test_weights_read_inside_a_branch_become_function_inputs():
+    torch.manual_seed(0)
+    model = _CondStack().eval()
+    x = torch.randn(3, 8)
+    program = assert_matches_eager(model, (x,), export_modules_as_functions=True, more_inputs=[((-x.abs() - 1,), {})])
+    block = _functions(program)["_CondBlock"]
+    assert [n.op_type for n in block.node if n.op_type == "If"] == ["If"]
+    assert "weight" in block.input
+
+
+def test_saved_with_external_data_loads_and_takes_new_weights(tmp_path):
+    model, ids = _llama(2), torch.randint(0, 100, (1, 6))
+    program = torch_onnx_fx.export(model, (ids,), verbose=False, export_modules_as_functions=True)
+    other = _llama(2)
+    for parameter in other.parameters():
+        parameter.data.normal_()
+    program.apply_weights(other.state_dict())
+    path = tmp_path / "model.onnx"
+    program.save(path, external_data=True)
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    (logits,) = session.run(None, {session.get_inputs()[0].name: ids.numpy()})
+    torch.testing.assert_close(torch.from_numpy(logits), other(ids).logits.detach(), rtol=1e-4, atol=1e-4)
+
+
+def test_optimize_again_keeps_the_functions():
+    model, ids = _llama(2), torch.randint(0, 100, (1, 6))
+    program = torch_onnx_fx.export(model, (ids,), verbose=False, export_modules_as_functions=True)
+    before = program(ids)
+    program.optimize()
+    assert list(_functions(program)) == ["LlamaDecoderLayer"]
+    assert torch.equal(program(ids)[0], before[0])
+
+
+def test_no_functions_without_the_argument():
+    program = torch_onnx_fx.export(_Stack().eval(), (torch.randn(3, 8),), verbose=False)
+    assert not program.model_proto.functions

@@ -1,0 +1,362 @@
+"""``ModuleFunctionsPass`` turns the nodes each chosen module instance became into a call of an ONNX
+function: one function per distinct body, called once per instance (``export_modules_as_functions``).
+
+It runs last, on the optimized graph, so the functions hold exactly the nodes the inlined export
+has and ONNX Runtime, which inlines local functions when it loads a model, computes the same
+numbers. Which module a node came from is the module stack the translation stamps on each node
+(``translate/metadata.MODULE_STACK_KEY``). For each instance, innermost first:
+
+* its nodes are the ones traced inside it, less those that only read values from outside and feed
+  something outside too (a size computed once and shared by every layer), plus any node on a path
+  from its nodes back into them (a fused or inlined node without a stack): a call may not sit on a
+  cycle;
+* its body is written in a canonical form (operators, attributes, inputs as positions) so that
+  instances with the same code, configuration and input signature share one function, whatever
+  their values are called;
+* weights, other large initializers and the instance's inputs become function inputs, so every
+  weight stays an initializer of the main graph (``apply_weights`` and external data work as
+  before); small constants (axes, shapes, epsilons) become ``Constant`` nodes in the body, so a
+  toolchain compiling the function sees them.
+
+The functions are named after the module class, in a domain named after its Python module
+(``LlamaDecoderLayer`` in ``transformers.models.llama.modeling_llama``); a class whose instances
+have different bodies gets one function per body (``LlamaDecoderLayer``, ``LlamaDecoderLayer_2``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from typing import Collection, Hashable, Iterable
+
+import onnx_ir as ir
+
+from torch_onnx_fx.translate.metadata import MODULE_STACK_KEY
+
+__all__ = ["ModuleFunctionsPass"]
+
+logger = logging.getLogger(__name__)
+
+# An initializer that is not a weight and has at most this many elements is a constant of the
+# code (axes, shapes, epsilons), written into the body; larger ones are passed in.
+_MAX_EMBEDDED_ELEMENTS = 64
+
+Stack = tuple[tuple[str, str], ...]
+
+
+def _stack(node: ir.Node) -> Stack | None:
+    return node.meta.get(MODULE_STACK_KEY) or None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Instance:
+    path: str
+    cls: str
+    depth: int  # position of the instance in its nodes' stacks
+
+
+def _instances(nodes: Iterable[ir.Node], classes: Collection[str] | None, weights: Collection[str]) -> list[_Instance]:
+    """The instances to outline, innermost (deepest) first, in graph order within a depth."""
+    found: dict[str, _Instance] = {}
+    # A module has submodules if a node was traced in one or a weight's name says so (nodes
+    # traced inside a torch.cond branch carry no module stack).
+    has_children = {name.rpartition(".")[0].rpartition(".")[0] for name in weights}
+    for node in nodes:
+        stack = _stack(node) or ()
+        for depth, (path, cls) in enumerate(stack):
+            found.setdefault(path, _Instance(path, cls, depth))
+            if depth > 0:
+                has_children.add(stack[depth - 1][0])
+    if classes is None:
+        siblings: dict[tuple[str, str], int] = {}
+        for inst in found.values():
+            parent, _, leaf = inst.path.rpartition(".")
+            if leaf.isdigit() and inst.path in has_children:
+                siblings[parent, inst.cls] = siblings.get((parent, inst.cls), 0) + 1
+        chosen = [
+            inst for inst in found.values()
+            if siblings.get((inst.path.rpartition(".")[0], inst.cls), 0) >= 2 and inst.path.rpartition(".")[2].isdigit()
+        ]
+    else:
+        chosen = [inst for inst in found.values() if inst.cls in classes and inst.depth > 0]
+    order = {path: i for i, path in enumerate(found)}
+    return sorted(chosen, key=lambda inst: (-inst.depth, order[inst.path]))
+
+
+def _subgraphs(node: ir.Node) -> list[ir.Graph]:
+    graphs: list[ir.Graph] = []
+    for attr in node.attributes.values():
+        if attr.type == ir.AttributeType.GRAPH:
+            graphs.append(attr.value)
+        elif attr.type == ir.AttributeType.GRAPHS:
+            graphs.extend(attr.value)
+    return graphs
+
+
+def _captured(node: ir.Node) -> list[ir.Value]:
+    """Values of enclosing scopes that the node's subgraphs read."""
+    outer: list[ir.Value] = []
+    for graph in _subgraphs(node):
+        defined = set(graph.inputs)
+        for inner in graph:
+            outer.extend(v for v in [*inner.inputs, *_captured(inner)] if v is not None and v not in defined)
+            defined.update(inner.outputs)
+    return outer
+
+
+def _reads(node: ir.Node) -> list[ir.Value]:
+    return [v for v in node.inputs if v is not None] + _captured(node)
+
+
+def _all_nodes(nodes: Iterable[ir.Node]) -> set[ir.Node]:
+    """The nodes and every node of their subgraphs (the users a value's ``uses()`` names)."""
+    found: set[ir.Node] = set()
+    for node in nodes:
+        found.add(node)
+        for graph in _subgraphs(node):
+            found |= _all_nodes(graph)
+    return found
+
+
+def _owners(nodes: Iterable[ir.Node]) -> dict[ir.Node, ir.Node]:
+    """Each node, and each node of its subgraphs, mapped to the top-level node holding it."""
+    return {inner: node for node in nodes for inner in _all_nodes([node])}
+
+
+def _members(graph: ir.Graph, inst: _Instance) -> list[ir.Node]:
+    """The instance's nodes in graph order: its own, less shared sources, plus the convex hull."""
+    nodes = list(graph)
+    tagged = {
+        n for n in nodes
+        if (stack := _stack(n)) is not None and len(stack) > inst.depth and stack[inst.depth][0] == inst.path
+    }
+    if not tagged:
+        return []
+    owner = _owners(nodes)
+    # A node reading only from outside whose value is also used outside (a size computed once,
+    # the mask every layer reads) is the main graph's: left in the instance, only the first
+    # layer's body would produce it for the others.
+    changed = True
+    while changed:
+        changed = False
+        for node in [n for n in nodes if n in tagged]:
+            if any(v.producer() in tagged for v in _reads(node)):
+                continue
+            outputs_leave = any(
+                out.is_graph_output() or any(owner.get(user) not in tagged for user, _ in out.uses()) for out in node.outputs
+            )
+            if outputs_leave:
+                tagged.discard(node)
+                changed = True
+    if not tagged:
+        return []
+    position = {n: i for i, n in enumerate(nodes)}
+    window = nodes[min(position[n] for n in tagged) : max(position[n] for n in tagged) + 1]
+    # The hull: a node both reachable from the instance and reaching it must be in the call.
+    after: set[ir.Node] = set()
+    for node in window:
+        if node in tagged or any(v.producer() in after for v in _reads(node)):
+            after.add(node)
+    before: set[ir.Node] = set()
+    for node in reversed(window):
+        if node in tagged or any(owner.get(user) in before for out in node.outputs for user, _ in out.uses()):
+            before.add(node)
+    return [n for n in window if n in tagged or (n in after and n in before)]
+
+
+def _is_embedded(value: ir.Value, weights: Collection[str]) -> bool:
+    return (
+        value.is_initializer()
+        and not value.is_graph_input()
+        and value.name not in weights
+        and value.const_value is not None
+        and value.const_value.size <= _MAX_EMBEDDED_ELEMENTS
+    )
+
+
+class _Body:
+    """An instance's nodes read in a canonical form: what decides whether two instances can share
+    one function, and, position by position, which values a call passes and receives."""
+
+    def __init__(self, members: list[ir.Node], weights: Collection[str]) -> None:
+        self.members = members
+        self.everything = _all_nodes(members)
+        self.inputs: list[ir.Value] = []
+        self.constants: list[ir.Value] = []
+        self._refs: dict[ir.Value, Hashable] = {}
+        self._counts: list[int] = [0]  # nodes seen per scope: the body, then each subgraph
+        items = [self._node(node, self._refs, 0, weights) for node in members]
+        self.outputs = [
+            out for node in members for out in node.outputs
+            if out.is_graph_output() or any(user not in self.everything for user, _ in out.uses())
+        ]
+        # The input signature too: instances of other dtypes or shapes get functions of their own,
+        # which a toolchain compiling one function per distinct layer can specialise.
+        signature = tuple((v.dtype, str(v.shape)) for v in self.inputs)
+        self.key: Hashable = (tuple(items), tuple(self._refs[out] for out in self.outputs), signature)
+
+    def _ref(self, value: ir.Value | None, local: dict[ir.Value, Hashable], weights: Collection[str]) -> Hashable:
+        if value is None:
+            return None
+        if value in local:
+            return local[value]
+        if value in self._refs:
+            return self._refs[value]
+        if _is_embedded(value, weights):
+            tensor = value.const_value
+            ref: Hashable = ("const", tensor.dtype, tuple(tensor.shape), tensor.tobytes())
+            self.constants.append(value)
+        else:
+            ref = ("input", len(self.inputs))
+            self.inputs.append(value)
+        self._refs[value] = ref
+        return ref
+
+    def _node(self, node: ir.Node, local: dict[ir.Value, Hashable], scope: int, weights: Collection[str]) -> Hashable:
+        inputs = tuple(self._ref(v, local, weights) for v in node.inputs)
+        attributes = tuple(sorted((name, self._attribute(attr, local, weights)) for name, attr in node.attributes.items()))
+        index = self._counts[scope]
+        self._counts[scope] += 1
+        for i, out in enumerate(node.outputs):
+            local[out] = ("node", scope, index, i)
+        return (node.domain, node.op_type, node.overload, inputs, attributes, len(node.outputs))
+
+    def _attribute(self, attr: ir.Attr, outer: dict[ir.Value, Hashable], weights: Collection[str]) -> Hashable:
+        if attr.type == ir.AttributeType.GRAPH:
+            return self._graph(attr.value, outer, weights)
+        if attr.type == ir.AttributeType.GRAPHS:
+            return tuple(self._graph(g, outer, weights) for g in attr.value)
+        if attr.type == ir.AttributeType.TENSOR:
+            return (attr.value.dtype, tuple(attr.value.shape), attr.value.tobytes())
+        if attr.type == ir.AttributeType.TENSORS:
+            return tuple((t.dtype, tuple(t.shape), t.tobytes()) for t in attr.value)
+        value = attr.value
+        return (attr.type, tuple(value) if isinstance(value, (list, tuple)) else repr(value))
+
+    def _graph(self, graph: ir.Graph, outer: dict[ir.Value, Hashable], weights: Collection[str]) -> Hashable:
+        # Values a subgraph defines are named relative to it; what it reads from outside resolves
+        # through the enclosing body, so an outer weight becomes a function input like any other.
+        local = dict(outer)
+        scope = len(self._counts)
+        self._counts.append(0)
+        for i, value in enumerate(graph.inputs):
+            local[value] = ("graph_input", scope, i)
+        items = tuple(self._node(node, local, scope, weights) for node in graph)
+        return (len(graph.inputs), items, tuple(self._ref(v, local, weights) for v in graph.outputs))
+
+
+def _input_name(value: ir.Value, prefix: str, taken: set[str], index: int) -> str:
+    name = value.name or f"input_{index}"
+    if name.startswith(prefix):
+        name = name[len(prefix) :]
+    name = re.sub(r"[^0-9A-Za-z_.]", "_", name) or f"input_{index}"
+    unique, n = name, 1
+    while unique in taken:
+        n += 1
+        unique = f"{name}_{n}"
+    taken.add(unique)
+    return unique
+
+
+class ModuleFunctionsPass(ir.passes.InPlacePass):
+    """Outline module instances as calls of deduplicated ONNX functions (see the module docstring)."""
+
+    def __init__(self, classes: Collection[str] | None, weights: Collection[str] = ()) -> None:
+        """``classes``: qualified class names, or None for the repeated blocks (instances of one
+        class side by side in a ModuleList or Sequential that have submodules of their own)."""
+        super().__init__()
+        self.classes = None if classes is None else frozenset(classes)
+        self.weights = frozenset(weights)
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        graph = model.graph
+        functions: dict[Hashable, ir.Function] = {}
+        per_class: dict[tuple[str, str], int] = {}
+        calls = 0
+        embedded: set[ir.Value] = set()
+        # Subgraphs' nodes say which modules a block has (a layer's Linear traced inside a cond).
+        for inst in _instances(ir.traversal.RecursiveGraphIterator(graph), self.classes, self.weights):
+            members = _members(graph, inst)
+            if not members:
+                continue
+            body = _Body(members, self.weights)
+            if not body.outputs:
+                continue
+            key = (inst.cls, body.key)
+            function = functions.get(key)
+            if function is None:
+                function = self._define(model, inst, body, per_class)
+                functions[key] = function
+            else:
+                graph.remove(members, safe=False)
+                for node in body.everything:
+                    for i in range(len(node.inputs)):
+                        node.replace_input_with(i, None)
+            self._call(graph, inst, body, function)
+            graph.sort()
+            embedded.update(body.constants)
+            calls += 1
+        for value in embedded:
+            # Written into the bodies: an initializer no node reads any more is dropped.
+            if not value.uses() and not value.is_graph_output() and value.name in graph.initializers:
+                del graph.initializers[value.name]
+        logger.debug("ModuleFunctionsPass: %d call(s) of %d function(s)", calls, len(functions))
+        return ir.passes.PassResult(model, modified=bool(calls))
+
+    def _define(self, model: ir.Model, inst: _Instance, body: _Body, per_class: dict[tuple[str, str], int]) -> ir.Function:
+        """Move the first instance's nodes into a new function of the model."""
+        graph = model.graph
+        module, _, qualname = inst.cls.rpartition(".")
+        domain = module or "torch_onnx_fx.modules"
+        count = per_class[domain, qualname] = per_class.get((domain, qualname), 0) + 1
+        name = re.sub(r"[^0-9A-Za-z_]", "_", qualname) + ("" if count == 1 else f"_{count}")
+        prefix = inst.path + "."
+        taken: set[str] = set()
+        inputs = []
+        for index, value in enumerate(body.inputs):
+            inputs.append(ir.Value(name=_input_name(value, prefix, taken, index), type=value.type, shape=value.shape))
+        constants = []
+        for value in body.constants:
+            node = ir.node("Constant", [], attributes={"value": value.const_value})
+            node.outputs[0].name = f"{value.name}__const" if value.name else None
+            node.outputs[0].type, node.outputs[0].shape = value.type, value.shape
+            constants.append(node)
+        replacements = {
+            **dict(zip(body.inputs, inputs)),
+            **{value: node.outputs[0] for value, node in zip(body.constants, constants)},
+        }
+        for outer, inner in replacements.items():
+            for user, index in list(outer.uses()):
+                if user in body.everything:
+                    user.replace_input_with(index, inner)
+        graph.remove(body.members, safe=False)
+        opsets = dict(graph.opset_imports)
+        function_graph = ir.Graph(inputs, list(body.outputs), nodes=[*constants, *body.members], opset_imports=opsets, name=name)
+        function = ir.Function(domain, name, graph=function_graph, attributes=[])
+        function.metadata_props["pkg.torch_onnx_fx.module_class"] = inst.cls
+        model.functions[function.identifier()] = function
+        graph.opset_imports.setdefault(domain, 1)
+        return function
+
+    def _call(self, graph: ir.Graph, inst: _Instance, body: _Body, function: ir.Function) -> None:
+        """Put a call of ``function`` where the instance's nodes were; its results take over their uses."""
+        inputs = [*body.inputs]
+        call = ir.Node(function.domain, function.name, inputs=inputs, num_outputs=len(body.outputs), name=inst.path)
+        template = body.members[0]
+        call.metadata_props.update(
+            {k: v for k, v in template.metadata_props.items() if k in ("namespace", "pkg.torch.onnx.class_hierarchy")}
+        )
+        stack = _stack(template)
+        call.meta[MODULE_STACK_KEY] = stack[: inst.depth] if stack else ()
+        everything = body.everything
+        for old, new in zip(body.outputs, call.outputs):
+            new.name, new.type, new.shape = old.name, old.type, old.shape
+            new.metadata_props.update(old.metadata_props)
+            for user, index in list(old.uses()):
+                if user not in everything:
+                    user.replace_input_with(index, new)
+            for i, output in enumerate(graph.outputs):
+                if output is old:
+                    graph.outputs[i] = new
+        graph.append(call)
