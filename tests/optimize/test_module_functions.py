@@ -170,3 +170,24 @@ def test_optimize_again_keeps_the_functions():
 def test_no_functions_without_the_argument():
     program = torch_onnx_fx.export(_Stack().eval(), (torch.randn(3, 8),), verbose=False)
     assert not program.model_proto.functions
+
+
+class _EveryHiddenState(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([_Block(2.0) for _ in range(3)])
+
+    def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
+        states = []
+        for block in self.blocks:
+            x = block(x)
+            states.append(x)
+        return states
+
+
+def test_block_results_that_are_also_model_outputs():
+    model, args = _EveryHiddenState().eval(), (torch.randn(3, 8),)
+    program = assert_matches_eager(model, args, export_modules_as_functions=True)
+    assert list(_functions(program)) == ["_Block"]
+    assert [o.name for o in program.model_proto.graph.output] == [o.name for o in torch_onnx_fx.export(model, args, verbose=False).model_proto.graph.output]
+    _same_as_inlined(model, args, program)

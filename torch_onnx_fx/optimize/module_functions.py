@@ -271,7 +271,7 @@ class ModuleFunctionsPass(ir.passes.InPlacePass):
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         graph = model.graph
-        functions: dict[Hashable, ir.Function] = {}
+        functions: dict[Hashable, tuple[str, str]] = {}
         per_class: dict[tuple[str, str], int] = {}
         calls = 0
         embedded: set[ir.Value] = set()
@@ -284,16 +284,19 @@ class ModuleFunctionsPass(ir.passes.InPlacePass):
             if not body.outputs:
                 continue
             key = (inst.cls, body.key)
-            function = functions.get(key)
-            if function is None:
-                function = self._define(model, inst, body, per_class)
-                functions[key] = function
-            else:
+            known = key in functions
+            if not known:
+                functions[key] = self._function_name(inst, per_class)
+            # The call takes over the body's results first: a result that is also a graph output
+            # must leave the main graph's outputs before it can be the function's.
+            self._call(graph, inst, body, *functions[key])
+            if known:
                 graph.remove(members, safe=False)
                 for node in body.everything:
                     for i in range(len(node.inputs)):
                         node.replace_input_with(i, None)
-            self._call(graph, inst, body, function)
+            else:
+                self._define(model, inst, body, *functions[key])
             graph.sort()
             embedded.update(body.constants)
             calls += 1
@@ -304,13 +307,18 @@ class ModuleFunctionsPass(ir.passes.InPlacePass):
         logger.debug("ModuleFunctionsPass: %d call(s) of %d function(s)", calls, len(functions))
         return ir.passes.PassResult(model, modified=bool(calls))
 
-    def _define(self, model: ir.Model, inst: _Instance, body: _Body, per_class: dict[tuple[str, str], int]) -> ir.Function:
-        """Move the first instance's nodes into a new function of the model."""
-        graph = model.graph
+    @staticmethod
+    def _function_name(inst: _Instance, per_class: dict[tuple[str, str], int]) -> tuple[str, str]:
+        """``(domain, name)`` for a new function of ``inst``'s class: its Python module and name,
+        numbered from the second body of one class on."""
         module, _, qualname = inst.cls.rpartition(".")
         domain = module or "torch_onnx_fx.modules"
         count = per_class[domain, qualname] = per_class.get((domain, qualname), 0) + 1
-        name = re.sub(r"[^0-9A-Za-z_]", "_", qualname) + ("" if count == 1 else f"_{count}")
+        return domain, re.sub(r"[^0-9A-Za-z_]", "_", qualname) + ("" if count == 1 else f"_{count}")
+
+    def _define(self, model: ir.Model, inst: _Instance, body: _Body, domain: str, name: str) -> None:
+        """Move the first instance's nodes into a new function of the model."""
+        graph = model.graph
         prefix = inst.path + "."
         taken: set[str] = set()
         inputs = []
@@ -337,12 +345,11 @@ class ModuleFunctionsPass(ir.passes.InPlacePass):
         function.metadata_props["pkg.torch_onnx_fx.module_class"] = inst.cls
         model.functions[function.identifier()] = function
         graph.opset_imports.setdefault(domain, 1)
-        return function
 
-    def _call(self, graph: ir.Graph, inst: _Instance, body: _Body, function: ir.Function) -> None:
-        """Put a call of ``function`` where the instance's nodes were; its results take over their uses."""
-        inputs = [*body.inputs]
-        call = ir.Node(function.domain, function.name, inputs=inputs, num_outputs=len(body.outputs), name=inst.path)
+    def _call(self, graph: ir.Graph, inst: _Instance, body: _Body, domain: str, name: str) -> None:
+        """Put a call of the function where the instance's nodes were; its results take over their
+        uses outside the body."""
+        call = ir.Node(domain, name, inputs=[*body.inputs], num_outputs=len(body.outputs), name=inst.path)
         template = body.members[0]
         call.metadata_props.update(
             {k: v for k, v in template.metadata_props.items() if k in ("namespace", "pkg.torch.onnx.class_hierarchy")}
