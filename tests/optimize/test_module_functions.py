@@ -191,3 +191,29 @@ def test_block_results_that_are_also_model_outputs():
     assert list(_functions(program)) == ["_Block"]
     assert [o.name for o in program.model_proto.graph.output] == [o.name for o in torch_onnx_fx.export(model, args, verbose=False).model_proto.graph.output]
     _same_as_inlined(model, args, program)
+
+
+class _NormBlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv, self.norm = nn.Conv2d(2, 2, 1, bias=False), nn.BatchNorm2d(2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.norm(self.conv(x))) + x
+
+
+def test_weights_folded_into_small_tensors_stay_replaceable():
+    # BatchNorm is folded into the convolution's 4-element weight: small, but made of weights,
+    # so it must stay an initializer apply_weights reaches, not a constant inside the function.
+    torch.manual_seed(0)
+    model = nn.Sequential(_NormBlock(), _NormBlock()).eval()
+    x = torch.randn(1, 2, 6, 6)
+    program = torch_onnx_fx.export(model, (x,), verbose=False, export_modules_as_functions=True)
+    assert list(_functions(program)) == ["_NormBlock"]
+    other = nn.Sequential(_NormBlock(), _NormBlock()).eval()
+    for block in other:
+        block.norm.running_mean.normal_()
+        block.norm.running_var.uniform_(0.5, 2.0)
+        block.norm.weight.data.normal_()
+    program.apply_weights(other.state_dict())
+    assert_matches_eager(other, (x,), program=program)

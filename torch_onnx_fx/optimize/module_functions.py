@@ -54,6 +54,7 @@ class _Instance:
     path: str
     cls: str
     depth: int  # position of the instance in its nodes' stacks
+    parents: Stack  # the stack above it: what a call of it is tagged with
 
 
 def _instances(nodes: Iterable[ir.Node], classes: Collection[str] | None, weights: Collection[str]) -> list[_Instance]:
@@ -65,7 +66,7 @@ def _instances(nodes: Iterable[ir.Node], classes: Collection[str] | None, weight
     for node in nodes:
         stack = _stack(node) or ()
         for depth, (path, cls) in enumerate(stack):
-            found.setdefault(path, _Instance(path, cls, depth))
+            found.setdefault(path, _Instance(path, cls, depth, stack[:depth]))
             if depth > 0:
                 has_children.add(stack[depth - 1][0])
     if classes is None:
@@ -152,6 +153,14 @@ def _members(graph: ir.Graph, inst: _Instance) -> list[ir.Node]:
     if not tagged:
         return []
     position = {n: i for i, n in enumerate(nodes)}
+    # A node a pass made (BatchNorm folded into a Conv, a fused or inlined node) has no stack; one
+    # that only feeds the instance is the instance's. In reverse, so chains of them come along.
+    for node in reversed(nodes[: max(position[n] for n in tagged)]):
+        if node in tagged or _stack(node) is not None:
+            continue
+        users = [owner.get(user) for out in node.outputs for user, _ in out.uses()]
+        if users and all(user in tagged for user in users) and not any(out.is_graph_output() for out in node.outputs):
+            tagged.add(node)
     window = nodes[min(position[n] for n in tagged) : max(position[n] for n in tagged) + 1]
     # The hull: a node both reachable from the instance and reaching it must be in the call.
     after: set[ir.Node] = set()
@@ -166,10 +175,14 @@ def _members(graph: ir.Graph, inst: _Instance) -> list[ir.Node]:
 
 
 def _is_embedded(value: ir.Value, weights: Collection[str]) -> bool:
+    """Whether an initializer is a constant of the code, written into the body. A weight, or a
+    tensor stored for weights (transposed, computed: their metadata says so), is passed in, so
+    ``apply_weights`` still finds it in the main graph."""
     return (
         value.is_initializer()
         and not value.is_graph_input()
         and value.name not in weights
+        and not value.metadata_props
         and value.const_value is not None
         and value.const_value.size <= _MAX_EMBEDDED_ELEMENTS
     )
@@ -350,12 +363,12 @@ class ModuleFunctionsPass(ir.passes.InPlacePass):
         """Put a call of the function where the instance's nodes were; its results take over their
         uses outside the body."""
         call = ir.Node(domain, name, inputs=[*body.inputs], num_outputs=len(body.outputs), name=inst.path)
-        template = body.members[0]
-        call.metadata_props.update(
-            {k: v for k, v in template.metadata_props.items() if k in ("namespace", "pkg.torch.onnx.class_hierarchy")}
-        )
-        stack = _stack(template)
-        call.meta[MODULE_STACK_KEY] = stack[: inst.depth] if stack else ()
+        # The keys translated nodes carry (translate/metadata.py), for the instance itself.
+        stack = (*inst.parents, (inst.path, inst.cls))
+        call.metadata_props["namespace"] = "/".join(f"{path.rpartition('.')[2]}: {cls}" for path, cls in stack)
+        call.metadata_props["pkg.torch.onnx.class_hierarchy"] = repr([cls for _, cls in stack])
+        # Tagged with the modules above the instance, so an enclosing instance takes the call in.
+        call.meta[MODULE_STACK_KEY] = inst.parents
         everything = body.everything
         for old, new in zip(body.outputs, call.outputs):
             new.name, new.type, new.shape = old.name, old.type, old.shape
