@@ -32,6 +32,7 @@ from typing import Collection, Hashable, Iterable
 
 import onnx_ir as ir
 
+from torch_onnx_fx.optimize.weights.recipes import holds_state
 from torch_onnx_fx.translate.metadata import MODULE_STACK_KEY
 
 __all__ = ["ModuleFunctionsPass"]
@@ -121,20 +122,27 @@ def _all_nodes(nodes: Iterable[ir.Node]) -> set[ir.Node]:
 
 
 def _owners(nodes: Iterable[ir.Node]) -> dict[ir.Node, ir.Node]:
-    """Each node, and each node of its subgraphs, mapped to the top-level node holding it."""
-    return {inner: node for node in nodes for inner in _all_nodes([node])}
+    """Each node of a subgraph mapped to the top-level node holding it (look up with
+    ``.get(user, user)``: a top-level node holds itself)."""
+    return {inner: node for node in nodes if _subgraphs(node) for inner in _all_nodes([node]) if inner is not node}
 
 
-def _members(graph: ir.Graph, inst: _Instance) -> list[ir.Node]:
-    """The instance's nodes in graph order: its own, less shared sources, plus the convex hull."""
+def _traced_in(nodes: Iterable[ir.Node]) -> dict[str, list[ir.Node]]:
+    """Module path -> the nodes traced in that module or below it."""
+    index: dict[str, list[ir.Node]] = {}
+    for node in nodes:
+        for path, _ in _stack(node) or ():
+            index.setdefault(path, []).append(node)
+    return index
+
+
+def _members(graph: ir.Graph, inst: _Instance, traced: list[ir.Node], owner: dict[ir.Node, ir.Node]) -> list[ir.Node]:
+    """The instance's nodes in graph order: those ``traced`` in it that are still in the main
+    graph, less shared sources, plus the convex hull."""
     nodes = list(graph)
-    tagged = {
-        n for n in nodes
-        if (stack := _stack(n)) is not None and len(stack) > inst.depth and stack[inst.depth][0] == inst.path
-    }
+    tagged = {n for n in traced if n.graph is graph}
     if not tagged:
         return []
-    owner = _owners(nodes)
     # A node reading only from outside whose value is also used outside (a size computed once,
     # the mask every layer reads) is the main graph's: left in the instance, only the first
     # layer's body would produce it for the others.
@@ -145,7 +153,7 @@ def _members(graph: ir.Graph, inst: _Instance) -> list[ir.Node]:
             if any(v.producer() in tagged for v in _reads(node)):
                 continue
             outputs_leave = any(
-                out.is_graph_output() or any(owner.get(user) not in tagged for user, _ in out.uses()) for out in node.outputs
+                out.is_graph_output() or any(owner.get(user, user) not in tagged for user, _ in out.uses()) for out in node.outputs
             )
             if outputs_leave:
                 tagged.discard(node)
@@ -158,7 +166,7 @@ def _members(graph: ir.Graph, inst: _Instance) -> list[ir.Node]:
     for node in reversed(nodes[: max(position[n] for n in tagged)]):
         if node in tagged or _stack(node) is not None:
             continue
-        users = [owner.get(user) for out in node.outputs for user, _ in out.uses()]
+        users = [owner.get(user, user) for out in node.outputs for user, _ in out.uses()]
         if users and all(user in tagged for user in users) and not any(out.is_graph_output() for out in node.outputs):
             tagged.add(node)
     window = nodes[min(position[n] for n in tagged) : max(position[n] for n in tagged) + 1]
@@ -169,20 +177,20 @@ def _members(graph: ir.Graph, inst: _Instance) -> list[ir.Node]:
             after.add(node)
     before: set[ir.Node] = set()
     for node in reversed(window):
-        if node in tagged or any(owner.get(user) in before for out in node.outputs for user, _ in out.uses()):
+        if node in tagged or any(owner.get(user, user) in before for out in node.outputs for user, _ in out.uses()):
             before.add(node)
     return [n for n in window if n in tagged or (n in after and n in before)]
 
 
 def _is_embedded(value: ir.Value, weights: Collection[str]) -> bool:
     """Whether an initializer is a constant of the code, written into the body. A weight, or a
-    tensor stored for weights (transposed, computed: their metadata says so), is passed in, so
-    ``apply_weights`` still finds it in the main graph."""
+    tensor stored for weights (transposed, computed), is passed in, so ``apply_weights`` still
+    finds it in the main graph."""
     return (
         value.is_initializer()
         and not value.is_graph_input()
         and value.name not in weights
-        and not value.metadata_props
+        and not holds_state(value)
         and value.const_value is not None
         and value.const_value.size <= _MAX_EMBEDDED_ELEMENTS
     )
@@ -288,9 +296,10 @@ class ModuleFunctionsPass(ir.passes.InPlacePass):
         per_class: dict[tuple[str, str], int] = {}
         calls = 0
         embedded: set[ir.Value] = set()
+        traced, owner = _traced_in(graph), _owners(graph)
         # Subgraphs' nodes say which modules a block has (a layer's Linear traced inside a cond).
         for inst in _instances(ir.traversal.RecursiveGraphIterator(graph), self.classes, self.weights):
-            members = _members(graph, inst)
+            members = _members(graph, inst, traced.get(inst.path, []), owner)
             if not members:
                 continue
             body = _Body(members, self.weights)
@@ -302,7 +311,10 @@ class ModuleFunctionsPass(ir.passes.InPlacePass):
                 functions[key] = self._function_name(inst, per_class)
             # The call takes over the body's results first: a result that is also a graph output
             # must leave the main graph's outputs before it can be the function's.
-            self._call(graph, inst, body, *functions[key])
+            call = self._call(graph, inst, body, *functions[key])
+            sort = self._place(graph, call, body, owner)
+            for path, _ in inst.parents:
+                traced.setdefault(path, []).append(call)
             if known:
                 graph.remove(members, safe=False)
                 for node in body.everything:
@@ -310,7 +322,8 @@ class ModuleFunctionsPass(ir.passes.InPlacePass):
                         node.replace_input_with(i, None)
             else:
                 self._define(model, inst, body, *functions[key])
-            graph.sort()
+            if sort:
+                graph.sort()
             embedded.update(body.constants)
             calls += 1
         for value in embedded:
@@ -359,9 +372,28 @@ class ModuleFunctionsPass(ir.passes.InPlacePass):
         model.functions[function.identifier()] = function
         graph.opset_imports.setdefault(domain, 1)
 
-    def _call(self, graph: ir.Graph, inst: _Instance, body: _Body, domain: str, name: str) -> None:
-        """Put a call of the function where the instance's nodes were; its results take over their
-        uses outside the body."""
+    @staticmethod
+    def _place(graph: ir.Graph, call: ir.Node, body: _Body, owner: dict[ir.Node, ir.Node]) -> bool:
+        """Insert ``call`` where the graph stays in topological order; True if only a sort can
+        order it (an outside node reads an early result of the body before the body's last input
+        is computed). Sorting the whole graph once per instance was most of the pass's time."""
+        nodes = list(graph)
+        position = {node: i for i, node in enumerate(nodes)}
+        first = min(position[node] for node in body.members)
+        last_input = max((position[v.producer()] for v in body.inputs if v.producer() in position), default=-1)
+        first_use = min((position[owner.get(user, user)] for out in call.outputs for user, _ in out.uses()), default=len(nodes))
+        if last_input < first:
+            graph.insert_before(nodes[first], call)
+        elif last_input < first_use:
+            graph.insert_after(nodes[last_input], call)
+        else:
+            graph.append(call)
+            return True
+        return False
+
+    def _call(self, graph: ir.Graph, inst: _Instance, body: _Body, domain: str, name: str) -> ir.Node:
+        """A call of the function for the instance (not yet in the graph); its results take over
+        the body's uses outside it."""
         call = ir.Node(domain, name, inputs=[*body.inputs], num_outputs=len(body.outputs), name=inst.path)
         # The keys translated nodes carry (translate/metadata.py), for the instance itself.
         stack = (*inst.parents, (inst.path, inst.cls))
@@ -379,4 +411,4 @@ class ModuleFunctionsPass(ir.passes.InPlacePass):
             for i, output in enumerate(graph.outputs):
                 if output is old:
                     graph.outputs[i] = new
-        graph.append(call)
+        return call

@@ -34,7 +34,7 @@ from torch_onnx_fx.translate.metadata import INPUT_KIND_KEY
 from torch_onnx_fx.optimize.weights.base import WeightsPass, plain_data, without_data
 from torch_onnx_fx.optimize.weights.transposes import PERM_KEY
 
-__all__ = ["FoldWeightRecipesPass", "RECIPE_KEY", "recipe_sources", "remake"]
+__all__ = ["FoldWeightRecipesPass", "RECIPE_KEY", "holds_state", "recipe_sources", "remake"]
 
 logger = logging.getLogger(__name__)
 
@@ -112,12 +112,18 @@ def recipe_sources(recipe: Recipe) -> dict[str, list[int]]:
 _TORCH_FLOATS = {ir.DataType.FLOAT: "float32", ir.DataType.DOUBLE: "float64", ir.DataType.FLOAT16: "float16", ir.DataType.BFLOAT16: "bfloat16"}
 
 
+def holds_state(value: ir.Value) -> bool:
+    """Whether an initializer is the model's state (parameters, buffers, lifted tensor constants)
+    or a tensor the optimizer stored for it (transposed, computed): what apply_weights replaces."""
+    return any(key in value.metadata_props for key in (INPUT_KIND_KEY, PERM_KEY, RECIPE_KEY))
+
+
 def _constant_recipe(value: ir.Value) -> Recipe | None:
     """A small floating-point constant of the graph as a recipe leaf (its values exact as JSON
     doubles); None for anything else. The model's state (parameters, buffers persistent or not,
     lifted tensor constants) and tensors the optimizer stored for weights (transposed, computed)
     are not constants: apply_weights replaces them, and a recipe must not keep their old values."""
-    if any(key in value.metadata_props for key in (INPUT_KIND_KEY, PERM_KEY, RECIPE_KEY)):
+    if holds_state(value):
         return None
     tensor = value.const_value
     if tensor is None or tensor.dtype not in _TORCH_FLOATS or tensor.size > _CONSTANT_LIMIT or without_data(value):
