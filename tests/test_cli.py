@@ -32,6 +32,11 @@ FACTORY = textwrap.dedent(
                 return torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
         return Attention(), (torch.randn(1, 2, 4, 8),)
 
+    def blocks():
+        torch.manual_seed(0)
+        block = lambda: torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+        return torch.nn.Sequential(block(), block(), block()), (torch.randn(2, 4),)
+
     def broken():
         class Bad(torch.nn.Module):
             def forward(self, x):
@@ -84,6 +89,14 @@ def test_export_fusion(workdir, fusion, fused):
     assert result.returncode == 0, result.stderr
     ops = {node.op_type for node in onnx.load(os.path.join(workdir, "a.onnx")).graph.node}
     assert ("Attention" in ops) == fused
+
+
+def test_export_functions(workdir):
+    result = run("export", "factory.py:blocks", "-o", "f.onnx", "--functions", "--verify", "--quiet", cwd=workdir)
+    assert result.returncode == 0, result.stderr
+    model = onnx.load(os.path.join(workdir, "f.onnx"))
+    assert [f.name for f in model.functions] == ["Sequential"]
+    assert [n.op_type for n in model.graph.node] == ["Sequential"] * 3
 
 
 def test_verify_against_factory_and_saved_program(workdir):

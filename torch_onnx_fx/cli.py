@@ -114,6 +114,7 @@ def cmd_export(options: argparse.Namespace) -> int:
             model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, opset_version=options.opset,
             optimize=not options.no_optimize, fusion=options.fusion, verify=options.verify, report=options.report,
             artifacts_dir=options.artifacts_dir, verbose=_verbosity(options),
+            export_modules_as_functions=options.functions,
         )
     except (torch_onnx_fx.UnsupportedArgumentError, torch_onnx_fx.ArgumentTypeError) as exc:
         # A bad --opset or --dynamic is the command's usage, not a failed export.
@@ -258,6 +259,7 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--no-optimize", action="store_true", help="skip the optimizer")
     export.add_argument("--fusion", choices=("standard", "none"), default="standard",
                         help="fused ONNX operators where the opset has them (standard, the default) or none")
+    export.add_argument("--functions", action="store_true", help="one ONNX function per repeated block (export_modules_as_functions=True)")
     export.add_argument("--verify", action="store_true", help="compare with PyTorch; exit 1 on mismatch")
     export.add_argument("--report", action="store_true", help="write a Markdown report into --artifacts-dir")
     export.add_argument("--artifacts-dir", default=".", help="where reports go (default .)")
