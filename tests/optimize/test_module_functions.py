@@ -217,3 +217,26 @@ def test_weights_folded_into_small_tensors_stay_replaceable():
         block.norm.weight.data.normal_()
     program.apply_weights(other.state_dict())
     assert_matches_eager(other, (x,), program=program)
+
+
+class _IndexBlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Index arithmetic on sizes, the same in every block: the optimizer computes it once.
+        rows = torch.arange(x.shape[0] * 2, device=x.device) // 2
+        return torch.relu(self.linear(x[rows])).reshape(x.shape[0], 2, 8).mean(1) + x
+
+
+def test_index_arithmetic_shared_by_every_block_is_computed_outside_them():
+    torch.manual_seed(0)
+    model = nn.Sequential(_IndexBlock(), _IndexBlock(), _IndexBlock()).eval()
+    x = torch.randn(5, 8)
+    program = assert_matches_eager(
+        model, (x,), dynamic_shapes=({0: "rows"},), export_modules_as_functions=True,
+        more_inputs=[((torch.randn(7, 8),), {})],
+    )
+    assert list(_functions(program)) == ["_IndexBlock"]
+    _same_as_inlined(model, (x,), program, dynamic_shapes=({0: "rows"},))

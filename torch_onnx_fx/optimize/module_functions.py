@@ -127,6 +127,22 @@ def _owners(nodes: Iterable[ir.Node]) -> dict[ir.Node, ir.Node]:
     return {inner: node for node in nodes if _subgraphs(node) for inner in _all_nodes([node]) if inner is not node}
 
 
+def _cone(node: ir.Node, within: set[ir.Node]) -> set[ir.Node]:
+    """``node`` and its ancestors in ``within``."""
+    cone, stack = {node}, [node]
+    while stack:
+        for value in _reads(stack.pop()):
+            producer = value.producer()
+            if producer in within and producer not in cone:
+                cone.add(producer)
+                stack.append(producer)
+    return cone
+
+
+def _is_index(value: ir.Value) -> bool:
+    return value.dtype is not None and (value.dtype.is_integer() or value.dtype == ir.DataType.BOOL)
+
+
 def _traced_in(nodes: Iterable[ir.Node]) -> dict[str, list[ir.Node]]:
     """Module path -> the nodes traced in that module or below it."""
     index: dict[str, list[ir.Node]] = {}
@@ -143,20 +159,23 @@ def _members(graph: ir.Graph, inst: _Instance, traced: list[ir.Node], owner: dic
     tagged = {n for n in traced if n.graph is graph}
     if not tagged:
         return []
-    # A node reading only from outside whose value is also used outside (a size computed once,
-    # the mask every layer reads) is the main graph's: left in the instance, only the first
-    # layer's body would produce it for the others.
+    # A value the instance computes but others read too is the main graph's: left in the
+    # instance, only the first layer's body would produce it for the others (and differ from the
+    # rest). Such a value is either a node reading only from outside (a size, the mask every
+    # layer reads), or index arithmetic on sizes (MoE's arange over tokens times experts): an
+    # integer-valued node whose whole cone inside the instance is integer-valued. Moving a cone
+    # out keeps the rest convex, since the cone holds all of its own ancestors in the instance.
     changed = True
     while changed:
         changed = False
         for node in [n for n in nodes if n in tagged]:
-            if any(v.producer() in tagged for v in _reads(node)):
-                continue
-            outputs_leave = any(
+            if node not in tagged or not any(
                 out.is_graph_output() or any(owner.get(user, user) not in tagged for user, _ in out.uses()) for out in node.outputs
-            )
-            if outputs_leave:
-                tagged.discard(node)
+            ):
+                continue
+            cone = _cone(node, tagged)
+            if len(cone) == 1 or all(_is_index(out) for member in cone for out in member.outputs):
+                tagged -= cone
                 changed = True
     if not tagged:
         return []
