@@ -6,10 +6,10 @@ has and ONNX Runtime, which inlines local functions when it loads a model, compu
 numbers. Which module a node came from is the module stack the translation stamps on each node
 (``translate/metadata.MODULE_STACK_KEY``). For each instance, innermost first:
 
-* its nodes are the ones traced inside it, less those that only read values from outside and feed
-  something outside too (a size computed once and shared by every layer), plus any node on a path
-  from its nodes back into them (a fused or inlined node without a stack): a call may not sit on a
-  cycle;
+* its nodes are the ones traced inside it, less what it computes for others too (a node reading
+  only from outside, or index arithmetic on sizes, that the optimizer computed once for every
+  layer), plus nodes a pass made without a stack that only feed it (BatchNorm folded into a
+  Conv) and any node on a path from its nodes back into them: a call may not sit on a cycle;
 * its body is written in a canonical form (operators, attributes, inputs as positions) so that
   instances with the same code, configuration and input signature share one function, whatever
   their values are called;
