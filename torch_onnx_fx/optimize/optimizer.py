@@ -9,6 +9,7 @@ Graph inputs and outputs keep their names, and node metadata is preserved by the
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 from typing import Collection, Iterator
 
@@ -24,8 +25,9 @@ from torch_onnx_fx.optimize.rewrite_rules import RelevantRulesRewritePass
 from torch_onnx_fx.optimize.weights.recipes import FoldWeightRecipesPass
 from torch_onnx_fx.optimize.weights.base import without_data
 from torch_onnx_fx.optimize.weights.transposes import FoldWeightTransposesPass
+from torch_onnx_fx.translate.metadata import MODULE_STACK_KEY
 
-__all__ = ["finalize", "optimize"]
+__all__ = ["finalize", "module_stacks_carried", "optimize"]
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +42,27 @@ def finalize(model: ir.Model) -> None:
         TrimUnusedOptionalOutputsPass(),
     )
     passes(model)
+
+
+# onnx-ir's inliner and onnxscript's rewriter copy a node's metadata_props onto the nodes they
+# make from it (an inlined torchlib body, a Conv with a BatchNorm fused in), but not node.meta.
+_STACK_PROP = "torch_onnx_fx.module_stack.json"
+
+
+@contextlib.contextmanager
+def module_stacks_carried(model: ir.Model) -> Iterator[None]:
+    """Keep each node's module stack (translate/metadata.MODULE_STACK_KEY, what
+    export_modules_as_functions outlines by) on the nodes passes make from it, through metadata."""
+    for node in model.graph:
+        if node.meta.get(MODULE_STACK_KEY):
+            node.metadata_props[_STACK_PROP] = json.dumps(node.meta[MODULE_STACK_KEY])
+    try:
+        yield
+    finally:
+        for node in model.graph:
+            carried = node.metadata_props.pop(_STACK_PROP, None)
+            if carried is not None and not node.meta.get(MODULE_STACK_KEY):
+                node.meta[MODULE_STACK_KEY] = tuple(tuple(entry) for entry in json.loads(carried))
 
 
 # Warnings of two passes the optimizer runs are about choices made here on purpose, not news for

@@ -49,19 +49,20 @@ def optimize_model(
     ``module_functions`` is ``True`` (the repeated blocks) or the classes to outline as functions.
     """
     built_at = model.graph.opset_imports[""]
-    optimizer.finalize(model)
     fused: dict[str, int] = {}
-    if optimize:
-        optimizer.optimize(model, weights=weights)
-        fused = fusion.fuse(model, fusion_mode)
-    if opset_version < built_at:
-        downgrade.DowngradeOpsetPass(opset_version)(model)
+    with optimizer.module_stacks_carried(model):
         optimizer.finalize(model)
-    IntegerReductionsPass()(model)
-    NaNPropagationPass()(model)
-    OneSidedClipPass()(model)
-    MatrixVectorPass()(model)
-    KernelGapPass()(model)
+        if optimize:
+            optimizer.optimize(model, weights=weights)
+            fused = fusion.fuse(model, fusion_mode)
+        if opset_version < built_at:
+            downgrade.DowngradeOpsetPass(opset_version)(model)
+            optimizer.finalize(model)
+        IntegerReductionsPass()(model)
+        NaNPropagationPass()(model)
+        OneSidedClipPass()(model)
+        MatrixVectorPass()(model)
+        KernelGapPass()(model)
     if module_functions is not False:
         ModuleFunctionsPass(None if module_functions is True else module_functions, weights)(model)
     model.graph.opset_imports.update(extra_opsets or {})
