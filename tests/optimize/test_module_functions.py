@@ -240,3 +240,86 @@ def test_index_arithmetic_shared_by_every_block_is_computed_outside_them():
     )
     assert list(_functions(program)) == ["_IndexBlock"]
     _same_as_inlined(model, (x,), program, dynamic_shapes=({0: "rows"},))
+
+
+
+class Scaled(nn.Module):
+    def __init__(self, k: float) -> None:
+        super().__init__()
+        self.linear, self.k = nn.Linear(8, 8), k
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.linear(x)) * self.k
+
+
+class Scaled_2(nn.Module):  # noqa: N801 - named as Scaled's second body is, on purpose
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.linear(x))
+
+
+class _Named(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([Scaled(1.0), Scaled(3.0), Scaled_2(), Scaled_2()])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def test_a_class_named_like_a_numbered_body_gets_a_name_of_its_own():
+    # Scaled's second body would be "Scaled_2", the name of the other class: two bodies under one
+    # name would both run the one defined last.
+    torch.manual_seed(0)
+    model, args = _Named().eval(), (torch.randn(2, 8),)
+    program = assert_matches_eager(model, args, export_modules_as_functions=True)
+    assert [f.name for f in program.model_proto.functions] == ["Scaled", "Scaled_2", "Scaled_2_2"]
+    _same_as_inlined(model, args, program)
+
+
+class _WeightNamedLikeANode(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        # "linear" is also the name torch.export gives the F.linear node inside the block.
+        self.linear, self.inner = nn.Parameter(torch.randn(8, 8)), nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(nn.functional.linear(x, self.linear))
+
+
+def test_function_inputs_never_take_the_name_of_a_value_in_the_body():
+    torch.manual_seed(0)
+    model, args = nn.Sequential(_WeightNamedLikeANode(), _WeightNamedLikeANode()).eval(), (torch.randn(2, 8),)
+    program = assert_matches_eager(model, args, export_modules_as_functions=True)
+    (function,) = _functions(program).values()  # the full check refuses a function not in SSA form
+    _same_as_inlined(model, args, program)
+
+
+class _ResidualBlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1, self.norm1 = nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4)
+        self.conv2, self.norm2 = nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.norm2(self.conv2(torch.relu(self.norm1(self.conv1(x))))) + x)
+
+
+def test_nodes_the_optimizer_rewrites_stay_in_their_block():
+    # onnxscript's rewriter fuses each BatchNorm into a new Conv node; the Conv must still be
+    # known as the block's, not left between the calls.
+    torch.manual_seed(0)
+    model, args = nn.Sequential(_ResidualBlock(), _ResidualBlock()).eval(), (torch.randn(1, 4, 6, 6),)
+    program = assert_matches_eager(model, args, export_modules_as_functions=True)
+    assert [n.op_type for n in program.model_proto.graph.node] == ["_ResidualBlock"] * 2
+    assert [n.op_type for n in _functions(program)["_ResidualBlock"].node] == ["Conv", "Relu", "Conv", "Add", "Relu"]
+    _same_as_inlined(model, args, program)
+    # Asked for the convolutions, which the fusion made anew: one function, called four times.
+    convs = assert_matches_eager(model, args, export_modules_as_functions={nn.Conv2d})
+    assert list(_functions(convs)) == ["Conv2d"]
+    assert [n.op_type for n in convs.model_proto.graph.node].count("Conv2d") == 4

@@ -100,7 +100,7 @@ def _captured(node: ir.Node) -> list[ir.Value]:
     """Values of enclosing scopes that the node's subgraphs read."""
     outer: list[ir.Value] = []
     for graph in _subgraphs(node):
-        defined = set(graph.inputs)
+        defined = {*graph.inputs, *graph.initializers.values()}
         for inner in graph:
             outer.extend(v for v in [*inner.inputs, *_captured(inner)] if v is not None and v not in defined)
             defined.update(inner.outputs)
@@ -159,35 +159,40 @@ def _members(graph: ir.Graph, inst: _Instance, traced: list[ir.Node], owner: dic
     tagged = {n for n in traced if n.graph is graph}
     if not tagged:
         return []
-    # A value the instance computes but others read too is the main graph's: left in the
-    # instance, only the first layer's body would produce it for the others (and differ from the
-    # rest). Such a value is either a node reading only from outside (a size, the mask every
-    # layer reads), or index arithmetic on sizes (MoE's arange over tokens times experts): an
-    # integer-valued node whose whole cone inside the instance is integer-valued. Moving a cone
-    # out keeps the rest convex, since the cone holds all of its own ancestors in the instance.
-    changed = True
-    while changed:
-        changed = False
-        for node in [n for n in nodes if n in tagged]:
-            if node not in tagged or not any(
-                out.is_graph_output() or any(owner.get(user, user) not in tagged for user, _ in out.uses()) for out in node.outputs
-            ):
-                continue
-            cone = _cone(node, tagged)
-            if len(cone) == 1 or all(_is_index(out) for member in cone for out in member.outputs):
-                tagged -= cone
-                changed = True
-    if not tagged:
-        return []
     position = {n: i for i, n in enumerate(nodes)}
-    # A node a pass made (BatchNorm folded into a Conv, a fused or inlined node) has no stack; one
-    # that only feeds the instance is the instance's. In reverse, so chains of them come along.
+    # A node a pass made without a stack that only feeds the instance is the instance's. In
+    # reverse, so chains of them come along.
+    traced_here = set(tagged)
     for node in reversed(nodes[: max(position[n] for n in tagged)]):
         if node in tagged or _stack(node) is not None:
             continue
         users = [owner.get(user, user) for out in node.outputs for user, _ in out.uses()]
         if users and all(user in tagged for user in users) and not any(out.is_graph_output() for out in node.outputs):
             tagged.add(node)
+    # A value the instance computes but others read too is the main graph's: left in the
+    # instance, only the first layer's body would produce it for the others (and differ from the
+    # rest). Such a value is read inside the instance and outside it, and is either one traced
+    # node reading only from outside (a size, the mask every layer reads; with any stackless
+    # nodes that feed only it), or index arithmetic on
+    # sizes (MoE's arange over tokens times experts): an integer-valued node whose whole cone
+    # inside the instance is integer-valued. Moving a cone out keeps the rest convex, since the
+    # cone holds all of its own ancestors in the instance.
+    changed = True
+    while changed:
+        changed = False
+        for node in [n for n in nodes if n in tagged]:
+            if node not in tagged:
+                continue
+            users = {owner.get(user, user) for out in node.outputs for user, _ in out.uses()}
+            # Read inside as well as outside: the instance's own results are read only outside.
+            if not (users & tagged) or not (users - tagged or any(out.is_graph_output() for out in node.outputs)):
+                continue
+            cone = _cone(node, tagged)
+            if len(cone & traced_here) <= 1 or all(_is_index(out) for member in cone for out in member.outputs):
+                tagged -= cone
+                changed = True
+    if not tagged:
+        return []
     window = nodes[min(position[n] for n in tagged) : max(position[n] for n in tagged) + 1]
     # The hull: a node both reachable from the instance and reaching it must be in the call.
     after: set[ir.Node] = set()
@@ -272,7 +277,8 @@ class _Body:
         if attr.type == ir.AttributeType.TENSORS:
             return tuple((t.dtype, tuple(t.shape), t.tobytes()) for t in attr.value)
         value = attr.value
-        return (attr.type, tuple(value) if isinstance(value, (list, tuple)) else repr(value))
+        # repr, not ==: -0.0 == 0.0, and a body dividing by one is not the body dividing by the other.
+        return (attr.type, tuple(map(repr, value)) if isinstance(value, (list, tuple)) else repr(value))
 
     def _graph(self, graph: ir.Graph, outer: dict[ir.Value, Hashable], weights: Collection[str]) -> Hashable:
         # Values a subgraph defines are named relative to it; what it reads from outside resolves
@@ -282,6 +288,9 @@ class _Body:
         self._counts.append(0)
         for i, value in enumerate(graph.inputs):
             local[value] = ("graph_input", scope, i)
+        for value in graph.initializers.values():
+            tensor = value.const_value
+            local[value] = ("graph_initializer", value.name, tensor.dtype, tuple(tensor.shape), tensor.tobytes())
         items = tuple(self._node(node, local, scope, weights) for node in graph)
         return (len(graph.inputs), items, tuple(self._ref(v, local, weights) for v in graph.outputs))
 
@@ -312,7 +321,7 @@ class ModuleFunctionsPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         graph = model.graph
         functions: dict[Hashable, tuple[str, str]] = {}
-        per_class: dict[tuple[str, str], int] = {}
+        taken: set[tuple[str, str]] = set(model.functions)  # type: ignore[arg-type]
         calls = 0
         embedded: set[ir.Value] = set()
         traced, owner = _traced_in(graph), _owners(graph)
@@ -327,7 +336,7 @@ class ModuleFunctionsPass(ir.passes.InPlacePass):
             key = (inst.cls, body.key)
             known = key in functions
             if not known:
-                functions[key] = self._function_name(inst, per_class)
+                functions[key] = self._function_name(inst, taken)
             # The call takes over the body's results first: a result that is also a graph output
             # must leave the main graph's outputs before it can be the function's.
             call = self._call(graph, inst, body, *functions[key])
@@ -353,26 +362,34 @@ class ModuleFunctionsPass(ir.passes.InPlacePass):
         return ir.passes.PassResult(model, modified=bool(calls))
 
     @staticmethod
-    def _function_name(inst: _Instance, per_class: dict[tuple[str, str], int]) -> tuple[str, str]:
+    def _function_name(inst: _Instance, taken: set[tuple[str, str]]) -> tuple[str, str]:
         """``(domain, name)`` for a new function of ``inst``'s class: its Python module and name,
-        numbered from the second body of one class on."""
+        numbered from the second body on, never a name already given (a class named
+        ``Block_2`` beside ``Block``'s second body): two bodies under one name would both run the
+        last one defined."""
         module, _, qualname = inst.cls.rpartition(".")
         domain = module or "torch_onnx_fx.modules"
-        count = per_class[domain, qualname] = per_class.get((domain, qualname), 0) + 1
-        return domain, re.sub(r"[^0-9A-Za-z_]", "_", qualname) + ("" if count == 1 else f"_{count}")
+        base = re.sub(r"[^0-9A-Za-z_]", "_", qualname)
+        name, count = base, 1
+        while (domain, name) in taken:
+            count += 1
+            name = f"{base}_{count}"
+        taken.add((domain, name))
+        return domain, name
 
     def _define(self, model: ir.Model, inst: _Instance, body: _Body, domain: str, name: str) -> None:
         """Move the first instance's nodes into a new function of the model."""
         graph = model.graph
         prefix = inst.path + "."
-        taken: set[str] = set()
+        # One name space in a function (SSA): inputs and constants may not take a body value's name.
+        taken: set[str] = {v.name for node in body.everything for v in node.outputs if v.name}
         inputs = []
         for index, value in enumerate(body.inputs):
             inputs.append(ir.Value(name=_input_name(value, prefix, taken, index), type=value.type, shape=value.shape))
         constants = []
         for value in body.constants:
             node = ir.node("Constant", [], attributes={"value": value.const_value})
-            node.outputs[0].name = f"{value.name}__const" if value.name else None
+            node.outputs[0].name = _input_name(value, prefix, taken, len(inputs) + len(constants))
             node.outputs[0].type, node.outputs[0].shape = value.type, value.shape
             constants.append(node)
         replacements = {
@@ -383,6 +400,15 @@ class ModuleFunctionsPass(ir.passes.InPlacePass):
             for user, index in list(outer.uses()):
                 if user in body.everything:
                     user.replace_input_with(index, inner)
+        # A branch may return an outer value as it is: an output is no use, so it is replaced too,
+        # through an Identity (a value is the output of one graph only).
+        for node in body.everything:
+            for subgraph in _subgraphs(node):
+                for i, output in enumerate(subgraph.outputs):
+                    if output in replacements:
+                        copy = ir.node("Identity", [replacements[output]])
+                        subgraph.append(copy)
+                        subgraph.outputs[i] = copy.outputs[0]
         graph.remove(body.members, safe=False)
         opsets = dict(graph.opset_imports)
         function_graph = ir.Graph(inputs, list(body.outputs), nodes=[*constants, *body.members], opset_imports=opsets, name=name)
