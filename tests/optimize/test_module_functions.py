@@ -323,3 +323,35 @@ def test_nodes_the_optimizer_rewrites_stay_in_their_block():
     convs = assert_matches_eager(model, args, export_modules_as_functions={nn.Conv2d})
     assert list(_functions(convs)) == ["Conv2d"]
     assert [n.op_type for n in convs.model_proto.graph.node].count("Conv2d") == 4
+
+
+class _TableBlock(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        # The same float arithmetic on a table every block is given (GPT-J repeats its rotary
+        # tables so): computed once by the optimizer, it must not become block 0's alone.
+        scale = torch.cos(table).repeat_interleave(2) + 1
+        return torch.relu(self.linear(x)) * scale + x
+
+
+class _TableStack(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([_TableBlock() for _ in range(3)])
+
+    def forward(self, x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        table = positions * 0.5
+        for block in self.blocks:
+            x = block(x, table)
+        return x
+
+
+def test_float_arithmetic_shared_by_every_block_is_computed_outside_them():
+    torch.manual_seed(0)
+    model, args = _TableStack().eval(), (torch.randn(2, 8), torch.arange(4.0))
+    program = assert_matches_eager(model, args, export_modules_as_functions=True)
+    assert list(_functions(program)) == ["_TableBlock"]
+    _same_as_inlined(model, args, program)

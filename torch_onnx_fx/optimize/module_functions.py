@@ -139,6 +139,13 @@ def _cone(node: ir.Node, within: set[ir.Node]) -> set[ir.Node]:
     return cone
 
 
+def _reads_weights_of(cone: set[ir.Node], path: str) -> bool:
+    """Whether the nodes read an initializer of the module at ``path`` (its weights, as they are
+    or as stored for it: ``model.layers.0.mlp.up_proj.weight.transposed``)."""
+    prefix = path + "."
+    return any(v.is_initializer() and (v.name or "").startswith(prefix) for node in cone for v in _reads(node))
+
+
 def _is_index(value: ir.Value) -> bool:
     return value.dtype is not None and (value.dtype.is_integer() or value.dtype == ir.DataType.BOOL)
 
@@ -162,7 +169,6 @@ def _members(graph: ir.Graph, inst: _Instance, traced: list[ir.Node], owner: dic
     position = {n: i for i, n in enumerate(nodes)}
     # A node a pass made without a stack that only feeds the instance is the instance's. In
     # reverse, so chains of them come along.
-    traced_here = set(tagged)
     for node in reversed(nodes[: max(position[n] for n in tagged)]):
         if node in tagged or _stack(node) is not None:
             continue
@@ -171,12 +177,11 @@ def _members(graph: ir.Graph, inst: _Instance, traced: list[ir.Node], owner: dic
             tagged.add(node)
     # A value the instance computes but others read too is the main graph's: left in the
     # instance, only the first layer's body would produce it for the others (and differ from the
-    # rest). Such a value is read inside the instance and outside it, and is either one traced
-    # node reading only from outside (a size, the mask every layer reads; with any stackless
-    # nodes that feed only it), or index arithmetic on
-    # sizes (MoE's arange over tokens times experts): an integer-valued node whose whole cone
-    # inside the instance is integer-valued. Moving a cone out keeps the rest convex, since the
-    # cone holds all of its own ancestors in the instance.
+    # rest). Such a value is read inside the instance and outside it, and its cone inside the
+    # instance reads none of the instance's weights (the mask every layer reads, GPT-J's rotary
+    # tables repeated, a size) or is index arithmetic (MoE's arange over tokens times experts).
+    # Moving a cone out keeps the rest convex, since the cone holds all of its own ancestors in
+    # the instance.
     changed = True
     while changed:
         changed = False
@@ -188,7 +193,7 @@ def _members(graph: ir.Graph, inst: _Instance, traced: list[ir.Node], owner: dic
             if not (users & tagged) or not (users - tagged or any(out.is_graph_output() for out in node.outputs)):
                 continue
             cone = _cone(node, tagged)
-            if len(cone & traced_here) <= 1 or all(_is_index(out) for member in cone for out in member.outputs):
+            if not _reads_weights_of(cone, inst.path) or all(_is_index(out) for member in cone for out in member.outputs):
                 tagged -= cone
                 changed = True
     if not tagged:
