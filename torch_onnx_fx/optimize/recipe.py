@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Collection, Mapping
 
 import onnx_ir as ir
@@ -50,7 +51,9 @@ def optimize_model(
     """
     built_at = model.graph.opset_imports[""]
     fused: dict[str, int] = {}
-    with optimizer.module_stacks_carried(model):
+    # Only an export making functions needs each node's module after the passes.
+    carried = optimizer.module_stacks_carried(model) if module_functions is not False else contextlib.nullcontext()
+    with carried:
         optimizer.finalize(model)
         if optimize:
             optimizer.optimize(model, weights=weights)
