@@ -301,6 +301,8 @@ class _Body:
 
 
 def _input_name(value: ir.Value, prefix: str, taken: set[str], index: int) -> str:
+    """A name in the function for an outer value: the instance's prefix dropped from a weight's
+    name (``self_attn.q_proj.weight``), never one in ``taken``."""
     name = value.name or f"input_{index}"
     if name.startswith(prefix):
         name = name[len(prefix) :]
