@@ -244,11 +244,11 @@ class ExportOptions:
     )
     export_modules_as_functions: bool | Collection[type[torch.nn.Module]] = _argument(
         UNSET,
-        "Not deprecated here: each module instance becomes a call of an ONNX function, one function per "
+        "torch.onnx ignores it with `dynamo=True`; here each module instance becomes a call of an ONNX function, one function per "
         "distinct body (class, configuration, input signature), weights left as the main graph's "
         "initializers. `True`: the repeated blocks (instances of one class side by side in a `ModuleList` "
         "or `Sequential`, such as a transformer's decoder layers); a collection of module classes: their "
-        "instances, nested where they nest. `False` (default): one flat graph.",
+        "instances, nested where they nest. `False` (default): one flat graph. See [functions](functions.md).",
         kind=LEGACY_KIND,
     )
     autograd_inlining: Any = _argument(UNSET, "Warns (deprecated).", kind=LEGACY_KIND)
