@@ -32,6 +32,7 @@ import torch
 from torch_onnx_fx.capture.dynamic_shapes import forward_signature, from_dynamic_axes
 from torch_onnx_fx.errors import ArgumentTypeError, UnsupportedArgumentError
 from torch_onnx_fx.optimize.fusion import DEFAULT_FUSION, FUSIONS
+from torch_onnx_fx.translate.metadata import class_name
 
 __all__ = [
     "ExportOptions", "resolve", "signature", "argument_docs", "arguments", "export_recipe", "UNSET", "LEGACY",
@@ -88,6 +89,19 @@ def _instance(accepted: tuple[type, ...], description: str) -> Check:
 
 # ints too: torch.onnx's TorchScript-era callers pass 0/1.
 _FLAG = _instance((bool, int), "True or False")
+
+
+def _module_classes(name: str, value: Any) -> None:
+    """True, False or a collection of module classes (unset: the legacy argument left out)."""
+    if value is UNSET or isinstance(value, bool):
+        return
+    if isinstance(value, Collection) and not isinstance(value, (str, bytes)) and all(
+        isinstance(cls, type) and issubclass(cls, torch.nn.Module) for cls in value
+    ):
+        return
+    raise ArgumentTypeError(
+        f"export(..., {name}=...): expected True, False or a collection of torch.nn.Module subclasses, got {_short(value)}."
+    )
 
 
 def _names(name: str, value: Any) -> None:
@@ -249,7 +263,7 @@ class ExportOptions:
         "initializers. `True`: the repeated blocks (instances of one class side by side in a `ModuleList` "
         "or `Sequential`, such as a transformer's decoder layers); a collection of module classes: their "
         "instances, nested where they nest. `False` (default): one flat graph. See [functions](functions.md).",
-        kind=LEGACY_KIND,
+        check=_module_classes, kind=LEGACY_KIND,
     )
     autograd_inlining: Any = _argument(UNSET, "Warns (deprecated).", kind=LEGACY_KIND)
     # What resolve() derives; not an argument.
@@ -310,16 +324,11 @@ def _unknown_argument(name: str) -> ArgumentTypeError:
 
 
 def _module_functions(value: Any) -> bool | frozenset[str]:
-    """``export_modules_as_functions`` as the optimize stage takes it: a flag or class names."""
+    """``export_modules_as_functions`` (checked by ``_module_classes``) as the optimize stage
+    takes it: a flag or the classes' names as node metadata has them."""
     if value is UNSET or isinstance(value, bool):
         return value is True
-    classes = list(value) if isinstance(value, Collection) and not isinstance(value, (str, bytes)) else None
-    if classes is None or not all(isinstance(c, type) and issubclass(c, torch.nn.Module) for c in classes):
-        raise ArgumentTypeError(
-            "export(..., export_modules_as_functions=...): expected True, False or a collection of "
-            f"torch.nn.Module subclasses, got {_short(value)}."
-        )
-    return frozenset(f"{c.__module__}.{c.__qualname__}" for c in classes)
+    return frozenset(class_name(cls) for cls in value)
 
 
 def _legacy_arguments(legacy: Mapping[str, Any]) -> dict[str, int]:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from torch_onnx_fx.signature import OutputEntry
 
 __all__ = [
-    "node_metadata", "module_stack", "source_line", "annotate_graph", "annotate_outputs",
+    "class_name", "node_metadata", "module_stack", "source_line", "annotate_graph", "annotate_outputs",
     "ORIGINAL_NAME_KEY", "INPUT_KIND_KEY", "MODULE_STACK_KEY",
 ]
 
@@ -40,6 +40,11 @@ _OUTPUT_KIND_KEY = "pkg.torch.export.graph_signature.OutputSpec.kind"
 MODULE_STACK_KEY = "torch_onnx_fx.module_stack"
 
 
+def class_name(cls: type) -> str:
+    """A module class as node metadata names it, and as ``export_modules_as_functions`` matches it."""
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 def _module_stack(node: torch.fx.Node) -> list[tuple[str, str]]:
     stack = node.meta.get("nn_module_stack") or {}
     entries = []
@@ -47,7 +52,7 @@ def _module_stack(node: torch.fx.Node) -> list[tuple[str, str]]:
         if key.startswith("_empty_nn_module_stack"):
             continue
         path, cls = value
-        cls_name = cls if isinstance(cls, str) else f"{cls.__module__}.{cls.__qualname__}"
+        cls_name = cls if isinstance(cls, str) else class_name(cls)
         entries.append((path, cls_name))
     return entries
 
