@@ -33,7 +33,7 @@ from typing import Collection, Hashable, Iterable
 import onnx_ir as ir
 
 from torch_onnx_fx.optimize.weights.recipes import holds_state
-from torch_onnx_fx.translate.metadata import MODULE_STACK_KEY
+from torch_onnx_fx.translate.metadata import MODULE_STACK_KEY, scope_metadata
 
 __all__ = ["ModuleFunctionsPass"]
 
@@ -447,10 +447,7 @@ class ModuleFunctionsPass(ir.passes.InPlacePass):
         """A call of the function for the instance (not yet in the graph); its results take over
         the body's uses outside it."""
         call = ir.Node(domain, name, inputs=[*body.inputs], num_outputs=len(body.outputs), name=inst.path)
-        # The keys translated nodes carry (translate/metadata.py), for the instance itself.
-        stack = (*inst.parents, (inst.path, inst.cls))
-        call.metadata_props["namespace"] = "/".join(f"{path.rpartition('.')[2]}: {cls}" for path, cls in stack)
-        call.metadata_props["pkg.torch.onnx.class_hierarchy"] = repr([cls for _, cls in stack])
+        call.metadata_props.update(scope_metadata((*inst.parents, (inst.path, inst.cls))))
         # Tagged with the modules above the instance, so an enclosing instance takes the call in.
         call.meta[MODULE_STACK_KEY] = inst.parents
         everything = body.everything

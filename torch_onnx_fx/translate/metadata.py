@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from torch_onnx_fx.signature import OutputEntry
 
 __all__ = [
-    "class_name", "node_metadata", "module_stack", "source_line", "annotate_graph", "annotate_outputs",
+    "class_name", "node_metadata", "module_stack", "scope_metadata", "source_line", "annotate_graph", "annotate_outputs",
     "ORIGINAL_NAME_KEY", "INPUT_KIND_KEY", "MODULE_STACK_KEY",
 ]
 
@@ -62,21 +62,28 @@ def module_stack(node: torch.fx.Node) -> tuple[tuple[str, str], ...]:
     return tuple(_module_stack(node))
 
 
-def node_metadata(node: torch.fx.Node) -> dict[str, str]:
-    """The metadata every ONNX node translated from ``node`` carries."""
-    stack = _module_stack(node)
-    scopes = [path.split(".")[-1] if path else "" for path, _ in stack]
-    classes = [cls for _, cls in stack]
+def _scopes(stack: Sequence[tuple[str, str]]) -> list[str]:
+    return [path.rpartition(".")[2] for path, _ in stack]
+
+
+def scope_metadata(stack: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """``namespace`` and class hierarchy of a module instance itself (the call of its function,
+    ``optimize/module_functions``), in the form its nodes' metadata has them."""
+    return {
+        "namespace": "/".join(f"{scope}: {cls}" for scope, (_, cls) in zip(_scopes(stack), stack)),
+        "pkg.torch.onnx.class_hierarchy": repr([cls for _, cls in stack]),
+    }
+
+
+def node_metadata(node: torch.fx.Node, stack: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """The metadata every ONNX node translated from ``node`` carries; ``stack`` is its
+    :func:`module_stack`."""
     target = node.target
     target_name = target.name() if isinstance(target, torch._ops.OpOverload) else getattr(target, "__name__", str(target))
-    namespace_parts = [f"{scope}: {cls}" for scope, cls in zip(scopes, classes)]
-    namespace_parts.append(f"{node.name}: {target_name}")
-    meta = {
-        "namespace": "/".join(namespace_parts),
-        "pkg.torch.onnx.class_hierarchy": repr(classes),
-        "pkg.torch.onnx.fx_node": node.format_node() or str(node),
-        "pkg.torch.onnx.name_scopes": repr([*scopes, node.name]),
-    }
+    meta = scope_metadata(stack)
+    meta["namespace"] = "/".join(filter(None, [meta["namespace"], f"{node.name}: {target_name}"]))
+    meta["pkg.torch.onnx.fx_node"] = node.format_node() or str(node)
+    meta["pkg.torch.onnx.name_scopes"] = repr([*_scopes(stack), node.name])
     trace = node.meta.get("stack_trace")
     if trace:
         meta["pkg.torch.onnx.stack_trace"] = trace

@@ -490,8 +490,8 @@ def _walk(
     tracer = ctx.tracer
     for index, node in enumerate(nodes):
         if node.op == "call_function":
-            tracer.node_metadata = metadata.node_metadata(node)
             tracer.module_stack = metadata.module_stack(node)
+            tracer.node_metadata = metadata.node_metadata(node, tracer.module_stack)
             try:
                 _call(ctx, node)
             except (MissingTranslationError, UnsupportedArgumentError):
