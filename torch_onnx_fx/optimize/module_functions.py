@@ -25,6 +25,7 @@ have different bodies gets one function per body (``LlamaDecoderLayer``, ``Llama
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import logging
 import re
@@ -71,15 +72,14 @@ def _instances(nodes: Iterable[ir.Node], classes: Collection[str] | None, weight
             if depth > 0:
                 has_children.add(stack[depth - 1][0])
     if classes is None:
-        siblings: dict[tuple[str, str], int] = {}
-        for inst in found.values():
+
+        def item_of(inst: _Instance) -> tuple[str, str] | None:
+            """(container, class) of an item of a ModuleList or Sequential."""
             parent, _, leaf = inst.path.rpartition(".")
-            if leaf.isdigit() and inst.path in has_children:
-                siblings[parent, inst.cls] = siblings.get((parent, inst.cls), 0) + 1
-        chosen = [
-            inst for inst in found.values()
-            if siblings.get((inst.path.rpartition(".")[0], inst.cls), 0) >= 2 and inst.path.rpartition(".")[2].isdigit()
-        ]
+            return (parent, inst.cls) if leaf.isdigit() else None
+
+        siblings = collections.Counter(item_of(inst) for inst in found.values() if inst.path in has_children)
+        chosen = [inst for inst in found.values() if item_of(inst) is not None and siblings[item_of(inst)] >= 2]
     else:
         chosen = [inst for inst in found.values() if inst.cls in classes and inst.depth > 0]
     order = {path: i for i, path in enumerate(found)}
