@@ -123,10 +123,12 @@ class _CondBlock(nn.Module):
         return torch.cond(x.sum() > 0, lambda x: self.linear(x) * self.weight, lambda x: x - self.weight, (x,))
 
 
-class _CondStack(nn.Module):
-    def __init__(self) -> None:
+class _Chain(nn.Module):
+    """Blocks in a ModuleList, each fed the previous one's result."""
+
+    def __init__(self, *blocks: nn.Module) -> None:
         super().__init__()
-        self.blocks = nn.ModuleList([_CondBlock(), _CondBlock()])
+        self.blocks = nn.ModuleList(blocks)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for block in self.blocks:
@@ -136,7 +138,7 @@ class _CondStack(nn.Module):
 
 def test_weights_read_inside_a_branch_become_function_inputs():
     torch.manual_seed(0)
-    model = _CondStack().eval()
+    model = _Chain(_CondBlock(), _CondBlock()).eval()
     x = torch.randn(3, 8)
     program = assert_matches_eager(model, (x,), export_modules_as_functions=True, more_inputs=[((-x.abs() - 1,), {})])
     block = _functions(program)["_CondBlock"]
@@ -261,22 +263,11 @@ class Scaled_2(nn.Module):  # noqa: N801 - named as Scaled's second body is, on 
         return torch.sigmoid(self.linear(x))
 
 
-class _Named(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.blocks = nn.ModuleList([Scaled(1.0), Scaled(3.0), Scaled_2(), Scaled_2()])
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for block in self.blocks:
-            x = block(x)
-        return x
-
-
 def test_a_class_named_like_a_numbered_body_gets_a_name_of_its_own():
     # Scaled's second body would be "Scaled_2", the name of the other class: two bodies under one
     # name would both run the one defined last.
     torch.manual_seed(0)
-    model, args = _Named().eval(), (torch.randn(2, 8),)
+    model, args = _Chain(Scaled(1.0), Scaled(3.0), Scaled_2(), Scaled_2()).eval(), (torch.randn(2, 8),)
     program = assert_matches_eager(model, args, export_modules_as_functions=True)
     assert [f.name for f in program.model_proto.functions] == ["Scaled", "Scaled_2", "Scaled_2_2"]
     _same_as_inlined(model, args, program)
