@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -134,6 +136,30 @@ def run_in_worker(context: Any, target: Any, args: tuple[Any, ...], log_path: Pa
     process.join()
     receive.close()
     return last
+
+
+_PHASE = re.compile(r"\[torch_onnx_fx\] (\w+): ok in ([0-9.]+) s")
+
+
+def run_script(script: str, argv: Sequence[str], base: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Run ``script`` (Python source printing one ``RESULT {json}`` line) in a fresh interpreter
+    from the repository's root; its record, with the phases torch_onnx_fx's first export printed.
+    ``base`` fields describe the run when it times out or dies without a result."""
+    try:
+        done = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    except subprocess.TimeoutExpired:
+        return {**base, "status": "timeout", "seconds": timeout}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {**base, "status": "crashed", "error": tail[:200]}
+    record = json.loads(lines[-1][len("RESULT "):])
+    phases: dict[str, float] = {}
+    for name, seconds in _PHASE.findall(done.stderr):  # the first export's phases
+        phases.setdefault(name, float(seconds))
+    if phases:
+        record["phases"] = phases
+    return record
 
 
 def read_records(path: Path, record_type: Any) -> tuple[list[dict[str, Any]], list[Any]]:

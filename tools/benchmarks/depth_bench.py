@@ -16,15 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tools._common import REPO, describe_machine, describe_versions, machine_info, read_entries  # noqa: E402
+from tools._common import REPO, describe_machine, describe_versions, machine_info, read_entries, run_script  # noqa: E402
 
 RESULTS = REPO / "tools" / "results" / "depth.jsonl"
 PAGE = REPO / "docs" / "scaling.md"
@@ -87,28 +85,8 @@ _WORKER = textwrap.dedent(
     """
 )
 
-_PHASE = re.compile(r"\[torch_onnx_fx\] (\w+): ok in ([0-9.]+) s")
-
-
 def run_one(model: str, layers: int, exporter: str, timeout: float) -> dict[str, Any]:
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", _WORKER, model, str(layers), exporter],
-            capture_output=True, text=True, timeout=timeout, cwd=REPO,
-        )
-    except subprocess.TimeoutExpired:
-        return {"model": model, "layers": layers, "exporter": exporter, "status": "timeout", "seconds": timeout}
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    if not lines:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"model": model, "layers": layers, "exporter": exporter, "status": "crashed", "error": tail[:200]}
-    record = json.loads(lines[-1][len("RESULT "):])
-    phases: dict[str, float] = {}
-    for name, seconds in _PHASE.findall(done.stderr):  # the first export's phases
-        phases.setdefault(name, float(seconds))
-    if phases:
-        record["phases"] = phases
-    return record
+    return run_script(_WORKER, [model, str(layers), exporter], {"model": model, "layers": layers, "exporter": exporter}, timeout)
 
 
 def _slope(points: list[tuple[int, float]]) -> float | None:

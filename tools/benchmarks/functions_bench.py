@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tools._common import REPO, describe_machine, describe_versions, machine_info, read_entries, replace_section  # noqa: E402
+from tools._common import REPO, describe_machine, describe_versions, machine_info, read_entries, replace_section, run_script  # noqa: E402
 
 RESULTS = REPO / "tools" / "results" / "functions.jsonl"
 PAGE = REPO / "docs" / "functions.md"
@@ -96,26 +94,8 @@ _WORKER = textwrap.dedent(
     """
 )
 
-_PHASE = re.compile(r"\[torch_onnx_fx\] (\w+): ok in ([0-9.]+) s")
-
-
 def run_one(layers: int, exporter: str, timeout: float) -> dict[str, Any]:
-    base = {"model": "llama", "layers": layers, "exporter": exporter}
-    try:
-        done = subprocess.run([sys.executable, "-c", _WORKER, str(layers), exporter], capture_output=True, text=True, timeout=timeout, cwd=REPO)
-    except subprocess.TimeoutExpired:
-        return {**base, "status": "timeout"}
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    if not lines:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {**base, "status": "failed", "error": tail[:200]}
-    record = json.loads(lines[-1][len("RESULT "):])
-    phases: dict[str, float] = {}
-    for name, seconds in _PHASE.findall(done.stderr):
-        phases.setdefault(name, float(seconds))  # the first export's
-    if phases:
-        record["phases"] = phases
-    return record
+    return run_script(_WORKER, [str(layers), exporter], {"model": "llama", "layers": layers, "exporter": exporter}, timeout)
 
 
 def render(machine: dict[str, Any], records: list[dict[str, Any]]) -> str:
