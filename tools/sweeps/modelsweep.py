@@ -268,10 +268,29 @@ def _as_close_as_eager(case: Any, model: Any, args: tuple, kwargs: dict, eager: 
     return worst_onnx <= 2 * worst_eager + case.atol, why
 
 
+def is_large(model: Any) -> bool:
+    """Whether the model's weights may take its ONNX model past protobuf's 2 GB."""
+    return sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers())) >= 1 << 30
+
+
+def check_valid(program: Any, model: Any) -> None:
+    """Valid ONNX, not just a graph one runtime accepts: types, shapes and opset of every node.
+    A large model (regnet_y_128gf, vit_h_14) is checked from disk, its weights saved beside it,
+    as a user would save it."""
+    import onnx
+
+    if not is_large(model):
+        onnx.checker.check_model(program.model_proto, full_check=True)
+        return
+    with tempfile.TemporaryDirectory(prefix="modelsweep-check-") as folder:
+        path = os.path.join(folder, "model.onnx")
+        program.save(path, external_data=True)
+        onnx.checker.check_model(path, full_check=True)
+
+
 def run_case(case: Any, exporter: str, on_stage: Any = lambda record: None) -> Record:
     """Export ``case`` with ``exporter``, run it in ONNX Runtime on both input sets and compare with
     eager; ``on_stage(record)`` is called as each stage starts, so a timeout can say where it was."""
-    import onnx
     import torch
     from helpers import assert_close_outputs
 
@@ -299,17 +318,7 @@ def run_case(case: Any, exporter: str, on_stage: Any = lambda record: None) -> R
 
     stage("check")
     try:
-        # Valid ONNX, not just a graph one runtime accepts: types, shapes and opset of every node.
-        # A model past protobuf's 2 GB (regnet_y_128gf, vit_h_14) is checked from disk, its
-        # weights saved beside it, as a user would save it.
-        weight_bytes = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
-        if weight_bytes < 1 << 30:
-            onnx.checker.check_model(program.model_proto, full_check=True)
-        else:
-            with tempfile.TemporaryDirectory(prefix="modelsweep-check-") as folder:
-                path = os.path.join(folder, "model.onnx")
-                program.save(path, external_data=True)
-                onnx.checker.check_model(path, full_check=True)
+        check_valid(program, model)
     except Exception as exc:  # noqa: BLE001
         return fail("invalid_model", exc)
 

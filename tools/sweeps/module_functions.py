@@ -47,7 +47,7 @@ for _path in (REPO, REPO / "tests"):
         sys.path.insert(0, str(_path))
 
 from tools._common import machine_info, read_records, replace_section, run_in_worker, write_records  # noqa: E402
-from tools.sweeps.modelsweep import GENERATED, find_case, stage_tracking  # noqa: E402
+from tools.sweeps.modelsweep import GENERATED, check_valid, find_case, is_large, stage_tracking  # noqa: E402
 
 PAGE = REPO / "docs" / "functions.md"
 START, END = "<!-- functions-sweep:start -->", "<!-- functions-sweep:end -->"
@@ -119,7 +119,6 @@ def _at_basic_level(program: Any) -> Any:
 
 
 def run_case(case: Any, on_stage: Any = lambda record: None) -> Record:
-    import onnx
     import torch
 
     import torch_onnx_fx
@@ -161,22 +160,15 @@ def run_case(case: Any, on_stage: Any = lambda record: None) -> Record:
     record.nodes_inlined, record.nodes_main = len(inlined.model.graph), len(program.model.graph)
     record.bytes_inlined, record.bytes_functions = _graph_bytes(inlined), _graph_bytes(program)
     stage("check")
-    # A model past protobuf's 2 GB is checked from disk, its weights saved beside it, and its
-    # session timed through ONNXProgram (which saves it so too).
-    large = sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers())) >= 1 << 30
     try:
-        if large:
-            with tempfile.TemporaryDirectory(prefix="functions-check-") as folder:
-                path = os.path.join(folder, "model.onnx")
-                program.save(path, external_data=True)
-                onnx.checker.check_model(path, full_check=True)
-        else:
-            onnx.checker.check_model(proto, full_check=True)
+        check_valid(program, model)
     except Exception as exc:  # noqa: BLE001
         return fail("invalid_model", exc)
     stage("onnxruntime")
     try:
-        if not large:
+        # A model past protobuf's 2 GB runs through ONNXProgram (which saves it first); its
+        # session is not timed.
+        if not is_large(model):
             record.session_inlined_s, record.session_functions_s = _session_seconds(inlined), _session_seconds(program)
         actual = [program(*a, **k) for a, k in input_sets]
         basic = [_at_basic_level(p) for p in (inlined, program)]
