@@ -34,6 +34,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     padding,
     pooling,
     prims,
+    quantized,
     sorting,
     special,
     stable,

@@ -1,0 +1,115 @@
+"""PT2E's quantize/dequantize/choose_qparams operators, run in ONNX Runtime with its default
+session options against the PyTorch model (integer results compared exactly)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.ao.quantization.fx._decomposed  # noqa: F401 - defines torch.ops.quantized_decomposed
+
+import torch_onnx_fx
+from helpers import assert_matches_eager
+
+qd = torch.ops.quantized_decomposed
+
+
+class _QuantizeRoundTrip(torch.nn.Module):
+    """quantize then dequantize with fixed parameters, the integers returned too."""
+
+    def __init__(self, scale: float, zero_point: int, low: int, high: int, dtype: torch.dtype):
+        super().__init__()
+        self.params = (scale, zero_point, low, high, dtype)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        q = qd.quantize_per_tensor.default(x, *self.params)
+        return q, qd.dequantize_per_tensor.default(q, *self.params)
+
+
+def test_narrow_range_is_clamped() -> None:
+    # reduce_range=True quantizes activations to 0..127: QuantizeLinear alone saturates at 255.
+    x = torch.linspace(-2, 8, 200)
+    program = assert_matches_eager(_QuantizeRoundTrip(0.02, 10, 0, 127, torch.uint8), (x,), rtol=0, atol=0)
+    assert program(x)[0].max().item() == 127
+
+
+def test_sixteen_bit_follows_pytorch_arithmetic() -> None:
+    # No 16-bit QuantizeLinear before opset 21: PyTorch's own formula, bit for bit.
+    x = torch.randn(1000) * 50
+    assert_matches_eager(_QuantizeRoundTrip(0.003, -7, -32768, 32767, torch.int16), (x,), rtol=0, atol=0)
+
+
+def test_half_precision_input_is_quantized_from_float32() -> None:
+    x = (torch.randn(300) * 3).half()
+    assert_matches_eager(_QuantizeRoundTrip(0.05, 3, -128, 127, torch.int8), (x,), rtol=0, atol=0)
+
+
+class _Dynamic(torch.nn.Module):
+    """Dynamic quantization's computed parameters, as PT2E's dynamic configurations emit them."""
+
+    def __init__(self, symmetric: bool, dtype: torch.dtype, low: int, high: int):
+        super().__init__()
+        self.symmetric, self.bounds = symmetric, (low, high, dtype)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        choose = qd.choose_qparams_symmetric.tensor if self.symmetric else qd.choose_qparams.tensor
+        low, high, dtype = self.bounds
+        scale, zero_point = choose(x, low, high, 2.0**-12, dtype)
+        q = qd.quantize_per_tensor.tensor(x, scale, zero_point, low, high, dtype)
+        return scale, zero_point, q, qd.dequantize_per_tensor.tensor(q, scale, zero_point, low, high, dtype)
+
+
+@pytest.mark.parametrize(
+    ("symmetric", "dtype", "low", "high"),
+    [(False, torch.uint8, 0, 255), (True, torch.int8, -128, 127), (True, torch.uint8, 0, 255), (False, torch.int8, -128, 127)],
+)
+def test_dynamic_parameters_are_computed_as_pytorch_does(symmetric: bool, dtype: torch.dtype, low: int, high: int) -> None:
+    model = _Dynamic(symmetric, dtype, low, high)
+    x = torch.randn(4, 33) * 2 + 0.5
+    others = [((torch.rand(4, 33) * 7,), {}), ((-torch.rand(4, 33),), {}), ((torch.zeros(4, 33),), {})]
+    assert_matches_eager(model, (x,), more_inputs=others, rtol=0, atol=0)
+
+
+def test_float8_target_is_refused() -> None:
+    # PyTorch rounds to integers before its float8 cast; ONNX's float8 QuantizeLinear does not.
+    model = _QuantizeRoundTrip(0.1, 0, -448, 448, torch.float8_e4m3fn)
+    with pytest.raises(torch_onnx_fx.OnnxExporterError, match="quantize_per_tensor"):
+        torch_onnx_fx.export(model, (torch.randn(8),), verbose=False)
+
+
+def _pt2e(model: torch.nn.Module, x: torch.Tensor, config: dict) -> torch.nn.Module:
+    pt2e = pytest.importorskip("torchao.quantization.pt2e.quantize_pt2e", reason="PT2E lives in torchao")
+    x86 = pytest.importorskip("torchao.quantization.pt2e.quantizer.x86_inductor_quantizer")
+    quantizer = x86.X86InductorQuantizer()
+    quantizer.set_global(x86.get_default_x86_inductor_quantization_config(**config))
+    prepared = pt2e.prepare_pt2e(torch.export.export(model, (x,)).module(), quantizer)
+    for _ in range(4):
+        prepared(torch.randn_like(x))
+    return pt2e.convert_pt2e(prepared)
+
+
+class _ConvNet(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.fc = torch.nn.Linear(8 * 6 * 6, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.relu(self.conv(x)).flatten(1))
+
+
+def test_pt2e_reduce_range_beyond_calibration() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 6, 6)
+    converted = _pt2e(_ConvNet().eval(), x, {"reduce_range": True})
+    # Four times the calibrated range: PyTorch clamps at 127 steps, torchlib's form did not
+    # (0.2 off). A quantized value one step apart, where ONNX Runtime's convolution rounds a sum
+    # differently, moves the output by less than 1e-3.
+    assert_matches_eager(converted, (x * 4,), rtol=0, atol=2e-3)
+
+
+def test_pt2e_dynamic_linear() -> None:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)).eval()
+    x = torch.randn(4, 32)
+    converted = _pt2e(model, x, {"is_dynamic": True})
+    assert_matches_eager(converted, (x,), more_inputs=[((x * 5,), {})], rtol=0, atol=1e-6)

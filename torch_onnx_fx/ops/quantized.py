@@ -1,0 +1,202 @@
+"""PT2E's ``quantized_decomposed`` operators: per-tensor quantize, dequantize and the dynamic
+choice of scale and zero point.
+
+torchlib's quantize ignores ``quant_min``/``quant_max``: ``QuantizeLinear`` saturates to the
+whole 8-bit range, so a model quantized to a narrower one (``reduce_range=True``: 0..127) gave
+values up to 255 wherever an input passed the calibrated range (31 % of a small conv net's
+output range off, silently). Its ``.tensor`` forms, which dynamic quantization produces with a
+computed float64 scale, and ``choose_qparams``, which computes that scale, did not export.
+
+8-bit results stay ``QuantizeLinear``/``DequantizeLinear`` so that ONNX Runtime's QDQ fusion
+still finds integer kernels. ``QuantizeLinear`` divides by the scale where PyTorch multiplies by
+its float32 reciprocal: a value within one float32 ulp of a rounding midpoint can land one step
+apart (docs/quantization.md). Other widths (16 and 32 bits; ``QuantizeLinear`` has no 16-bit
+form before opset 21) follow PyTorch's arithmetic exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx_ir as ir
+import torch
+from onnxscript import opset18 as op
+
+from torch_onnx_fx.registry import arg_example, limit_torchlib, register
+
+__all__ = [
+    "quantized_quantize_per_tensor",
+    "quantized_dequantize_per_tensor",
+    "quantized_choose_qparams",
+    "quantized_choose_qparams_symmetric",
+]
+
+_FLOAT = ir.DataType.FLOAT
+_DOUBLE = ir.DataType.DOUBLE
+_INT64 = ir.DataType.INT64
+# The integer types ONNX's 8-bit QuantizeLinear/DequantizeLinear take, with their full ranges.
+_EIGHT_BIT = {int(ir.DataType.UINT8): (0, 255), int(ir.DataType.INT8): (-128, 127)}
+# The targets PyTorch rounds to integers for. Its float8 "quantization" rounds to integers too,
+# which ONNX's float8 QuantizeLinear does not: those nodes are refused, torchlib's included.
+_INTEGRAL = (torch.uint8, torch.int8, torch.uint16, torch.int16, torch.int32)
+
+
+def _float32(value: float) -> ir.Value:
+    return op.Constant(value=ir.tensor(np.float32(value)))
+
+
+def _scalar_scale(scale: Any) -> ir.Value:
+    """The scale as a 0-d float32: PyTorch reads a tensor scale with ``.item()`` (a Python
+    float) and applies it to float32 values, which rounds it to float32."""
+    if isinstance(scale, ir.Value):
+        return op.Cast(op.Reshape(scale, op.Constant(value_ints=[])), to=_FLOAT)
+    return _float32(scale)
+
+
+def _scalar(value: Any, dtype: int) -> ir.Value:
+    """A 0-d zero point or bound of ``dtype`` (an int, or a one-element tensor)."""
+    if isinstance(value, ir.Value):
+        return op.Cast(op.Reshape(value, op.Constant(value_ints=[])), to=dtype)
+    return op.Cast(op.Constant(value=ir.tensor(np.int64(value))), to=dtype)
+
+
+def _supported_quantization(node: Any) -> bool:
+    dtype = node.args[5] if len(node.args) > 5 else node.kwargs.get("dtype")
+    return dtype in _INTEGRAL
+
+
+@register(
+    "quantized_decomposed::quantize_per_tensor",
+    "quantized_decomposed::quantize_per_tensor.tensor",
+    "quantized_decomposed::quantize_per_tensor.tensor2",
+    supports=_supported_quantization,
+)
+def quantized_quantize_per_tensor(
+    input: ir.Value, scale: Any, zero_point: Any, quant_min: Any, quant_max: Any, dtype: int
+) -> ir.Value:
+    """quantize_per_tensor(Tensor input, float scale, int zero_point, int quant_min, int quant_max, ScalarType dtype) -> Tensor
+    (also ``.tensor``: scale and zero point as one-element tensors; ``.tensor2``: the bounds too)
+
+    ``clamp(round(input * (1 / scale)) + zero_point, quant_min, quant_max)`` in float32."""
+    if input.dtype != _FLOAT:
+        # PyTorch quantizes half-precision inputs from float32.
+        input = op.Cast(input, to=_FLOAT)
+    full = _EIGHT_BIT.get(dtype)
+    if full is not None:
+        quantized = op.QuantizeLinear(input, _scalar_scale(scale), _scalar(zero_point, dtype))
+        if not isinstance(quant_min, ir.Value) and not isinstance(quant_max, ir.Value) and (quant_min, quant_max) == full:
+            return quantized
+        # QuantizeLinear saturates to the type's range only; a narrower one is PyTorch's clamp.
+        return op.Clip(quantized, _scalar(quant_min, dtype), _scalar(quant_max, dtype))
+    if isinstance(scale, ir.Value):
+        inverse = op.Cast(op.Div(op.Constant(value=ir.tensor(np.float64(1.0))), op.Reshape(scale, op.Constant(value_ints=[]))), to=_FLOAT)
+    else:
+        inverse = _float32(1.0 / scale)
+    shifted = op.Add(op.Round(op.Mul(input, inverse)), _scalar(zero_point, _FLOAT))
+    clamped = op.Min(op.Max(shifted, _scalar(quant_min, _FLOAT)), _scalar(quant_max, _FLOAT))
+    return op.Cast(clamped, to=dtype)
+
+
+def _supported_dequantization(node: Any) -> bool:
+    """Integer sources. A half-precision result of a wider integer would round the integer to
+    half precision before subtracting (PyTorch's order), which the float32 path does not."""
+    dtype = node.args[5] if len(node.args) > 5 else node.kwargs.get("dtype")
+    out_dtype = node.kwargs.get("out_dtype")
+    if dtype in (torch.uint8, torch.int8):
+        return out_dtype in (None, torch.float32, torch.float16, torch.bfloat16)
+    return dtype in _INTEGRAL and out_dtype in (None, torch.float32)
+
+
+@register(
+    "quantized_decomposed::dequantize_per_tensor",
+    "quantized_decomposed::dequantize_per_tensor.tensor",
+    "quantized_decomposed::dequantize_per_tensor.tensor2",
+    supports=_supported_dequantization,
+)
+def quantized_dequantize_per_tensor(
+    input: ir.Value,
+    scale: Any,
+    zero_point: Any,
+    quant_min: Any,
+    quant_max: Any,
+    dtype: int,
+    *,
+    out_dtype: int | None = None,
+) -> ir.Value:
+    """dequantize_per_tensor(Tensor input, float scale, int zero_point, int quant_min, int quant_max, ScalarType dtype, *, ScalarType? out_dtype=None) -> Tensor
+
+    ``(input - zero_point) * scale`` with the scale rounded to float32. PyTorch computes a
+    half-precision result in float32 and rounds it once, as this does."""
+    if dtype in _EIGHT_BIT:
+        result = op.DequantizeLinear(input, _scalar_scale(scale), _scalar(zero_point, dtype))
+    else:
+        # Integers past 2**24 round in float32 exactly as PyTorch's ``input.to(float32)`` does.
+        result = op.Mul(op.Sub(op.Cast(input, to=_FLOAT), _scalar(zero_point, _FLOAT)), _scalar_scale(scale))
+    if out_dtype is not None and out_dtype not in (-1, int(_FLOAT)):
+        result = op.Cast(result, to=out_dtype)
+    return result
+
+
+def _float32_input(node: Any) -> bool:
+    """choose_qparams of a float32 input (a half-precision one computes its range and scale in
+    its own dtype first) into an integer type."""
+    example = arg_example(node)
+    dtype = node.args[4] if len(node.args) > 4 else node.kwargs.get("dtype")
+    return isinstance(example, torch.Tensor) and example.dtype == torch.float32 and dtype in _INTEGRAL
+
+
+def _range(input: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """min(min(input), 0) and max(max(input), 0), as 0-d float32 values."""
+    flat = op.Reshape(input, op.Constant(value_ints=[-1]))
+    zero = _float32(0.0)
+    low = op.Min(op.ReduceMin(flat, keepdims=0), zero)
+    high = op.Max(op.ReduceMax(flat, keepdims=0), zero)
+    return low, high
+
+
+def _qparams(scale: ir.Value, zero_point: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """PyTorch's outputs: a one-element float64 scale and int64 zero point."""
+    one = op.Constant(value_ints=[1])
+    return op.Cast(op.Reshape(scale, one), to=_DOUBLE), op.Reshape(zero_point, one)
+
+
+@register("quantized_decomposed::choose_qparams.tensor", supports=_float32_input)
+def quantized_choose_qparams(input: ir.Value, quant_min: int, quant_max: int, eps: float, dtype: int) -> tuple[ir.Value, ir.Value]:
+    """choose_qparams.tensor(Tensor input, int quant_min, int quant_max, float eps, ScalarType dtype) -> (Tensor, Tensor)
+
+    scale = max((max(x, 0) - min(x, 0)) / (quant_max - quant_min), eps) in float32;
+    zero point = clamp(quant_min - round(min(x, 0) / scale), quant_min, quant_max)."""
+    low, high = _range(input)
+    scale = op.Max(op.Div(op.Sub(high, low), _float32(float(quant_max - quant_min))), _float32(eps))
+    offset = op.Cast(op.Round(op.Div(low, scale)), to=_INT64)
+    bounds = [op.Constant(value=ir.tensor(np.int64(b))) for b in (quant_min, quant_max)]
+    zero_point = op.Clip(op.Sub(bounds[0], offset), *bounds)
+    return _qparams(scale, zero_point)
+
+
+@register("quantized_decomposed::choose_qparams_symmetric.tensor", supports=_float32_input)
+def quantized_choose_qparams_symmetric(
+    input: ir.Value, quant_min: int, quant_max: int, eps: float, dtype: int
+) -> tuple[ir.Value, ir.Value]:
+    """choose_qparams_symmetric.tensor(Tensor input, int quant_min, int quant_max, float eps, ScalarType dtype) -> (Tensor, Tensor)
+
+    scale = max(max(|min(x, 0)|, max(x, 0)) / ((quant_max - quant_min) / 2), eps) in float32;
+    the zero point is 128 for uint8 and 0 otherwise."""
+    low, high = _range(input)
+    magnitude = op.Max(op.Neg(low), high)
+    scale = op.Max(op.Div(magnitude, _float32(float(quant_max - quant_min) / 2)), _float32(eps))
+    zero_point = op.Constant(value=ir.tensor(np.int64(128 if dtype == int(ir.DataType.UINT8) else 0)))
+    return _qparams(scale, zero_point)
+
+
+# torchlib's forms ignore the bounds and take float8 targets: none of them is used.
+for _name in (
+    "quantized_decomposed::quantize_per_tensor",
+    "quantized_decomposed::quantize_per_tensor.tensor",
+    "quantized_decomposed::quantize_per_tensor.tensor2",
+    "quantized_decomposed::dequantize_per_tensor",
+    "quantized_decomposed::dequantize_per_tensor.tensor",
+    "quantized_decomposed::dequantize_per_tensor.tensor2",
+):
+    limit_torchlib(_name, lambda node: False)
