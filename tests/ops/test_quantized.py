@@ -72,8 +72,17 @@ def test_dynamic_parameters_are_computed_as_pytorch_does(symmetric: bool, dtype:
 def test_float8_target_is_refused() -> None:
     # PyTorch rounds to integers before its float8 cast; ONNX's float8 QuantizeLinear does not.
     model = _QuantizeRoundTrip(0.1, 0, -448, 448, torch.float8_e4m3fn)
-    with pytest.raises(torch_onnx_fx.OnnxExporterError, match="quantize_per_tensor"):
+    with pytest.raises(torch_onnx_fx.TranslationError, match=r"(?s)quantize_per_tensor.*rounds to an integer before the float8 cast.*test_quantized.py"):
         torch_onnx_fx.export(model, (torch.randn(8),), verbose=False)
+
+
+def test_float8_source_is_dequantized() -> None:
+    class Dequantize(torch.nn.Module):
+        def forward(self, q: torch.Tensor) -> torch.Tensor:
+            return qd.dequantize_per_tensor.default(q, 0.25, 3, -448, 448, torch.float8_e4m3fn)
+
+    q = (torch.randn(64) * 40).to(torch.float8_e4m3fn)
+    assert_matches_eager(Dequantize(), (q,), rtol=0, atol=0)
 
 
 def _pt2e(model: torch.nn.Module, x: torch.Tensor, config: dict) -> torch.nn.Module:

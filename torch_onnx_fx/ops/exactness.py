@@ -122,3 +122,23 @@ register("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d", supports=_c
     "end padding of the last window is computed from them); export with static spatial dims, or "
     "ceil_mode=False.",
 ))
+
+
+def _float8_target(node: Any) -> bool:
+    dtype = node.args[5] if len(node.args) > 5 else node.kwargs.get("dtype")
+    return isinstance(dtype, torch.dtype) and dtype.is_floating_point
+
+
+# PT2E "quantizes" to float8 by rounding to an integer and then casting; ONNX's float8
+# QuantizeLinear rounds to the nearest float8 value instead (torchlib emitted it anyway).
+register(
+    "quantized_decomposed::quantize_per_tensor",
+    "quantized_decomposed::quantize_per_tensor.tensor",
+    "quantized_decomposed::quantize_per_tensor.tensor2",
+    supports=_float8_target,
+)(_refusal(
+    "refuse_float8_quantize_per_tensor",
+    "quantize_per_tensor to a float8 type rounds to an integer before the float8 cast in PyTorch, "
+    "which ONNX's QuantizeLinear does not (it rounds to the nearest float8 value). Quantize to an "
+    "integer type, or give the operator a custom_translation_table entry if the difference is accepted.",
+))

@@ -37,8 +37,8 @@ _DOUBLE = ir.DataType.DOUBLE
 _INT64 = ir.DataType.INT64
 # The integer types ONNX's 8-bit QuantizeLinear/DequantizeLinear take, with their full ranges.
 _EIGHT_BIT = {int(ir.DataType.UINT8): (0, 255), int(ir.DataType.INT8): (-128, 127)}
-# The targets PyTorch rounds to integers for. Its float8 "quantization" rounds to integers too,
-# which ONNX's float8 QuantizeLinear does not: those nodes are refused, torchlib's included.
+# The integer targets. PyTorch's float8 "quantization" rounds to integers before its cast, which
+# ONNX's float8 QuantizeLinear does not: ops/exactness refuses those nodes.
 _INTEGRAL = (torch.uint8, torch.int8, torch.uint16, torch.int16, torch.int32)
 
 
@@ -105,7 +105,8 @@ def _supported_dequantization(node: Any) -> bool:
     out_dtype = node.kwargs.get("out_dtype")
     if dtype in (torch.uint8, torch.int8):
         return out_dtype in (None, torch.float32, torch.float16, torch.bfloat16)
-    return dtype in _INTEGRAL and out_dtype in (None, torch.float32)
+    # float8 values are exact in float32, as integers up to 2**24 are.
+    return (dtype in _INTEGRAL or (isinstance(dtype, torch.dtype) and dtype.is_floating_point)) and out_dtype in (None, torch.float32)
 
 
 @register(
@@ -190,7 +191,7 @@ def quantized_choose_qparams_symmetric(
     return _qparams(scale, zero_point)
 
 
-# torchlib's forms ignore the bounds and take float8 targets: none of them is used.
+# torchlib's forms ignore the bounds and mistranslate float8: none of them is used.
 for _name in (
     "quantized_decomposed::quantize_per_tensor",
     "quantized_decomposed::quantize_per_tensor.tensor",
