@@ -24,6 +24,7 @@ import onnx_ir as ir
 from torch_onnx_fx import dtypes
 from torch_onnx_fx.optimize import downgrade, fusion, optimizer
 from torch_onnx_fx.optimize.module_functions import ModuleFunctionsPass
+from torch_onnx_fx.optimize.runtime.dequantized_weights import DequantizedWeightPass
 from torch_onnx_fx.optimize.runtime.integer_reductions import IntegerReductionsPass
 from torch_onnx_fx.optimize.runtime.kernel_gaps import KernelGapPass
 from torch_onnx_fx.optimize.runtime.matrix_vector import MatrixVectorPass
@@ -65,6 +66,7 @@ def optimize_model(
         NaNPropagationPass()(model)
         OneSidedClipPass()(model)
         MatrixVectorPass()(model)
+        DequantizedWeightPass()(model)
         KernelGapPass()(model)
     if module_functions is not False:
         ModuleFunctionsPass(None if module_functions is True else module_functions, weights)(model)
