@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import onnx
 import onnxscript
 import pytest
 import torch
@@ -138,3 +139,82 @@ def test_effectful_ops_drop_their_token():
     assert [v.name for v in onnx_program.model.graph.inputs] == ["x"]
     assert len(onnx_program.model.graph.outputs) == 1
     assert_matches_eager(Inverse(), (x,), program=onnx_program)
+
+
+# The way vendors write quantization translations for torch.onnx: torch.library ops with fakes,
+# plain (trace-only) functions typed with onnxscript's types, Python-float scales, constants made
+# with onnx.helper.make_tensor, and operators of the vendor's own domain declared through a schema.
+@torch.library.custom_op("tofx_vendor::quantize_int8", mutates_args=[])
+def vendor_quantize(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return torch.clamp(torch.round(x / scale), -128, 127).to(torch.int8)
+
+
+@vendor_quantize.register_fake
+def _(x, scale):
+    return torch.empty(x.shape, dtype=torch.int8)
+
+
+@torch.library.custom_op("tofx_vendor::dequantize_int8", mutates_args=[])
+def vendor_dequantize(q: torch.Tensor, scale: float) -> torch.Tensor:
+    return q.to(torch.float32) * scale
+
+
+@vendor_dequantize.register_fake
+def _(q, scale):
+    return torch.empty(q.shape, dtype=torch.float32)
+
+
+def vendor_quantize_onnx(x: onnxscript.onnx_types.TensorType, scale: float) -> onnxscript.onnx_types.INT8:
+    zero = onnx.helper.make_tensor("zero", onnx.TensorProto.INT8, [], [0])
+    return op.QuantizeLinear(x, op.Constant(value_float=scale), op.Constant(value=zero))
+
+
+def vendor_dequantize_onnx(q: onnxscript.onnx_types.TensorType, scale: float) -> onnxscript.onnx_types.TensorType:
+    return op.DequantizeLinear(q, op.Constant(value_float=scale))
+
+
+_VENDOR_DOMAIN = onnxscript.values.Opset("tofx.vendor", version=100)
+_VENDOR_SCHEMA = onnx.defs.OpSchema(
+    name="VendorQuantize",
+    domain="tofx.vendor",
+    since_version=1,
+    doc="A back end's own quantize.",
+    inputs=[
+        onnx.defs.OpSchema.FormalParameter("x", "tensor(float)", "values"),
+        onnx.defs.OpSchema.FormalParameter("inverse_scale", "tensor(float)", "1 / scale"),
+    ],
+    outputs=[onnx.defs.OpSchema.FormalParameter("q", "tensor(int8)", "quantized values")],
+)
+VendorQuantize = onnxscript.values.Op(opset=_VENDOR_DOMAIN, name="VendorQuantize", op_schema=_VENDOR_SCHEMA)
+
+
+def vendor_domain_quantize_onnx(x: onnxscript.onnx_types.TensorType, scale: float) -> onnxscript.onnx_types.INT8:
+    return VendorQuantize(x, op.Constant(value_float=1 / scale))
+
+
+class _VendorQuantized(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.tofx_vendor.dequantize_int8(torch.ops.tofx_vendor.quantize_int8(x, 0.05), 0.05)
+
+
+def test_vendor_style_quantize_translations_run_unchanged():
+    # A TensorProto `value` used to be read as a string tensor ("Bitwidth not available").
+    table = {
+        torch.ops.tofx_vendor.quantize_int8.default: vendor_quantize_onnx,
+        torch.ops.tofx_vendor.dequantize_int8.default: vendor_dequantize_onnx,
+    }
+    x = torch.randn(4, 16) * 3
+    program = assert_matches_eager(_VendorQuantized(), (x,), custom_translation_table=table, rtol=0, atol=0)
+    assert [n.op_type for n in program.model.graph] == ["QuantizeLinear", "DequantizeLinear"]
+
+
+def test_vendor_domain_operator_is_kept_with_its_opset(tmp_path):
+    table = {
+        torch.ops.tofx_vendor.quantize_int8.default: vendor_domain_quantize_onnx,
+        torch.ops.tofx_vendor.dequantize_int8.default: vendor_dequantize_onnx,
+    }
+    program = torch_onnx_fx.export(_VendorQuantized(), (torch.randn(4, 16),), custom_translation_table=table, verbose=False)
+    assert [(n.domain, n.op_type) for n in program.model.graph] == [("tofx.vendor", "VendorQuantize"), ("", "DequantizeLinear")]
+    assert program.model.opset_imports["tofx.vendor"] == 100
+    program.save(tmp_path / "model.onnx")
+    onnx.checker.check_model(str(tmp_path / "model.onnx"))

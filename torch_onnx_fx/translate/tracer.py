@@ -23,6 +23,7 @@ import copy
 from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
+import onnx
 import onnx_ir as ir
 from onnxscript import evaluator as onnxscript_evaluator
 from onnxscript import onnx_opset
@@ -433,6 +434,9 @@ class GraphTracer:
             value = [int(v) for v in value]
         elif attr_type == ir.AttributeType.FLOATS and isinstance(value, (list, tuple)):
             value = [float(v) for v in value]
+        elif attr_type == ir.AttributeType.TENSOR and isinstance(value, onnx.TensorProto):
+            # onnx.helper.make_tensor(...), as translations written for torch.onnx pass it.
+            value = ir.serde.deserialize_tensor(value)
         elif attr_type == ir.AttributeType.TENSOR and not isinstance(value, ir.TensorProtocol):
             value = ir.tensor(np.asarray(value))
         if attr_type == ir.AttributeType.UNDEFINED:
