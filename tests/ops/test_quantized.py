@@ -43,6 +43,34 @@ def test_half_precision_input_is_quantized_from_float32() -> None:
     assert_matches_eager(_QuantizeRoundTrip(0.05, 3, -128, 127, torch.int8), (x,), rtol=0, atol=0)
 
 
+@pytest.mark.parametrize(
+    ("zero_point", "low", "high", "dtype"),
+    [(-10, 0, 255, torch.uint8), (300, 0, 255, torch.uint8), (130, -128, 127, torch.int8)],
+)
+def test_zero_point_outside_the_type(zero_point: int, low: int, high: int, dtype: torch.dtype) -> None:
+    # Cast to the 8-bit type it wrapped around (-10 as uint8 is 246): every value was off.
+    x = torch.randn(500) * 3
+    assert_matches_eager(_QuantizeRoundTrip(0.1, zero_point, low, high, dtype), (x,), rtol=0, atol=0)
+
+
+class _TensorParameters(torch.nn.Module):
+    """quantize/dequantize ``.tensor`` with float32 parameters, into a 16-bit type, and a
+    half-precision result."""
+
+    def forward(self, x: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        q = qd.quantize_per_tensor.tensor(x, scale, zero_point, -32768, 32767, torch.int16)
+        half = qd.dequantize_per_tensor.tensor(q, scale, zero_point, -32768, 32767, torch.int16, out_dtype=torch.float16)
+        return q, half
+
+
+def test_tensor_parameters_of_sixteen_bits() -> None:
+    # A float32 scale made an invalid model (a Div of float64 by float32); the float16 result
+    # rounds the integer to float16 first, as PyTorch does.
+    x = torch.randn(400) * 30
+    args = (x, torch.tensor(0.0007), torch.tensor([3]))
+    assert_matches_eager(_TensorParameters(), args, rtol=0, atol=0)
+
+
 class _Dynamic(torch.nn.Module):
     """Dynamic quantization's computed parameters, as PT2E's dynamic configurations emit them."""
 
@@ -83,6 +111,12 @@ def test_float8_source_is_dequantized() -> None:
 
     q = (torch.randn(64) * 40).to(torch.float8_e4m3fn)
     assert_matches_eager(Dequantize(), (q,), rtol=0, atol=0)
+
+
+def test_half_precision_dynamic_parameters_are_refused() -> None:
+    model = _Dynamic(False, torch.uint8, 0, 255)
+    with pytest.raises(torch_onnx_fx.TranslationError, match=r"(?s)choose_qparams.*float16/bfloat16.*test_quantized.py"):
+        torch_onnx_fx.export(model, (torch.randn(4, 8).half(),), verbose=False)
 
 
 def _pt2e(model: torch.nn.Module, x: torch.Tensor, config: dict) -> torch.nn.Module:

@@ -148,7 +148,18 @@ _WORKER = textwrap.dedent(
         with torch.no_grad():
             Recorder(converted).run(x)
         model_ir = ir.load(paths["int8"])
-        outputs = [n.outputs[0] for n in model_ir.graph if n.op_type in ("QuantizeLinear", "Clip") and n.outputs[0].dtype in (ir.DataType.UINT8, ir.DataType.INT8)]
+        # A quantized tensor: QuantizeLinear's output, the Clip after it (a narrowed range), or
+        # the Cast ending PyTorch's arithmetic (tensor parameters); not a zero point's Cast.
+        def quantized(n):
+            if n.outputs[0].dtype not in (ir.DataType.UINT8, ir.DataType.INT8):
+                return False
+            source = n.inputs[0]
+            if n.op_type == "QuantizeLinear":
+                return True
+            if n.op_type == "Clip":
+                return source.producer() is not None and source.producer().op_type == "QuantizeLinear"
+            return n.op_type == "Cast" and source.dtype == ir.DataType.FLOAT
+        outputs = [n.outputs[0] for n in model_ir.graph if quantized(n)]
         outputs = [v for v in outputs if not any(u.op_type == "Clip" for u, _ in v.uses())]
         if len(outputs) == len(torch_values):
             for v in outputs:

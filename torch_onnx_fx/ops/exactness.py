@@ -142,3 +142,22 @@ register(
     "which ONNX's QuantizeLinear does not (it rounds to the nearest float8 value). Quantize to an "
     "integer type, or give the operator a custom_translation_table entry if the difference is accepted.",
 ))
+
+
+def _choose_qparams_not_float32(node: Any) -> bool:
+    example = arg_example(node)
+    return isinstance(example, torch.Tensor) and example.dtype != torch.float32
+
+
+# Half-precision ranges and scales are computed in the input's own dtype and then promoted with
+# a float32 eps, an order the float32 translation does not follow.
+register(
+    "quantized_decomposed::choose_qparams.tensor",
+    "quantized_decomposed::choose_qparams_symmetric.tensor",
+    supports=_choose_qparams_not_float32,
+)(_refusal(
+    "refuse_half_choose_qparams",
+    "choose_qparams of a float16/bfloat16 input computes its range and scale in that dtype before "
+    "promoting to float32, which this translation does not reproduce. Quantize dynamically from a "
+    "float32 input (x.float()), or give the operator a custom_translation_table entry.",
+))

@@ -66,6 +66,29 @@ def _supported_quantization(node: Any) -> bool:
     return dtype in _INTEGRAL
 
 
+def _linear_form(scale: Any, zero_point: Any, dtype: int) -> bool:
+    """Whether ``QuantizeLinear``/``DequantizeLinear`` take these parameters as they are: a
+    number scale and a zero point the 8-bit type holds. A zero point past it would wrap; tensor
+    parameters (the ``.tensor`` forms: dynamic quantization, which no integer kernel fuses
+    anyway) take PyTorch's arithmetic, exact to the bit."""
+    full = _EIGHT_BIT.get(dtype)
+    return (
+        full is not None
+        and not isinstance(scale, ir.Value)
+        and isinstance(zero_point, int)
+        and full[0] <= zero_point <= full[1]
+    )
+
+
+def _inverse(scale: Any) -> ir.Value:
+    """PyTorch's ``1.0 / scale`` in double (``scale.item()`` for a tensor), rounded to float32 as it
+    multiplies float32 values."""
+    if isinstance(scale, ir.Value):
+        double = op.Cast(op.Reshape(scale, op.Constant(value_ints=[])), to=_DOUBLE)
+        return op.Cast(op.Div(op.Constant(value=ir.tensor(np.float64(1.0))), double), to=_FLOAT)
+    return _float32(1.0 / scale)
+
+
 @register(
     "quantized_decomposed::quantize_per_tensor",
     "quantized_decomposed::quantize_per_tensor.tensor",
@@ -82,31 +105,29 @@ def quantized_quantize_per_tensor(
     if input.dtype != _FLOAT:
         # PyTorch quantizes half-precision inputs from float32.
         input = op.Cast(input, to=_FLOAT)
-    full = _EIGHT_BIT.get(dtype)
-    if full is not None:
+    if _linear_form(scale, zero_point, dtype):
         quantized = op.QuantizeLinear(input, _scalar_scale(scale), _scalar(zero_point, dtype))
-        if not isinstance(quant_min, ir.Value) and not isinstance(quant_max, ir.Value) and (quant_min, quant_max) == full:
+        if (quant_min, quant_max) == _EIGHT_BIT[dtype]:
             return quantized
         # QuantizeLinear saturates to the type's range only; a narrower one is PyTorch's clamp.
         return op.Clip(quantized, _scalar(quant_min, dtype), _scalar(quant_max, dtype))
-    if isinstance(scale, ir.Value):
-        inverse = op.Cast(op.Div(op.Constant(value=ir.tensor(np.float64(1.0))), op.Reshape(scale, op.Constant(value_ints=[]))), to=_FLOAT)
-    else:
-        inverse = _float32(1.0 / scale)
-    shifted = op.Add(op.Round(op.Mul(input, inverse)), _scalar(zero_point, _FLOAT))
+    shifted = op.Add(op.Round(op.Mul(input, _inverse(scale))), _scalar(zero_point, _FLOAT))
     clamped = op.Min(op.Max(shifted, _scalar(quant_min, _FLOAT)), _scalar(quant_max, _FLOAT))
     return op.Cast(clamped, to=dtype)
 
 
 def _supported_dequantization(node: Any) -> bool:
-    """Integer sources. A half-precision result of a wider integer would round the integer to
-    half precision before subtracting (PyTorch's order), which the float32 path does not."""
     dtype = node.args[5] if len(node.args) > 5 else node.kwargs.get("dtype")
     out_dtype = node.kwargs.get("out_dtype")
-    if dtype in (torch.uint8, torch.int8):
-        return out_dtype in (None, torch.float32, torch.float16, torch.bfloat16)
     # float8 values are exact in float32, as integers up to 2**24 are.
-    return (dtype in _INTEGRAL or (isinstance(dtype, torch.dtype) and dtype.is_floating_point)) and out_dtype in (None, torch.float32)
+    source = dtype in _INTEGRAL or (isinstance(dtype, torch.dtype) and dtype.is_floating_point)
+    return source and out_dtype in (None, torch.float32, torch.float16, torch.bfloat16)
+
+
+def _rounded(value: ir.Value, dtype: int) -> ir.Value:
+    """``value`` rounded to ``dtype`` and read back in float32: one half-precision result of
+    PyTorch, which computes each half-precision operation in float32 and rounds it."""
+    return op.Cast(op.Cast(value, to=dtype), to=_FLOAT)
 
 
 @register(
@@ -127,16 +148,21 @@ def quantized_dequantize_per_tensor(
 ) -> ir.Value:
     """dequantize_per_tensor(Tensor input, float scale, int zero_point, int quant_min, int quant_max, ScalarType dtype, *, ScalarType? out_dtype=None) -> Tensor
 
-    ``(input - zero_point) * scale`` with the scale rounded to float32. PyTorch computes a
-    half-precision result in float32 and rounds it once, as this does."""
-    if dtype in _EIGHT_BIT:
+    ``(input.to(out_dtype) - zero_point) * scale`` with the scale rounded to float32."""
+    half = out_dtype if out_dtype not in (None, -1, int(_FLOAT)) else None
+    if _linear_form(scale, zero_point, dtype):
+        # 8-bit values less an 8-bit zero point are exact in half precision: one rounding, as
+        # PyTorch's.
         result = op.DequantizeLinear(input, _scalar_scale(scale), _scalar(zero_point, dtype))
-    else:
-        # Integers past 2**24 round in float32 exactly as PyTorch's ``input.to(float32)`` does.
-        result = op.Mul(op.Sub(op.Cast(input, to=_FLOAT), _scalar(zero_point, _FLOAT)), _scalar_scale(scale))
-    if out_dtype is not None and out_dtype not in (-1, int(_FLOAT)):
-        result = op.Cast(result, to=out_dtype)
-    return result
+        return result if half is None else op.Cast(result, to=half)
+    # PyTorch's order, each step rounded as it rounds it: the integer to the result's type (past
+    # 2**24 in float32, past 2048 in float16), the difference, then the product.
+    value = op.Cast(input, to=_FLOAT) if half is None else _rounded(input, half)
+    difference = op.Sub(value, _scalar(zero_point, _FLOAT))
+    if half is not None:
+        difference = _rounded(difference, half)
+    result = op.Mul(difference, _scalar_scale(scale))
+    return result if half is None else op.Cast(result, to=half)
 
 
 def _float32_input(node: Any) -> bool:
