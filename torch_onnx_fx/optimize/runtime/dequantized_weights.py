@@ -11,8 +11,9 @@ fused, runs the float kernel, and keeps the QDQ ``Gemm`` unit that ONNX Runtime 
 exact integer ``QGemm`` when the output is quantized too.
 
 :class:`DequantizedWeightPass` rewrites ``MatMul(x, Transpose(DequantizeLinear(W)))`` (a
-linear layer) and ``MatMul(x, DequantizeLinear(W))`` into that ``Gemm``, with ``x`` flattened to
-2-D and the result reshaped back when it has more dimensions.
+linear layer; a blocked ``DequantizeLinear`` too, which the ``Gemm`` does not fuse either) and
+``MatMul(x, DequantizeLinear(W))`` (per tensor or per axis) into that ``Gemm``, with ``x``
+flattened to 2-D (a vector made a row) and the result reshaped back.
 """
 
 from __future__ import annotations
@@ -40,14 +41,15 @@ def _producer(value: ir.Value, op_type: str) -> ir.Node | None:
     return node
 
 
-def _dequantized_weight(value: ir.Value) -> ir.Node | None:
-    """The ``DequantizeLinear`` of a 2-D constant integer tensor that produces ``value``, whole
-    tensor or per axis (a blocked one is left alone: its blocks run along the reduction)."""
+def _dequantized_weight(value: ir.Value, *, blocked: bool) -> ir.Node | None:
+    """The ``DequantizeLinear`` of a 2-D integer tensor that produces ``value``. Constant or not:
+    a Transpose or Identity in front of a constant folds away inside ONNX Runtime, after this
+    pass has looked. ``blocked``: whether a blocked one (``block_size``) is taken as it is."""
     node = _producer(value, "DequantizeLinear")
-    if node is None or "block_size" in node.attributes:
+    if node is None or ("block_size" in node.attributes and not blocked):
         return None
     weight = node.inputs[0]
-    if weight is None or weight.const_value is None or weight.dtype not in _INTEGER_WEIGHTS:
+    if weight is None or weight.dtype not in _INTEGER_WEIGHTS:
         return None
     return node if weight.shape is not None and weight.shape.rank() == 2 else None
 
@@ -62,13 +64,14 @@ def _weight_rows(node: ir.Node) -> tuple[list[ir.Node], ir.Value, tuple[int, int
     right = node.inputs[1]
     transpose = _producer(right, "Transpose")
     if transpose is not None:
-        source = _dequantized_weight(transpose.inputs[0])
+        source = _dequantized_weight(transpose.inputs[0], blocked=True)
         perm = transpose.attributes.get_ints("perm", None)
         if source is not None and perm in (None, [1, 0], (1, 0)):
             rows, columns = source.inputs[0].shape
             return [], transpose.inputs[0], (rows, columns)
         return None
-    source = _dequantized_weight(right)
+    # A blocked one would need its scales transposed too: left to ONNX Runtime.
+    source = _dequantized_weight(right, blocked=False)
     if source is None:
         return None
     # The integer weight transposed (a constant ONNX Runtime folds), its scale's axis with it.
@@ -92,7 +95,7 @@ class DequantizedWeightPass(ir.passes.InPlacePass):
                 continue
             left = node.inputs[0]
             rank = _rank(left) if left is not None else None
-            if rank is None or rank < 2:
+            if rank is None or rank < 1:
                 continue
             found = _weight_rows(node)
             if found is None:
@@ -105,6 +108,7 @@ class DequantizedWeightPass(ir.passes.InPlacePass):
             if rank == 2:
                 flat = left
             else:
+                # A vector is one row; more dimensions are rows too.
                 reshape = ir.node("Reshape", [left, initializer(graph, "dequantized_weight_rows", np.array([-1, columns], dtype=np.int64))])
                 new_nodes.append(reshape)
                 flat = reshape.outputs[0]
