@@ -156,3 +156,72 @@ def test_pt2e_dynamic_linear() -> None:
     x = torch.randn(4, 32)
     converted = _pt2e(model, x, {"is_dynamic": True})
     assert_matches_eager(converted, (x,), more_inputs=[((x * 5,), {})], rtol=0, atol=1e-6)
+
+
+_BOUNDS = {torch.uint8: (0, 255), torch.int8: (-128, 127), torch.int16: (-32768, 32767), torch.int32: (-(2**31), 2**31 - 1)}
+
+
+class _Generated(torch.nn.Module):
+    """Many quantize/dequantize round trips with generated parameters, one export for all."""
+
+    def __init__(self, cases: list[tuple]) -> None:
+        super().__init__()
+        self.cases = cases
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        results = []
+        for form, scale, zero_point, low, high, dtype, out_dtype in self.cases:
+            if form == "tensor":
+                scale, zero_point = torch.tensor([scale], dtype=torch.float64), torch.tensor([zero_point])
+                q = qd.quantize_per_tensor.tensor(x, scale, zero_point, low, high, dtype)
+                d = qd.dequantize_per_tensor.tensor(q, scale, zero_point, low, high, dtype, out_dtype=out_dtype)
+            else:
+                q = qd.quantize_per_tensor.default(x, scale, zero_point, low, high, dtype)
+                d = qd.dequantize_per_tensor.default(q, scale, zero_point, low, high, dtype, out_dtype=out_dtype)
+            results += [q, d]
+        return tuple(results)
+
+
+def _generated_cases(seed: int, count: int) -> list[tuple]:
+    generator = torch.Generator().manual_seed(seed)
+
+    def pick(options: list) -> object:
+        return options[int(torch.randint(len(options), (1,), generator=generator))]
+
+    cases = []
+    for _ in range(count):
+        dtype = pick(list(_BOUNDS))
+        low, high = _BOUNDS[dtype]
+        if pick([True, False]):  # a narrowed range
+            span = high - low
+            low, high = low + int(span * 0.25), high - int(span * 0.25)
+        scale = float(10 ** (torch.rand((), generator=generator) * 6 - 4))
+        zero_point = int(torch.randint(low - 20, high + 21, (), generator=generator)) if dtype in (torch.uint8, torch.int8) else int(torch.randint(-50, 51, (), generator=generator))
+        cases.append((pick(["default", "tensor"]), scale, zero_point, low, high, dtype, pick([None, torch.float16, torch.bfloat16])))
+    return cases
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_generated_parameters(seed: int) -> None:
+    # Generated scales over six decades, zero points past the type's range, narrowed ranges, every
+    # integer type, both forms and half-precision results: exact, except where QuantizeLinear
+    # divides by a scale that PyTorch multiplies by the reciprocal of (one step, at midpoints).
+    cases = _generated_cases(seed, 24)
+    model = _Generated(cases)
+    x = torch.cat([torch.randn(2000) * 10 ** (k - 2) for k in range(5)])
+    program = torch_onnx_fx.export(model, (x,), verbose=False)
+    expected, actual = model(x), program(x)
+    assert len(actual) == len(expected)
+    for index, case in enumerate(cases):
+        q_expected, q_actual = expected[2 * index], actual[2 * index]
+        steps = (q_expected.long() - q_actual.long()).abs()
+        form, scale, zero_point, low, high, dtype, out_dtype = case
+        full = _BOUNDS[dtype]
+        if form == "default" and dtype in (torch.uint8, torch.int8) and full[0] <= zero_point <= full[1]:
+            assert steps.max() <= 1 and (steps > 0).float().mean() < 1e-3, (case, steps.max())
+            # Dequantizing is exact: PyTorch's dequantize of the ONNX integers.
+            again = qd.dequantize_per_tensor.default(q_actual, scale, zero_point, low, high, dtype, out_dtype=out_dtype)
+            torch.testing.assert_close(actual[2 * index + 1], again, rtol=0, atol=0, msg=str(case))
+        else:
+            assert steps.max() == 0, (case, steps.max())
+            torch.testing.assert_close(actual[2 * index + 1], expected[2 * index + 1], rtol=0, atol=0, msg=str(case))
