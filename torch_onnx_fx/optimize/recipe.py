@@ -24,6 +24,7 @@ import onnx_ir as ir
 from torch_onnx_fx import dtypes
 from torch_onnx_fx.optimize import downgrade, fusion, optimizer
 from torch_onnx_fx.optimize.module_functions import ModuleFunctionsPass
+from torch_onnx_fx.optimize.quantized_pad import QuantizedPadPass
 from torch_onnx_fx.optimize.runtime.dequantized_weights import DequantizedWeightPass
 from torch_onnx_fx.optimize.runtime.integer_reductions import IntegerReductionsPass
 from torch_onnx_fx.optimize.runtime.kernel_gaps import KernelGapPass
@@ -58,6 +59,7 @@ def optimize_model(
         optimizer.finalize(model)
         if optimize:
             optimizer.optimize(model, weights=weights)
+            QuantizedPadPass()(model)
             fused = fusion.fuse(model, fusion_mode)
         if opset_version < built_at:
             downgrade.DowngradeOpsetPass(opset_version)(model)
