@@ -30,6 +30,7 @@ __all__ = [
     "wants_context",
     "limit_torchlib",
     "arg_example",
+    "arg_value",
     "integral_input",
     "has_complex_input",
     "needs_complex",
@@ -105,6 +106,14 @@ def arg_example(node: torch.fx.Node, index: int = 0) -> Any:
     ``supports=`` predicates look at (static sizes, dtypes, ranks)."""
     arg = node.args[index] if len(node.args) > index else None
     return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+
+
+def arg_value(node: torch.fx.Node, index: int, name: str, default: Any = None) -> Any:
+    """A node's argument by schema position or keyword name, ``default`` when it is left out; a
+    node argument is given as its example value. What ``supports=`` predicates read of scalar
+    arguments (a dtype, a dim, a bound)."""
+    value = node.args[index] if len(node.args) > index else node.kwargs.get(name, default)
+    return value.meta.get("val") if isinstance(value, torch.fx.Node) else value
 
 
 def integral_input(node: torch.fx.Node) -> bool:

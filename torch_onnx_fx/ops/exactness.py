@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from torch_onnx_fx.errors import TranslationError
-from torch_onnx_fx.registry import arg_example, integral_input, register
+from torch_onnx_fx.registry import arg_example, arg_value, integral_input, register
 
 __all__: list[str] = []
 
@@ -125,7 +125,7 @@ register("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d", supports=_c
 
 
 def _float8_target(node: Any) -> bool:
-    dtype = node.args[5] if len(node.args) > 5 else node.kwargs.get("dtype")
+    dtype = arg_value(node, 5, "dtype")
     return isinstance(dtype, torch.dtype) and dtype.is_floating_point
 
 

@@ -23,7 +23,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.registry import arg_example, limit_torchlib, register
+from torch_onnx_fx.registry import arg_example, arg_value, limit_torchlib, register
 
 __all__ = [
     "quantized_quantize_per_tensor",
@@ -62,8 +62,7 @@ def _scalar(value: Any, dtype: int) -> ir.Value:
 
 
 def _supported_quantization(node: Any) -> bool:
-    dtype = node.args[5] if len(node.args) > 5 else node.kwargs.get("dtype")
-    return dtype in _INTEGRAL
+    return arg_value(node, 5, "dtype") in _INTEGRAL
 
 
 def _linear_form(scale: Any, zero_point: Any, dtype: int) -> bool:
@@ -117,7 +116,7 @@ def quantized_quantize_per_tensor(
 
 
 def _supported_dequantization(node: Any) -> bool:
-    dtype = node.args[5] if len(node.args) > 5 else node.kwargs.get("dtype")
+    dtype = arg_value(node, 5, "dtype")
     out_dtype = node.kwargs.get("out_dtype")
     # float8 values are exact in float32, as integers up to 2**24 are.
     source = dtype in _INTEGRAL or (isinstance(dtype, torch.dtype) and dtype.is_floating_point)
@@ -169,7 +168,7 @@ def _float32_input(node: Any) -> bool:
     """choose_qparams of a float32 input (a half-precision one computes its range and scale in
     its own dtype first) into an integer type."""
     example = arg_example(node)
-    dtype = node.args[4] if len(node.args) > 4 else node.kwargs.get("dtype")
+    dtype = arg_value(node, 4, "dtype")
     return isinstance(example, torch.Tensor) and example.dtype == torch.float32 and dtype in _INTEGRAL
 
 

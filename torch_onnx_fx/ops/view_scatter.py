@@ -19,7 +19,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.normalize.arange_indexing import whole_range
-from torch_onnx_fx.registry import arg_example, register
+from torch_onnx_fx.registry import arg_example, arg_value, register
 
 __all__ = ["aten_diagonal_scatter", "aten_slice_scatter_whole"]
 
@@ -61,25 +61,17 @@ def aten_diagonal_scatter(self: ir.Value, src: ir.Value, offset: int = 0, dim1: 
     return op.Transpose(op.Where(on_diagonal, values, moved), perm=inverse)
 
 
-def _argument(node: torch.fx.Node, index: int, name: str, default: Any) -> Any:
-    if len(node.args) > index:
-        value = node.args[index]
-    else:
-        value = node.kwargs.get(name, default)
-    return value.meta.get("val") if isinstance(value, torch.fx.Node) else value
-
-
 def _writes_whole_dimension(node: torch.fx.Node) -> bool:
     """Whether the slice runs over all of ``self``'s dim: start 0, step 1, an end at or past its
     size (``sys.maxsize`` as functionalization writes it, or a size known to be no smaller)."""
     self_example = arg_example(node, 0)
     if not isinstance(self_example, torch.Tensor) or self_example.dim() == 0:
         return False
-    dim = _argument(node, 2, "dim", 0)
+    dim = arg_value(node, 2, "dim", 0)
     if not isinstance(dim, int):
         return False
     size = self_example.shape[dim % self_example.dim()]
-    return whole_range(size, _argument(node, 3, "start", None), _argument(node, 4, "end", None), _argument(node, 5, "step", 1))
+    return whole_range(size, arg_value(node, 3, "start", None), arg_value(node, 4, "end", None), arg_value(node, 5, "step", 1))
 
 
 @register("aten::slice_scatter", supports=_writes_whole_dimension)
