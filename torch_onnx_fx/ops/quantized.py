@@ -7,11 +7,12 @@ values up to 255 wherever an input passed the calibrated range (31 % of a small 
 output range off, silently). Its ``.tensor`` forms, which dynamic quantization produces with a
 computed float64 scale, and ``choose_qparams``, which computes that scale, did not export.
 
-8-bit results stay ``QuantizeLinear``/``DequantizeLinear`` so that ONNX Runtime's QDQ fusion
-still finds integer kernels. ``QuantizeLinear`` divides by the scale where PyTorch multiplies by
-its float32 reciprocal: a value within one float32 ulp of a rounding midpoint can land one step
-apart (docs/quantization.md). Other widths (16 and 32 bits; ``QuantizeLinear`` has no 16-bit
-form before opset 21) follow PyTorch's arithmetic exactly.
+8-bit results with a number scale and a zero point the type holds stay
+``QuantizeLinear``/``DequantizeLinear``, so that ONNX Runtime's QDQ fusion still finds integer
+kernels. ``QuantizeLinear`` divides by the scale where PyTorch multiplies by its float32
+reciprocal: a value within one float32 ulp of a rounding midpoint can land one step apart
+(docs/quantization.md). Everything else (16 and 32 bits, which ``QuantizeLinear`` lacks before
+opset 21; the ``.tensor`` forms; zero points past the type) follows PyTorch's arithmetic exactly.
 """
 
 from __future__ import annotations
@@ -46,18 +47,23 @@ def _float32(value: float) -> ir.Value:
     return op.Constant(value=ir.tensor(np.float32(value)))
 
 
+def _item(value: ir.Value) -> ir.Value:
+    """A one-element tensor as a 0-d one: PyTorch reads these parameters with ``.item()``."""
+    return op.Reshape(value, op.Constant(value_ints=[]))
+
+
 def _scalar_scale(scale: Any) -> ir.Value:
     """The scale as a 0-d float32: PyTorch reads a tensor scale with ``.item()`` (a Python
     float) and applies it to float32 values, which rounds it to float32."""
     if isinstance(scale, ir.Value):
-        return op.Cast(op.Reshape(scale, op.Constant(value_ints=[])), to=_FLOAT)
+        return op.Cast(_item(scale), to=_FLOAT)
     return _float32(scale)
 
 
 def _scalar(value: Any, dtype: int) -> ir.Value:
     """A 0-d zero point or bound of ``dtype`` (an int, or a one-element tensor)."""
     if isinstance(value, ir.Value):
-        return op.Cast(op.Reshape(value, op.Constant(value_ints=[])), to=dtype)
+        return op.Cast(_item(value), to=dtype)
     return op.Cast(op.Constant(value=ir.tensor(np.int64(value))), to=dtype)
 
 
@@ -83,7 +89,7 @@ def _inverse(scale: Any) -> ir.Value:
     """PyTorch's ``1.0 / scale`` in double (``scale.item()`` for a tensor), rounded to float32 as it
     multiplies float32 values."""
     if isinstance(scale, ir.Value):
-        double = op.Cast(op.Reshape(scale, op.Constant(value_ints=[])), to=_DOUBLE)
+        double = op.Cast(_item(scale), to=_DOUBLE)
         return op.Cast(op.Div(op.Constant(value=ir.tensor(np.float64(1.0))), double), to=_FLOAT)
     return _float32(1.0 / scale)
 
