@@ -23,7 +23,7 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
-from torch_onnx_fx.optimize.runtime.rewriting import initializer, replace
+from torch_onnx_fx.optimize.runtime.rewriting import initializer, rank, replace
 
 __all__ = ["DequantizedWeightPass"]
 
@@ -54,10 +54,6 @@ def _dequantized_weight(value: ir.Value, *, blocked: bool) -> ir.Node | None:
     return node if weight.shape is not None and weight.shape.rank() == 2 else None
 
 
-def _rank(value: ir.Value) -> int | None:
-    return None if value.shape is None else value.shape.rank()
-
-
 def _weight_rows(node: ir.Node) -> tuple[list[ir.Node], ir.Value, tuple[int, int]] | None:
     """Nodes making the ``[N, K]`` dequantized weight of MatMul ``node``'s right operand, that
     weight, and ``(N, K)`` (the operand is ``[K, N]``)."""
@@ -85,6 +81,21 @@ def _weight_rows(node: ir.Node) -> tuple[list[ir.Node], ir.Value, tuple[int, int
     return [flipped, dequantize], dequantize.outputs[0], (rows, columns)
 
 
+def _leading_shape(graph: ir.Graph, left: ir.Value, outputs: int) -> tuple[list[ir.Node], ir.Value]:
+    """The product's shape, ``left``'s leading dims and ``outputs``: a constant when they are
+    static, else read from ``left`` at run time."""
+    leading = list(left.shape)[:-1]
+    if all(isinstance(d, int) for d in leading):
+        return [], initializer(graph, "dequantized_weight_shape", np.array([*leading, outputs], dtype=np.int64))
+    # Slice rather than Shape's end attribute, which opsets below 15 lack.
+    size = ir.node("Shape", [left])
+    bounds = [initializer(graph, "dequantized_weight_bound", np.array([b], dtype=np.int64)) for b in (0, -1)]
+    leading_size = ir.node("Slice", [size.outputs[0], *bounds])
+    width = initializer(graph, "dequantized_weight_width", np.array([outputs], dtype=np.int64))
+    joined = ir.node("Concat", [leading_size.outputs[0], width], attributes={"axis": 0})
+    return [size, leading_size, joined], joined.outputs[0]
+
+
 class DequantizedWeightPass(ir.passes.InPlacePass):
     """See the module docstring."""
 
@@ -94,18 +105,16 @@ class DequantizedWeightPass(ir.passes.InPlacePass):
             if node.op_type != "MatMul" or node.domain not in ("", "ai.onnx") or len(node.inputs) != 2:
                 continue
             left = node.inputs[0]
-            rank = _rank(left) if left is not None else None
-            if rank is None or rank < 1:
-                continue
-            found = _weight_rows(node)
+            left_rank = rank(left)
+            found = _weight_rows(node) if left_rank is not None and left_rank >= 1 else None
             if found is None:
                 continue
             weight_nodes, rows, (outputs, columns) = found
-            graph = node.graph
             if not isinstance(columns, int) or not isinstance(outputs, int):
                 continue
+            graph = node.graph
             new_nodes = list(weight_nodes)
-            if rank == 2:
+            if left_rank == 2:
                 flat = left
             else:
                 # A vector is one row; more dimensions are rows too.
@@ -115,21 +124,10 @@ class DequantizedWeightPass(ir.passes.InPlacePass):
             gemm = ir.node("Gemm", [flat, rows], attributes={"transB": 1})
             new_nodes.append(gemm)
             result = gemm.outputs[0]
-            if rank != 2:
-                leading = list(left.shape)[:-1]
-                if all(isinstance(d, int) for d in leading):
-                    shape = initializer(graph, "dequantized_weight_shape", np.array([*leading, outputs], dtype=np.int64))
-                else:
-                    # Slice rather than Shape's end attribute, which opsets below 15 lack.
-                    size = ir.node("Shape", [left])
-                    bounds = [initializer(graph, "dequantized_weight_bound", np.array([b], dtype=np.int64)) for b in (0, -1)]
-                    leading_size = ir.node("Slice", [size.outputs[0], *bounds])
-                    width = initializer(graph, "dequantized_weight_width", np.array([outputs], dtype=np.int64))
-                    joined = ir.node("Concat", [leading_size.outputs[0], width], attributes={"axis": 0})
-                    new_nodes += [size, leading_size, joined]
-                    shape = joined.outputs[0]
+            if left_rank != 2:
+                shape_nodes, shape = _leading_shape(graph, left, outputs)
                 back = ir.node("Reshape", [result, shape])
-                new_nodes.append(back)
+                new_nodes += [*shape_nodes, back]
                 result = back.outputs[0]
             former = node.inputs[1].producer()
             replace(node, new_nodes, [result], "dequantized_weight")

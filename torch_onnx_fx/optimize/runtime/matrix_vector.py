@@ -16,15 +16,11 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
-from torch_onnx_fx.optimize.runtime.rewriting import initializer, replace
+from torch_onnx_fx.optimize.runtime.rewriting import initializer, rank, replace
 
 __all__ = ["MatrixVectorPass"]
 
 logger = logging.getLogger(__name__)
-
-
-def _rank(value: ir.Value | None) -> int | None:
-    return None if value is None or value.shape is None else len(value.shape)
 
 
 class MatrixVectorPass(ir.passes.InPlacePass):
@@ -36,8 +32,8 @@ class MatrixVectorPass(ir.passes.InPlacePass):
             if node.op_type != "MatMul" or node.domain not in ("", "ai.onnx") or len(node.inputs) != 2:
                 continue
             matrix, vector = node.inputs
-            left_rank = _rank(matrix)
-            if _rank(vector) != 1 or left_rank is None or left_rank < 2:
+            left_rank = rank(matrix)
+            if rank(vector) != 1 or left_rank is None or left_rank < 2:
                 continue
             last = initializer(node.graph, "matrix_vector_axis", np.array([-1], dtype=np.int64))
             column = ir.node("Unsqueeze", [vector, last])

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import onnx_ir as ir
 
-__all__ = ["initializer", "replace"]
+__all__ = ["initializer", "rank", "replace"]
 
 
 def initializer(graph: ir.Graph, stem: str, array: np.ndarray) -> ir.Value:
@@ -25,6 +25,11 @@ def initializer(graph: ir.Graph, stem: str, array: np.ndarray) -> ir.Value:
     value.type, value.shape = ir.TensorType(value.const_value.dtype), ir.Shape(array.shape)
     graph.register_initializer(value)
     return value
+
+
+def rank(value: ir.Value | None) -> int | None:
+    """``value``'s rank, None when it is absent or its shape unknown."""
+    return None if value is None or value.shape is None else len(value.shape)
 
 
 def replace(node: ir.Node, new_nodes: Sequence[ir.Node], results: Sequence[ir.Value], tag: str) -> None:
