@@ -83,6 +83,38 @@ def _readers(value: ir.Value) -> list[ir.Node]:
     return [user for user, _ in value.uses()]
 
 
+def _zero_point(node: ir.Node) -> ir.Value | None:
+    return node.inputs[2] if len(node.inputs) > 2 else None
+
+
+def _dequantizes_to_zero(quantize: ir.Node) -> list[ir.Node] | None:
+    """Every reader of ``quantize``: each a ``DequantizeLinear`` with its zero point, so that the
+    zero point dequantizes to exactly 0; None otherwise."""
+    quantized = quantize.outputs[0]
+    dequantizes = _readers(quantized)
+    if quantized.is_graph_output() or not dequantizes:
+        return None
+    for dequantize in dequantizes:
+        if not (_standard(dequantize, "DequantizeLinear") and dequantize.inputs[0] is quantized):
+            return None
+        if not _same(_zero_point(dequantize), _zero_point(quantize)) or dequantize.outputs[0].is_graph_output():
+            return None
+    return dequantizes
+
+
+def _padding_convs(dequantizes: list[ir.Node]) -> list[ir.Node] | None:
+    """Every reader of the dequantized values: each a ``Conv`` reading one as its input (not its
+    weight) and padding explicitly; None otherwise."""
+    dequantized = [d.outputs[0] for d in dequantizes]
+    convs = [conv for value in dequantized for conv in _readers(value)]
+    for conv in convs:
+        if not (_standard(conv, "Conv") and conv.inputs[0] in dequantized and conv.inputs[0] not in conv.inputs[1:]):
+            return None
+        if conv.attributes.get_string("auto_pad", "NOTSET") != "NOTSET":
+            return None
+    return convs or None
+
+
 class QuantizedPadPass(ir.passes.InPlacePass):
     """See the module docstring."""
 
@@ -100,26 +132,16 @@ class QuantizedPadPass(ir.passes.InPlacePass):
             rank = pad.inputs[0].shape.rank()
             if not _standard(quantize, "QuantizeLinear") or quantize.inputs[0] is not output or not _quantize_keeps_zero(quantize, rank):
                 continue
-            quantized = quantize.outputs[0]
-            dequantizes = _readers(quantized)
-            if quantized.is_graph_output() or not dequantizes or not all(
-                _standard(d, "DequantizeLinear") and d.inputs[0] is quantized and _same(d.inputs[2] if len(d.inputs) > 2 else None, quantize.inputs[2] if len(quantize.inputs) > 2 else None)
-                for d in dequantizes
-            ):
-                continue
-            convs = [c for d in dequantizes for c in _readers(d.outputs[0])]
-            if any(d.outputs[0].is_graph_output() for d in dequantizes) or not convs or not all(
-                _standard(c, "Conv") and c.inputs[0] in [d.outputs[0] for d in dequantizes] and c.inputs[0] not in c.inputs[1:]
-                and c.attributes.get_string("auto_pad", "NOTSET") == "NOTSET"
-                for c in convs
-            ):
+            dequantizes = _dequantizes_to_zero(quantize)
+            convs = _padding_convs(dequantizes) if dequantizes is not None else None
+            if convs is None:
                 continue
             for conv in convs:
                 own = list(conv.attributes.get_ints("pads", [0] * len(spatial)))
                 conv.attributes["pads"] = ir.AttrInt64s("pads", [a + b for a, b in zip(own, spatial)])
             quantize.replace_input_with(0, pad.inputs[0])
             # The quantized tensors are the unpadded size now.
-            for value in [quantized, *(d.outputs[0] for d in dequantizes)]:
+            for value in [quantize.outputs[0], *(d.outputs[0] for d in dequantizes)]:
                 value.shape = ir.Shape(pad.inputs[0].shape.dims)
             pad.graph.remove(pad, safe=True)
             count += 1
