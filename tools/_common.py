@@ -3,7 +3,8 @@ JSON-lines results they write, and the charts their pages show.
 
 Each tool keeps its own record type and page; this module only holds what would otherwise be
 written three times: the machine description recorded with every run (and the sentence the pages
-make of it), the loop that reads a results file, and the names of the PNG charts
+make of it), the loop that reads a results file, the machine-and-records file the benchmarks
+keep (a run of some rows keeping the others), and the names of the PNG charts
 ``tools/pages/plots.py`` draws into ``docs/img/``, so the pages that show a chart and the tool that draws
 it cannot disagree about a file name.
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 __all__ = [
-    "REPO", "machine_info", "describe_machine", "describe_versions", "read_entries",
+    "REPO", "machine_info", "describe_machine", "describe_versions", "read_entries", "read_results", "merge_results",
     "IMAGE_DIR", "BENCH_RATIOS_PNG", "OPSWEEP_STATUS_PNG", "OPSWEEP_CAUSES_PNG", "MODELSWEEP_FAMILIES_PNG",
     "PLOTS", "PLOTS_COMMAND", "image",
 ]
@@ -77,6 +78,32 @@ def read_entries(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     for line in path.read_text().splitlines():
         entry = json.loads(line)
         yield entry.pop("kind"), entry
+
+
+def read_results(path: Path) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """A benchmark's results file (one machine line, then one line per record): the machine of the
+    latest run and the records; (None, []) before the first run."""
+    if not path.exists():
+        return None, []
+    entries = list(read_entries(path))
+    machine = next((e for kind, e in entries if kind == "machine"), None)
+    return machine, [e for kind, e in entries if kind == "record"]
+
+
+def merge_results(path: Path, machine: dict[str, Any], fresh: Sequence[dict[str, Any]], key: Sequence[str]) -> list[dict[str, Any]]:
+    """Write ``fresh`` records after the earlier runs' records it does not measure again (same
+    ``key`` fields), under this run's machine line; every record says which commit measured it.
+    The records written are returned."""
+    earlier_machine, earlier = read_results(path)
+    for record in earlier:
+        record.setdefault("commit", earlier_machine["commit"] if earlier_machine else "?")
+    fresh = [{**record, "commit": machine["commit"]} for record in fresh]
+    measured = {tuple(r[k] for k in key) for r in fresh}
+    records = [r for r in earlier if tuple(r[k] for k in key) not in measured] + fresh
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = [("machine", machine)] + [("record", r) for r in records]
+    path.write_text("\n".join(json.dumps({"kind": kind, **entry}) for kind, entry in lines) + "\n")
+    return records
 
 
 # -- the charts ------------------------------------------------------------------------------------

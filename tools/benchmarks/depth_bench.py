@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tools._common import REPO, describe_machine, describe_versions, machine_info, read_entries, run_script  # noqa: E402
+from tools._common import REPO, describe_machine, describe_versions, machine_info, merge_results, read_results, run_script  # noqa: E402
 
 RESULTS = REPO / "tools" / "results" / "depth.jsonl"
 PAGE = REPO / "docs" / "scaling.md"
@@ -199,20 +199,9 @@ def main(argv: list[str] | None = None) -> int:
                 records.append(record)
         # A run that measures some (model, depth, exporter) keeps the earlier runs' other rows; each
         # row says which commit measured it.
-        for record in records:
-            record["commit"] = machine["commit"]
-        fresh = {(r["model"], r["layers"], r["exporter"]) for r in records}
-        earlier = [v for k, v in read_entries(RESULTS) if k == "record"] if RESULTS.exists() else []
-        earlier_machine = next((v for k, v in read_entries(RESULTS) if k == "machine"), None) if RESULTS.exists() else None
-        for record in earlier:
-            record.setdefault("commit", earlier_machine["commit"] if earlier_machine else "?")
-        kept = [r for r in earlier if (r["model"], r["layers"], r["exporter"]) not in fresh]
-        records = kept + records
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text("\n".join(json.dumps({"kind": k, **v}) for k, v in [("machine", machine), *(("record", r) for r in records)]) + "\n")
-    entries = list(read_entries(RESULTS))
-    machine = next(v for k, v in entries if k == "machine")
-    PAGE.write_text(render(machine, [v for k, v in entries if k == "record"]))
+        merge_results(RESULTS, machine, records, ("model", "layers", "exporter"))
+    machine, records = read_results(RESULTS)
+    PAGE.write_text(render(machine, records))
     print(f"wrote {PAGE.relative_to(REPO)}")
     return 0
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tools._common import REPO, describe_machine, describe_versions, machine_info, read_entries, replace_section, run_script  # noqa: E402
+from tools._common import REPO, describe_machine, describe_versions, machine_info, merge_results, read_results, replace_section, run_script  # noqa: E402
 
 RESULTS = REPO / "tools" / "results" / "functions.jsonl"
 PAGE = REPO / "docs" / "functions.md"
@@ -154,9 +154,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--render-only", action="store_true")
     options = parser.parse_args()
-    entries = list(read_entries(RESULTS)) if RESULTS.exists() else []
-    machines = [e for kind, e in entries if kind == "machine"]
-    records = [e for kind, e in entries if kind == "record"]
+    machine, records = read_results(RESULTS)
     if not options.render_only:
         machine = machine_info("python tools/benchmarks/functions_bench.py " + " ".join(sys.argv[1:]))
         fresh = []
@@ -164,14 +162,10 @@ def main() -> None:
             for exporter in options.exporters.split(","):
                 record = run_one(layers, exporter, options.timeout)
                 print(json.dumps(record), flush=True)
-                fresh.append({**record, "commit": machine["commit"]})
-        done = {(r["layers"], r["exporter"]) for r in fresh}
-        records = [r for r in records if (r["layers"], r["exporter"]) not in done] + fresh
-        machines = [machine]
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text("\n".join(json.dumps({"kind": kind, **e}) for kind, e in [("machine", machine)] + [("record", r) for r in records]) + "\n")
+                fresh.append(record)
+        records = merge_results(RESULTS, machine, fresh, ("layers", "exporter"))
     text = PAGE.read_text()
-    section = render(machines[-1], records)
+    section = render(machine, records)
     updated = replace_section(text, START, END, section)
     PAGE.write_text(updated if updated is not None else text.rstrip() + "\n\n" + section + "\n")
 

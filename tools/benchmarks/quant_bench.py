@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tools._common import REPO, describe_machine, describe_versions, machine_info, read_entries, replace_section, run_script  # noqa: E402
+from tools._common import REPO, describe_machine, describe_versions, machine_info, merge_results, read_results, replace_section, run_script  # noqa: E402
 
 RESULTS = REPO / "tools" / "results" / "quant.jsonl"
 PAGE = REPO / "docs" / "quantization.md"
@@ -249,19 +249,17 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--render-only", action="store_true")
     args = parser.parse_args()
-    entries = list(read_entries(RESULTS)) if RESULTS.exists() else []
-    machine = next((e for kind, e in entries if kind == "machine"), None)
-    records = [e for kind, e in entries if kind == "record"]
+    machine, records = read_results(RESULTS)
     if not args.render_only:
         machine = machine_info("python tools/benchmarks/quant_bench.py " + " ".join(sys.argv[1:]))
-        records = []
+        fresh = []
         for model in args.models.split(","):
             for quantizer in args.quantizers.split(","):
                 record = run_one(model, quantizer, args.timeout)
                 print(json.dumps(record), flush=True)
-                records.append(record)
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text("\n".join(json.dumps({"kind": kind, **e}) for kind, e in [("machine", machine)] + [("record", r) for r in records]) + "\n")
+                fresh.append(record)
+        # A run of some models and quantizers keeps the other rows of earlier runs.
+        records = merge_results(RESULTS, machine, fresh, ("model", "quantizer"))
     text = PAGE.read_text()
     updated = replace_section(text, START, END, render(machine, records))
     if updated is None:
