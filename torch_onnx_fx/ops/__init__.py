@@ -15,6 +15,7 @@ from torch_onnx_fx.registry import TORCHLIB, Translation, registered_translation
 from torch_onnx_fx.ops import (  # noqa: F401
     exactness,  # first: its refusals come before any translation of the same operators
     activation,
+    affine_quantized,
     arithmetic,
     complex,
     control_flow,

@@ -1,0 +1,134 @@
+"""torchao's ``dequantize_affine``: the weights of ``quantize_(model, IntxWeightOnlyConfig(...))``.
+
+torchao stores a weight-only quantized Linear's weight as integers with a scale (and zero point)
+per block of ``block_size`` elements and dequantizes it in the graph. PyTorch's decomposition of
+the operator is Cast, Sub and Mul, which ONNX Runtime folds into a float weight: exact, but float
+memory and float speed, and nothing a runtime can recognise as a quantized weight.
+
+Where ``DequantizeLinear`` computes what torchao computes it is used instead: 8-bit integers, a
+float32 scale and result, a zero point of the integers' own type (or none). torchao subtracts the
+zero point and multiplies in float32; the difference of two 8-bit integers is exact there, so
+``(q - zero_point) * scale`` rounds once in both. The layout decides the form:
+
+- one scale for the whole tensor: per-tensor;
+- one scale per index of one axis: per-axis (``axis``), any opset;
+- one scale per block of one axis, every other axis per element (a Linear weight's
+  ``PerGroup``): blocked (``block_size``), opset 21 and later.
+
+Anything else (other dtypes, float zero points, several blocked axes, a blocked weight below opset
+21) declines, and PyTorch's decomposition is translated as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import onnx_ir as ir
+import torch
+from onnxscript import opset18 as op
+from onnxscript import opset21
+
+from torch_onnx_fx.registry import arg_example, arg_value, register
+
+__all__ = ["torchao_dequantize_affine", "affine_layout"]
+
+_INTEGERS = (torch.int8, torch.uint8)
+
+
+def affine_layout(shape: Sequence[Any], block_size: Sequence[Any]) -> tuple[str, int | None] | None:
+    """How ``block_size`` shares scales over a tensor of ``shape``: ``("tensor", None)``,
+    ``("axis", a)`` or ``("blocked", a)``, or None for a layout DequantizeLinear has no form of."""
+    if len(shape) != len(block_size) or not all(isinstance(n, int) for n in (*shape, *block_size)):
+        return None
+    # A block of 1 keeps an axis per element, a block of the whole axis shares one scale along
+    # it; an axis of length 1 is both.
+    kept = [i for i, (n, b) in enumerate(zip(shape, block_size)) if b == 1 and n > 1]
+    grouped = [i for i, (n, b) in enumerate(zip(shape, block_size)) if 1 < b < n]
+    shared = [i for i, (n, b) in enumerate(zip(shape, block_size)) if b == n and n > 1]
+    if any(n % b for n, b in zip(shape, block_size) if b > 0) or any(b < 1 for b in block_size):
+        return None
+    if not kept and not grouped:
+        return "tensor", None
+    if len(kept) == 1 and not grouped:
+        return "axis", kept[0]
+    if len(grouped) == 1 and not shared:
+        return "blocked", grouped[0]
+    return None
+
+
+def _dequantize_linear_form(node: torch.fx.Node) -> tuple[str, int | None] | None:
+    """The node's layout when DequantizeLinear computes exactly what torchao computes."""
+    data, scale, zero_point = arg_example(node, 0), arg_example(node, 2), arg_example(node, 3)
+    if not isinstance(data, torch.Tensor) or data.dtype not in _INTEGERS:
+        return None
+    if not isinstance(scale, torch.Tensor) or scale.dtype != torch.float32:
+        return None
+    if arg_value(node, 7, "output_dtype", torch.float32) != torch.float32:
+        return None
+    layout = affine_layout(tuple(data.shape), arg_value(node, 1, "block_size") or ())
+    if layout is None or not isinstance(scale.numel(), int):
+        return None
+    shared = data.numel() // _block_numel(tuple(data.shape), arg_value(node, 1, "block_size"))
+    if scale.numel() != shared:
+        return None
+    if zero_point is not None and (zero_point.dtype != data.dtype or zero_point.numel() != shared):
+        return None
+    return layout
+
+
+def _block_numel(shape: tuple[int, ...], block_size: Sequence[int]) -> int:
+    count = 1
+    for n, b in zip(shape, block_size):
+        count *= min(b, n)
+    return count
+
+
+def _parameter_shape(shape: Sequence[int], block_size: Sequence[int], layout: tuple[str, int | None]) -> list[int]:
+    """The shape DequantizeLinear wants its scale and zero point in."""
+    kind, axis = layout
+    if kind == "tensor":
+        return []
+    assert axis is not None
+    if kind == "axis":
+        return [shape[axis]]
+    return [n // b if i == axis else n for i, (n, b) in enumerate(zip(shape, block_size))]
+
+
+def _blocked(node: torch.fx.Node) -> bool:
+    return _dequantize_linear_form(node) is not None
+
+
+def _unblocked(node: torch.fx.Node) -> bool:
+    layout = _dequantize_linear_form(node)
+    return layout is not None and layout[0] != "blocked"
+
+
+# Blocked layouts from opset 21, the others at any opset; ``supports`` decides which.
+@register("torchao::dequantize_affine", min_opset=21, supports=_blocked)
+@register("torchao::dequantize_affine", supports=_unblocked)
+def torchao_dequantize_affine(
+    input: ir.Value,
+    block_size: Sequence[int],
+    scale: ir.Value,
+    zero_point: ir.Value | None,
+    input_dtype: int,
+    quant_min: Any = None,
+    quant_max: Any = None,
+    output_dtype: int = int(ir.DataType.FLOAT),
+) -> ir.Value:
+    """dequantize_affine(Tensor input, SymInt[] block_size, Tensor scale, Tensor? zero_point, ScalarType input_dtype, Scalar? quant_min=None, Scalar? quant_max=None, ScalarType output_dtype=6) -> Tensor
+
+    ``(input - zero_point) * scale`` with one scale per block, as DequantizeLinear."""
+    shape = [int(n) for n in input.shape]  # type: ignore[union-attr]
+    layout = affine_layout(shape, block_size)
+    assert layout is not None
+    target = op.Constant(value_ints=_parameter_shape(shape, block_size, layout))
+    scale = op.Reshape(scale, target)
+    if zero_point is not None:
+        zero_point = op.Reshape(zero_point, target)
+    kind, axis = layout
+    if kind == "blocked":
+        return opset21.DequantizeLinear(input, scale, zero_point, axis=axis, block_size=block_size[axis])  # type: ignore[index]
+    if kind == "axis":
+        return op.DequantizeLinear(input, scale, zero_point, axis=axis)
+    return op.DequantizeLinear(input, scale, zero_point)
