@@ -8,6 +8,7 @@ import collections
 import pytest
 import torch
 
+import torch_onnx_fx
 from helpers import assert_matches_eager
 from torch_onnx_fx.ops.affine_quantized import affine_layout
 
@@ -88,10 +89,10 @@ def test_bfloat16_result_is_decomposed() -> None:
     assert "DequantizeLinear" not in _ops(program)
 
 
-def _weight_only(bits: int, granularity) -> torch.nn.Module:
+def _weight_only(bits: int, granularity, seed: int = 0) -> torch.nn.Module:
     from torchao.quantization import IntxWeightOnlyConfig, quantize_
 
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     model = torch.nn.Sequential(torch.nn.Linear(256, 192), torch.nn.ReLU(), torch.nn.Linear(192, 64)).eval()
     quantize_(model, IntxWeightOnlyConfig(weight_dtype=getattr(torch, f"int{bits}"), granularity=granularity))
     return model
@@ -108,3 +109,16 @@ def test_weight_only_linear_layers(bits: int) -> None:
         assert len(nodes) == 2 and all(attribute in node.attributes for node in nodes), _ops(program)
         # The weights are stored as their integers.
         assert all(node.inputs[0].dtype.name == "INT8" and node.inputs[0].const_value is not None for node in nodes)
+
+
+def test_apply_weights_takes_the_quantized_state_dict() -> None:
+    # torch.export unwraps each quantized weight into layer.parametrizations.weight.original0..2;
+    # the torchao model's own state dict names the subclass tensor layer.weight.
+    from torchao.quantization.granularity import PerGroup
+
+    exported, other = _weight_only(4, PerGroup(32)), _weight_only(4, PerGroup(32), seed=1)
+    x = torch.randn(4, 256)
+    program = torch_onnx_fx.export(exported, (x,), opset_version=21, verbose=False)
+    program.apply_weights(other.state_dict())
+    assert not torch.allclose(exported(x), other(x))
+    assert_matches_eager(other, (x,), program=program)

@@ -17,6 +17,7 @@ from typing import Collection, Mapping, Sequence
 import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import TorchTensor
+from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.errors import ArgumentTypeError, StateDictMismatchError
@@ -92,6 +93,32 @@ def _stored(tensor: torch.Tensor, perm: list[int] | None = None) -> torch.Tensor
     return torch.view_as_real(tensor) if tensor.is_complex() else tensor
 
 
+def _flattened(tensor: torch.Tensor) -> list[torch.Tensor]:
+    """A tensor subclass's plain tensors, depth first in ``__tensor_flatten__`` order: the order
+    torch.export numbers them in when it unwraps the parameter."""
+    if not is_traceable_wrapper_subclass(tensor):
+        return [tensor]
+    names, _ = tensor.__tensor_flatten__()  # type: ignore[attr-defined]
+    return [plain for name in names for plain in _flattened(getattr(tensor, name))]
+
+
+def _unwrapped(state_dict: Mapping[str, torch.Tensor]) -> Mapping[str, torch.Tensor]:
+    """The state dict with each tensor subclass (torchao's quantized weights) given as the plain
+    tensors the exported graph reads: ``layer.weight`` as ``layer.parametrizations.weight.original0``,
+    ``original1``... (torch.export's names for an unwrapped subclass parameter)."""
+    if not any(is_traceable_wrapper_subclass(tensor) for tensor in state_dict.values()):
+        return state_dict
+    plain: dict[str, torch.Tensor] = {}
+    for name, tensor in state_dict.items():
+        if not is_traceable_wrapper_subclass(tensor):
+            plain[name] = tensor
+            continue
+        owner, _, leaf = name.rpartition(".")
+        prefix = f"{owner}.parametrizations.{leaf}" if owner else f"parametrizations.{leaf}"
+        plain.update({f"{prefix}.original{index}": part for index, part in enumerate(_flattened(tensor))})
+    return plain
+
+
 def apply_weights(
     model: ir.Model, state_dict: Mapping[str, torch.Tensor], weight_names: Collection[str] | None, *, strict: bool = True
 ) -> int:
@@ -121,6 +148,8 @@ def apply_weights(
             "(tensor.int_repr(), tensor.q_per_channel_scales(), …) under the names the exported program lists."
         )
     not_tensors = [name for name, tensor in state_dict.items() if not isinstance(tensor, torch.Tensor)]
+    if not not_tensors:
+        state_dict = _unwrapped(state_dict)
     if not_tensors:
         raise ArgumentTypeError(
             f"apply_weights(state_dict): the values of {not_tensors[:10]} are not tensors; every value "
