@@ -28,6 +28,7 @@ import torch
 from onnxscript import opset18 as op
 from onnxscript import opset21
 
+from torch_onnx_fx.translate.metadata import QUANTIZED_RANGE_KEY
 from torch_onnx_fx.registry import arg_example, arg_value, register
 
 __all__ = ["torchao_dequantize_affine", "affine_layout"]
@@ -128,7 +129,13 @@ def torchao_dequantize_affine(
         zero_point = op.Reshape(zero_point, target)
     kind, axis = layout
     if kind == "blocked":
-        return opset21.DequantizeLinear(input, scale, zero_point, axis=axis, block_size=block_size[axis])  # type: ignore[index]
-    if kind == "axis":
-        return op.DequantizeLinear(input, scale, zero_point, axis=axis)
-    return op.DequantizeLinear(input, scale, zero_point)
+        result = opset21.DequantizeLinear(input, scale, zero_point, axis=axis, block_size=block_size[axis])  # type: ignore[index]
+    elif kind == "axis":
+        result = op.DequantizeLinear(input, scale, zero_point, axis=axis)
+    else:
+        result = op.DequantizeLinear(input, scale, zero_point)
+    producer = result.producer()
+    if producer is not None and isinstance(quant_min, int) and isinstance(quant_max, int):
+        # The integers' declared range: how a pass packs weights exported without data (meta).
+        producer.metadata_props[QUANTIZED_RANGE_KEY] = f"{quant_min},{quant_max}"
+    return result

@@ -21,7 +21,7 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.errors import ArgumentTypeError, StateDictMismatchError
-from torch_onnx_fx.optimize.weights.recipes import RECIPE_KEY, recipe_sources, remake
+from torch_onnx_fx.optimize.weights.recipes import RECIPE_KEY, recipe_dtypes, recipe_sources, remake
 from torch_onnx_fx.optimize.weights.base import without_data
 from torch_onnx_fx.optimize.weights.transposes import PERM_KEY, WEIGHT_KEY
 
@@ -185,8 +185,10 @@ def apply_weights(
         tensor = state_dict.get(name)
         if tensor is None:
             continue
-        value = next(item.value for item in remade if name in item.sources)
-        misfit = _misfit(name, tensor, _stored(tensor), shape, value.dtype, tuple(shape))
+        item = next(item for item in remade if name in item.sources)
+        declared = recipe_dtypes(item.recipe).get(name)
+        dtype = onnx_dtype(getattr(torch, declared)) if declared else item.value.dtype
+        misfit = _misfit(name, tensor, _stored(tensor), shape, dtype, tuple(shape))
         if misfit:
             mismatched.append(misfit)
     for name, tensor in state_dict.items():
@@ -214,6 +216,19 @@ def apply_weights(
             "strict=False allows updating some weights only (other missing and unexpected keys are then ignored)."
         )
         raise StateDictMismatchError("\n".join(lines), missing, unexpected, [m.split(":")[0] for m in mismatched])
+    # Remade first: a recipe that refuses its new weights (4-bit packing of values past 4 bits)
+    # must fail before anything is replaced.
+    remade_tensors = []
+    for item in remade:
+        if all(name in state_dict for name in item.sources):
+            with torch.no_grad():
+                try:
+                    tensor = remake(item.recipe, {name: _stored(state_dict[name]) for name in item.sources})
+                except ValueError as exc:
+                    raise StateDictMismatchError(
+                        f"apply_weights: {exc}; nothing was replaced.", [], [], sorted(item.sources)
+                    ) from None
+            remade_tensors.append((item, tensor))
     replaced = 0
     for name, tensor in state_dict.items():
         target = initializers.get(name)
@@ -221,11 +236,8 @@ def apply_weights(
             value, perm = target
             value.const_value = TorchTensor(_stored(tensor, perm), name=value.name)
             replaced += 1
-    for item in remade:
-        if all(name in state_dict for name in item.sources):
-            with torch.no_grad():
-                tensor = remake(item.recipe, {name: _stored(state_dict[name]) for name in item.sources})
-            item.value.const_value = TorchTensor(tensor, name=item.value.name)
+    for item, tensor in remade_tensors:
+        item.value.const_value = TorchTensor(tensor, name=item.value.name)
     replaced += sum(1 for name in remade_sources if name in state_dict)
     ignored = [name for name in state_dict if name not in replaceable]
     if ignored:

@@ -34,7 +34,7 @@ from torch_onnx_fx.translate.metadata import INPUT_KIND_KEY
 from torch_onnx_fx.optimize.weights.base import WeightsPass, plain_data, without_data
 from torch_onnx_fx.optimize.weights.transposes import PERM_KEY
 
-__all__ = ["FoldWeightRecipesPass", "RECIPE_KEY", "holds_state", "recipe_sources", "remake"]
+__all__ = ["FoldWeightRecipesPass", "RECIPE_KEY", "holds_state", "recipe_dtypes", "recipe_sources", "remake"]
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,38 @@ def remake(recipe: Recipe, weights: Mapping[str, torch.Tensor]) -> torch.Tensor:
         return tensor.reshape(recipe["shape"])
     if op == "permute":
         return tensor.permute(recipe["perm"])
+    if op == "repeat":
+        return torch.repeat_interleave(tensor, recipe["times"], dim=recipe["axis"])
+    if op == "pack4":
+        return _pack4(tensor, recipe["offset"])
     raise ValueError(f"unknown weight recipe move {op!r}")
+
+
+def _pack4(tensor: torch.Tensor, offset: int) -> torch.Tensor:
+    """4-bit integers (plus ``offset``, making them 0..15) two to a byte along the last axis,
+    the first in the low half: ONNX Runtime's ``MatMulNBits`` layout. An odd last axis is padded
+    with a zero."""
+    shifted = tensor.to(torch.int16) + offset
+    if shifted.device.type != "meta" and shifted.numel() and (shifted.min() < 0 or shifted.max() > 15):
+        raise ValueError(
+            f"a weight stored as 4-bit integers holds values from {int(shifted.min()) - offset} to "
+            f"{int(shifted.max()) - offset}, past {-offset}..{15 - offset}"
+        )
+    unsigned = shifted.to(torch.uint8)
+    if unsigned.shape[-1] % 2:
+        unsigned = torch.nn.functional.pad(unsigned, (0, 1))
+    return unsigned[..., 0::2] | (unsigned[..., 1::2] << 4)
+
+
+def recipe_dtypes(recipe: Recipe) -> dict[str, str]:
+    """The dtype each weight a recipe reads must have, where the recipe says (a recipe that
+    changes the dtype, such as 4-bit packing, says; the others keep their weights' dtype)."""
+    if "weight" in recipe:
+        return {recipe["weight"]: recipe["dtype"]} if "dtype" in recipe else {}
+    if "constant" in recipe:
+        return {}
+    parts = recipe["of"] if isinstance(recipe["of"], list) else [recipe["of"]]
+    return {name: dtype for part in parts for name, dtype in recipe_dtypes(part).items()}
 
 
 def recipe_sources(recipe: Recipe) -> dict[str, list[int]]:
