@@ -257,8 +257,9 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--dynamic", action="append", default=[], metavar="INPUT:AXIS:NAME", help="mark an axis dynamic, e.g. 0:0:batch (repeatable)")
     export.add_argument("--opset", type=int, default=None, help="ONNX opset (default: torch_onnx_fx.DEFAULT_OPSET)")
     export.add_argument("--no-optimize", action="store_true", help="skip the optimizer")
-    export.add_argument("--fusion", choices=("standard", "none"), default="standard",
-                        help="fused ONNX operators where the opset has them (standard, the default) or none")
+    export.add_argument("--fusion", choices=("standard", "none", "onnxruntime"), default="standard",
+                        help="fused ONNX operators where the opset has them (standard, the default), none, or those "
+                        "plus ONNX Runtime's (onnxruntime: MatMulNBits for 4-bit weights)")
     export.add_argument("--functions", action="store_true", help="one ONNX function per repeated block (export_modules_as_functions=True)")
     export.add_argument("--verify", action="store_true", help="compare with PyTorch; exit 1 on mismatch")
     export.add_argument("--report", action="store_true", help="write a Markdown report into --artifacts-dir")

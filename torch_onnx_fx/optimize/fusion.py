@@ -7,10 +7,12 @@ RMS normalization and rotary embedding of the model's Python code are rewritten 
 ``RMSNormalization`` and ``RotaryEmbedding`` (opset 23). Below opset 23 the graph is the
 decomposition, which every back end runs.
 
-ONNX Runtime's own fused operators (``com.microsoft``) are not a value of the option: its session
-already applies them (FusedMatMul, QuickGelu, SkipLayerNormalization...) to any graph it loads,
-and onnxscript's ``optimize_for_ort`` before that fused only rotary embeddings in our Llama
-graphs and ran 1.5x slower (docs/fusion.md has the measurement).
+``"onnxruntime"`` adds ONNX Runtime's own fused operators (``com.microsoft``) that its session
+does not make itself, or makes less exactly: for now ``MatMulNBits`` for 4-bit weights
+(``matmul_nbits.py``; its session's own fusion of the same pattern quantizes the activations).
+The session already applies the others it has (FusedMatMul, QuickGelu, SkipLayerNormalization...)
+to any graph it loads, and onnxscript's ``optimize_for_ort`` fused only rotary embeddings in our
+Llama graphs and ran 1.5x slower (docs/fusion.md has the measurement).
 
 ``"none"`` keeps every operator as translated: no fused translation is chosen, no rewrite runs
 (for back ends without kernels for the fused operators).
@@ -29,9 +31,10 @@ import onnx_ir as ir
 from onnx_ir.passes import common as common_passes
 from onnxscript.rewriter import pattern
 
-__all__ = ["FUSIONS", "DEFAULT_FUSION", "FUSED_OPERATORS", "FUSED_OPSET", "fuse"]
+__all__ = ["FUSIONS", "DEFAULT_FUSION", "ONNXRUNTIME", "FUSED_OPERATORS", "FUSED_OPSET", "fuse"]
 
-FUSIONS = ("none", "standard")
+ONNXRUNTIME = "onnxruntime"
+FUSIONS = ("none", "standard", ONNXRUNTIME)
 DEFAULT_FUSION = "standard"
 # The standard's fused operators, and the opset that defines them.
 FUSED_OPERATORS = ("Attention", "RMSNormalization", "RotaryEmbedding")

@@ -6,12 +6,14 @@
    weight passes (``weights/``), then the ``fusion`` rewrites (``fusion``);
 3. below opset 18, the graph built at 18 rewritten to the requested opset (``downgrade``), and
    finalized again;
-4. integer sums and products ONNX Runtime would compute in double precision made exact
+4. with ``fusion="onnxruntime"``, products with 4-bit weights as ONNX Runtime's ``MatMulNBits``
+   (``matmul_nbits``), after the products with dequantized weights are laid out as ``Gemm``;
+5. integer sums and products ONNX Runtime would compute in double precision made exact
    (``runtime/integer_reductions``), and nodes its CPU provider has no kernel for computed in a
    wider type (``runtime/kernel_gaps``);
-5. with ``export_modules_as_functions``, the chosen module instances outlined as calls of ONNX
+6. with ``export_modules_as_functions``, the chosen module instances outlined as calls of ONNX
    functions (``module_functions``), last, so the functions hold the optimized nodes;
-6. the legacy ``custom_opsets`` imported, and the oldest IR version that holds every type used.
+7. the legacy ``custom_opsets`` imported, and the oldest IR version that holds every type used.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import onnx_ir as ir
 
 from torch_onnx_fx import dtypes
 from torch_onnx_fx.optimize import downgrade, fusion, optimizer
+from torch_onnx_fx.optimize.matmul_nbits import MatMulNBitsPass
 from torch_onnx_fx.optimize.module_functions import ModuleFunctionsPass
 from torch_onnx_fx.optimize.quantized_pad import QuantizedPadPass
 from torch_onnx_fx.optimize.runtime.dequantized_weights import DequantizedWeightPass
@@ -69,9 +72,16 @@ def optimize_model(
         OneSidedClipPass()(model)
         MatrixVectorPass()(model)
         DequantizedWeightPass()(model)
+        if fusion_mode == fusion.ONNXRUNTIME:
+            fused.update(_counted(MatMulNBitsPass()(model).model, "MatMulNBits"))
         KernelGapPass()(model)
     if module_functions is not False:
         ModuleFunctionsPass(None if module_functions is True else module_functions, weights)(model)
     model.graph.opset_imports.update(extra_opsets or {})
     model.ir_version = dtypes.ir_version_for(model)
     return fused
+
+
+def _counted(model: ir.Model, op_type: str) -> dict[str, int]:
+    count = sum(1 for node in model.graph if node.op_type == op_type)
+    return {op_type: count} if count else {}
