@@ -1,0 +1,194 @@
+"""A torchao int4 weight-only Llama's decode step in ONNX Runtime, beside its float32 export.
+
+A Llama of ~60 M parameters (hidden 768, 8 layers, 12 query heads sharing 4 KV heads, random
+weights) is quantized with ``quantize_(model, IntxWeightOnlyConfig(torch.int4, PerGroup(32)))``
+(every Linear, the output head included) and wrapped as one decode step over plain tensors (token,
+mask, KV cache in; logits and the grown cache out). Exported graphs, each run interleaved call by
+call in one process at 1 and 2 intra-op threads, ONNX Runtime's default session options:
+
+- ``float32``: the model before quantization, ``torch_onnx_fx.export`` (opset 20, the default);
+- ``int4 DequantizeLinear``: the quantized model at opset 21 (blocked DequantizeLinear into Gemm);
+- ``int4 MatMulNBits``: the same with ``fusion="onnxruntime"`` (accuracy level 1);
+- ``int4 MatMulNBits level 4``: that graph with the attribute set to 4 by hand, never emitted by
+  the exporter (it quantizes the activations): what the faster kernel costs in accuracy;
+- ``torch.onnx int4``: ``torch.onnx.export(dynamo=True)`` of the quantized model.
+
+Reported: median milliseconds per step and the ratio to the float32 export; the largest logit
+difference from the model each graph was exported from (the torchao model for the int4 ones);
+the bytes of the saved weights.
+
+    python tools/benchmarks/weight_only_bench.py [--past 128] [--calls 30]
+
+Results: ``tools/results/weight_only.jsonl``, merged by (variant, threads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tools._common import machine_info, merge_results  # noqa: E402
+
+RESULTS = REPO / "tools" / "results" / "weight_only.jsonl"
+LAYERS, KV_HEADS, HEAD_DIM = 8, 4, 64
+VARIANTS = ("float32", "int4 DequantizeLinear", "int4 MatMulNBits", "int4 MatMulNBits level 4", "torch.onnx int4")
+
+
+def _model() -> Any:
+    import transformers
+
+    config = transformers.LlamaConfig(
+        vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=LAYERS, num_attention_heads=12,
+        num_key_value_heads=KV_HEADS, max_position_embeddings=4096,
+    )
+    config._attn_implementation = "sdpa"
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+def _step(model: Any) -> Any:
+    import torch
+    from transformers import DynamicCache
+
+    class Step(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, token: Any, mask: Any, cache: list[Any]) -> Any:
+            past = DynamicCache(config=self.model.config)
+            for layer in range(LAYERS):
+                past.update(cache[2 * layer], cache[2 * layer + 1], layer)
+            out = self.model(input_ids=token, attention_mask=mask, past_key_values=past, use_cache=True)
+            return (out.logits, *[t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)])
+
+    return Step().eval()
+
+
+def _inputs(past: int) -> tuple[Any, ...]:
+    import torch
+
+    generator = torch.Generator().manual_seed(past)
+    token = torch.randint(3, 32000, (1, 1), generator=generator)
+    mask = torch.ones(1, past + 1, dtype=torch.int64)
+    cache = [torch.randn(1, KV_HEADS, past, HEAD_DIM, generator=generator) for _ in range(2 * LAYERS)]
+    return token, mask, cache
+
+
+def _export(variant: str, step: Any, example: tuple[Any, ...], path: Path) -> int:
+    """Export ``variant`` to ``path``; the bytes of its weights."""
+    import onnx
+    import torch
+
+    past, total = torch.export.Dim("past", min=1, max=4000), torch.export.Dim("total", min=2, max=4001)
+    shapes = ({}, {1: total}, [{2: past}] * (2 * LAYERS))
+    if variant == "torch.onnx int4":
+        program = torch.onnx.export(step, example, dynamic_shapes=shapes, dynamo=True, verbose=False)
+    else:
+        import torch_onnx_fx
+
+        options: dict[str, Any] = {} if variant == "float32" else {"opset_version": 21}
+        if "MatMulNBits" in variant:
+            options["fusion"] = "onnxruntime"
+        program = torch_onnx_fx.export(step, example, dynamic_shapes=shapes, verbose=False, **options)
+    if variant.endswith("level 4"):
+        import onnx_ir as ir
+
+        for node in program.model.graph:
+            if node.op_type == "MatMulNBits":
+                node.attributes["accuracy_level"] = ir.AttrInt64("accuracy_level", 4)
+    program.save(str(path), external_data=True)
+    model = onnx.load(str(path), load_external_data=False)
+    return sum(
+        int(entry.value) for tensor in model.graph.initializer for entry in tensor.external_data if entry.key == "length"
+    ) + sum(len(tensor.raw_data) for tensor in model.graph.initializer)
+
+
+def _quantized(model: Any) -> Any:
+    import copy
+
+    import torch
+    from torchao.quantization import IntxWeightOnlyConfig, quantize_
+    from torchao.quantization.granularity import PerGroup
+
+    quantized = copy.deepcopy(model)
+    quantize_(quantized, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)))
+    return quantized
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--past", type=int, default=128, help="cache length")
+    parser.add_argument("--calls", type=int, default=30, help="timed calls per graph and thread count")
+    parser.add_argument("--threads", default="1,2")
+    options = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+
+    torch.manual_seed(0)
+    float_model = _model()
+    steps = {"float32": _step(float_model)}
+    steps["int4"] = _step(_quantized(float_model))
+    token, mask, cache = _inputs(options.past)
+    with torch.no_grad():
+        expected = {name: step(token, mask, cache)[0].numpy() for name, step in steps.items()}
+    header = machine_info("python tools/benchmarks/weight_only_bench.py " + " ".join(sys.argv[1:] if argv is None else argv))
+    arrays = [token.numpy(), mask.numpy(), *(c.numpy() for c in cache)]
+    records: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as scratch:
+        sizes, paths = {}, {}
+        for variant in VARIANTS:
+            paths[variant] = Path(scratch) / f"{variant.replace(' ', '_').replace('.', '_')}.onnx"
+            step = steps["float32" if variant == "float32" else "int4"]
+            try:
+                sizes[variant] = _export(variant, step, (token, mask, cache), paths[variant])
+            except Exception as exc:  # noqa: BLE001 - a competitor's failure is a result
+                print(f"{variant}: export failed: {type(exc).__name__}: {str(exc)[:200]}")
+        for threads in (int(t) for t in options.threads.split(",")):
+            sessions = {}
+            for variant in sizes:
+                session_options = ort.SessionOptions()
+                session_options.intra_op_num_threads = threads
+                sessions[variant] = ort.InferenceSession(str(paths[variant]), session_options, providers=["CPUExecutionProvider"])
+            feeds = {v: {i.name: a for i, a in zip(s.get_inputs(), arrays, strict=True)} for v, s in sessions.items()}
+            diffs = {
+                v: float(np.abs(s.run(None, feeds[v])[0] - expected["float32" if v == "float32" else "int4"]).max())
+                for v, s in sessions.items()
+            }
+            times: dict[str, list[float]] = {v: [] for v in sessions}
+            for _ in range(3):
+                for v, s in sessions.items():
+                    s.run(None, feeds[v])
+            for _ in range(options.calls):
+                for v, s in sessions.items():
+                    start = time.perf_counter()
+                    s.run(None, feeds[v])
+                    times[v].append((time.perf_counter() - start) * 1000)
+            base = statistics.median(times["float32"])
+            for v in sessions:
+                median = statistics.median(times[v])
+                records.append({
+                    "variant": v, "threads": threads, "past": options.past, "ms": round(median, 3),
+                    "ratio": round(median / base, 3), "max_abs_diff": diffs[v], "weight_bytes": sizes[v],
+                })
+    print("| variant | threads | ms per step | ratio to float32 | logits max diff | weight MB |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for r in records:
+        print(f"| {r['variant']} | {r['threads']} | {r['ms']:.2f} | {r['ratio']:.2f} | {r['max_abs_diff']:.1e} | {r['weight_bytes'] / 1e6:.1f} |")
+    merge_results(RESULTS, header, records, key=("variant", "threads"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
