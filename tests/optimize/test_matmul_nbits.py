@@ -41,6 +41,20 @@ def test_group_wise_int4(shape) -> None:
     assert all(node.attributes["accuracy_level"].value == 1 and node.attributes["bits"].value == 4 for node in fused)
     # 192 inputs to the second layer: groups of 32, the largest power-of-two block.
     assert [node.attributes["block_size"].value for node in fused] == [32, 32]
+    if len(shape) > 1:
+        # MatMulNBits takes the input as it is and adds the bias: no Reshape or Add around it.
+        assert {node.op_type for node in program.model.graph} == {"MatMulNBits", "Relu"}
+
+
+def test_dynamic_leading_dims() -> None:
+    from torchao.quantization.granularity import PerGroup
+
+    batch = torch.export.Dim("batch")
+    program = assert_matches_eager(
+        _weight_only(4, PerGroup(32)), (torch.randn(2, 3, 256),), opset_version=21, fusion="onnxruntime",
+        dynamic_shapes=({0: batch},), more_inputs=[((torch.randn(7, 3, 256),), {})],
+    )
+    assert {node.op_type for node in program.model.graph} == {"MatMulNBits", "Relu"}
 
 
 def test_per_row_int4_below_opset_21() -> None:

@@ -160,6 +160,9 @@ def main(argv: list[str] | None = None) -> int:
             for variant in sizes:
                 session_options = ort.SessionOptions()
                 session_options.intra_op_num_threads = threads
+                # Interleaved sessions: a finished run's spinning workers would take the cores the
+                # next session needs (2-thread float32 measured 2.6x slower than 1 thread with them).
+                session_options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 sessions[variant] = ort.InferenceSession(str(paths[variant]), session_options, providers=["CPUExecutionProvider"])
             feeds = {v: {i.name: a for i, a in zip(s.get_inputs(), arrays, strict=True)} for v, s in sessions.items()}
             diffs = {
