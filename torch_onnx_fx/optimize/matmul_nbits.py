@@ -36,6 +36,7 @@ from onnx_ir.tensor_adapters import TorchTensor
 from torch_onnx_fx.translate.metadata import QUANTIZED_RANGE_KEY
 from torch_onnx_fx.optimize.weights.base import plain_data, without_data
 from torch_onnx_fx.optimize.weights.recipes import RECIPE_KEY, Recipe, holds_state, remake
+from torch_onnx_fx.optimize.weights.transposes import PERM_KEY
 
 __all__ = ["MatMulNBitsPass", "MS_DOMAIN"]
 
@@ -59,7 +60,7 @@ def _source(value: ir.Value) -> Recipe | None:
     if RECIPE_KEY in value.metadata_props:
         # Stored recipes move and compute within one dtype: their weights have the value's.
         return _with_dtype(json.loads(value.metadata_props[RECIPE_KEY]), dtype)
-    if holds_state(value) and "pkg.torch_onnx_fx.weight_perm" not in value.metadata_props:
+    if holds_state(value) and PERM_KEY not in value.metadata_props:
         return {"weight": value.name, "shape": [int(n) for n in value.shape], "dtype": dtype}  # type: ignore[union-attr]
     return None
 
