@@ -53,6 +53,44 @@ def test_zero_point_outside_the_type(zero_point: int, low: int, high: int, dtype
     assert_matches_eager(_QuantizeRoundTrip(0.1, zero_point, low, high, dtype), (x,), rtol=0, atol=0)
 
 
+class _PerChannelRoundTrip(torch.nn.Module):
+    """quantize_per_channel then dequantize_per_channel along axis 1, parameters as buffers (as
+    PT2E stores them)."""
+
+    def __init__(self, scales: torch.Tensor, zero_points: torch.Tensor, low: int, high: int, dtype: torch.dtype):
+        super().__init__()
+        self.register_buffer("scales", scales)
+        self.register_buffer("zero_points", zero_points)
+        self.bounds = (low, high, dtype)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        q = qd.quantize_per_channel.default(x, self.scales, self.zero_points, 1, *self.bounds)
+        half = qd.dequantize_per_channel.default(q, self.scales, self.zero_points, 1, *self.bounds, out_dtype=torch.float16)
+        return q, qd.dequantize_per_channel.default(q, self.scales, self.zero_points, 1, *self.bounds), half
+
+
+@pytest.mark.parametrize(
+    ("zero_points", "low", "high", "dtype", "scale_dtype", "linear"),
+    [
+        ([0, 0, 0, 0], -127, 127, torch.int8, torch.float32, True),  # XNNPACK's weights: a Clip at -127
+        ([0, 10, 200, 255], 0, 127, torch.uint8, torch.float32, True),
+        # torchlib cast these to uint8/int8: -10 became 246, 130 became -126 (248 and 256 steps off).
+        ([-10, 130, 0, 5], 0, 255, torch.uint8, torch.float32, False),
+        ([130, 0, -3, 1], -128, 127, torch.int8, torch.float32, False),
+        # float64 scales: PyTorch's product is in float64, rounded to float32 at the end.
+        ([0, 3, 7, 1], 0, 255, torch.uint8, torch.float64, False),
+    ],
+)
+def test_per_channel(zero_points, low, high, dtype, scale_dtype, linear) -> None:
+    generator = torch.Generator().manual_seed(len(zero_points) + low)
+    scales = (torch.rand(4, generator=generator) * 0.05 + 0.01).to(scale_dtype)
+    model = _PerChannelRoundTrip(scales, torch.tensor(zero_points), low, high, dtype).eval()
+    x = torch.randn(3, 4, 20, generator=generator) * 5
+    program = assert_matches_eager(model, (x,), rtol=0, atol=0)
+    ops = {node.op_type for node in program.model.graph}
+    assert ("QuantizeLinear" in ops and "DequantizeLinear" in ops) == linear, ops
+
+
 class _TensorParameters(torch.nn.Module):
     """quantize/dequantize ``.tensor`` with float32 parameters, into a 16-bit type, and a
     half-precision result."""

@@ -31,6 +31,8 @@ __all__ = [
     "quantized_dequantize_per_tensor",
     "quantized_choose_qparams",
     "quantized_choose_qparams_symmetric",
+    "quantized_quantize_per_channel",
+    "quantized_dequantize_per_channel",
 ]
 
 _FLOAT = ir.DataType.FLOAT
@@ -222,6 +224,100 @@ def quantized_choose_qparams_symmetric(
     return _qparams(scale, zero_point)
 
 
+def _channel_zero_points_fit(zero_points: ir.Value | None, dtype: int) -> bool:
+    """Whether per-channel zero points are constants the 8-bit type holds: torchlib casts them
+    to it, and a uint8 zero point of -10 became 246 (every value of that channel 248 steps
+    off). A zero point known only at run time takes PyTorch's arithmetic."""
+    full = _EIGHT_BIT.get(dtype)
+    if full is None:
+        return False
+    if zero_points is None:
+        return True
+    tensor = zero_points.const_value
+    if tensor is None or getattr(getattr(tensor, "raw", None), "device", None) == torch.device("meta"):
+        return False
+    values = np.asarray(tensor.numpy())
+    return values.size == 0 or (full[0] <= values.min() and values.max() <= full[1])
+
+
+def _along(value: ir.Value, axis: int, rank: int) -> ir.Value:
+    """A per-channel parameter shaped to broadcast along ``axis``."""
+    return op.Reshape(value, op.Constant(value_ints=[-1 if i == axis else 1 for i in range(rank)]))
+
+
+def _per_channel_quantization(node: Any) -> bool:
+    scales = arg_example(node, 1)
+    return arg_value(node, 6, "dtype") in _INTEGRAL and isinstance(scales, torch.Tensor) and scales.dtype in (
+        torch.float32, torch.float64,
+    )
+
+
+@register("quantized_decomposed::quantize_per_channel", supports=_per_channel_quantization)
+def quantized_quantize_per_channel(
+    input: ir.Value, scales: ir.Value, zero_points: ir.Value, axis: int, quant_min: int, quant_max: int, dtype: int
+) -> ir.Value:
+    """quantize_per_channel(Tensor input, Tensor scales, Tensor zero_points, int axis, int quant_min, int quant_max, ScalarType dtype) -> Tensor
+
+    ``clamp(round(input * (1 / scales)) + zero_points, quant_min, quant_max)`` per channel of
+    ``axis``, in the scales' dtype."""
+    if input.dtype != _FLOAT:
+        input = op.Cast(input, to=_FLOAT)
+    if scales.dtype == _FLOAT and _channel_zero_points_fit(zero_points, dtype):
+        quantized = op.QuantizeLinear(input, scales, op.Cast(zero_points, to=dtype), axis=axis)
+        if (quant_min, quant_max) == _EIGHT_BIT[dtype]:
+            return quantized
+        return op.Clip(quantized, _scalar(quant_min, dtype), _scalar(quant_max, dtype))
+    rank = len(input.shape)  # type: ignore[arg-type]
+    axis %= rank
+    # float32 scales: a float32 reciprocal and product; float64 ones promote the product.
+    wide = scales.dtype
+    one = op.Cast(op.Constant(value=ir.tensor(np.float64(1.0))), to=wide)
+    product = op.Mul(input if wide == _FLOAT else op.Cast(input, to=wide), op.Div(one, _along(scales, axis, rank)))
+    shifted = op.Add(op.Round(product), op.Cast(_along(zero_points, axis, rank), to=wide))
+    clamped = op.Min(op.Max(shifted, _scalar(quant_min, wide)), _scalar(quant_max, wide))
+    return op.Cast(clamped, to=dtype)
+
+
+def _per_channel_dequantization(node: Any) -> bool:
+    scales = arg_example(node, 1)
+    out_dtype = node.kwargs.get("out_dtype")
+    return (
+        arg_value(node, 6, "dtype") in _INTEGRAL
+        and isinstance(scales, torch.Tensor) and scales.dtype in (torch.float32, torch.float64)
+        and out_dtype in (None, torch.float32, torch.float16, torch.bfloat16)
+    )
+
+
+@register("quantized_decomposed::dequantize_per_channel", supports=_per_channel_dequantization)
+def quantized_dequantize_per_channel(
+    input: ir.Value,
+    scales: ir.Value,
+    zero_points: ir.Value | None,
+    axis: int,
+    quant_min: int,
+    quant_max: int,
+    dtype: int,
+    *,
+    out_dtype: int | None = None,
+) -> ir.Value:
+    """dequantize_per_channel(Tensor input, Tensor scales, Tensor? zero_points, int axis, int quant_min, int quant_max, ScalarType dtype, *, ScalarType? out_dtype=None) -> Tensor
+
+    ``((input - zero_points) * scales).to(out_dtype)`` per channel of ``axis``: the integer
+    difference is exact, the product rounds once in the scales' dtype."""
+    target = _FLOAT if out_dtype in (None, -1) else out_dtype
+    if scales.dtype == _FLOAT and _channel_zero_points_fit(zero_points, dtype):
+        points = None if zero_points is None else op.Cast(zero_points, to=dtype)
+        result = op.DequantizeLinear(input, scales, points, axis=axis)
+        return result if target == _FLOAT else op.Cast(result, to=target)
+    rank = len(input.shape)  # type: ignore[arg-type]
+    axis %= rank
+    difference = op.Cast(input, to=_INT64)
+    if zero_points is not None:
+        difference = op.Sub(difference, op.Cast(_along(zero_points, axis, rank), to=_INT64))
+    product = op.Mul(op.Cast(difference, to=scales.dtype), _along(scales, axis, rank))
+    return product if scales.dtype == target else op.Cast(product, to=target)
+
+
 # torchlib's forms ignore the bounds and mistranslate float8: none of them is used.
 for _name in (
     "quantized_decomposed::quantize_per_tensor",
@@ -230,5 +326,7 @@ for _name in (
     "quantized_decomposed::dequantize_per_tensor",
     "quantized_decomposed::dequantize_per_tensor.tensor",
     "quantized_decomposed::dequantize_per_tensor.tensor2",
+    "quantized_decomposed::quantize_per_channel",
+    "quantized_decomposed::dequantize_per_channel",
 ):
     limit_torchlib(_name, lambda node: False)
