@@ -31,7 +31,7 @@ from onnxscript import opset21
 from torch_onnx_fx.translate.metadata import QUANTIZED_RANGE_KEY
 from torch_onnx_fx.registry import arg_example, arg_value, register
 
-__all__ = ["torchao_dequantize_affine", "affine_layout"]
+__all__ = ["torchao_dequantize_affine", "affine_layout", "aten_int_mm"]
 
 _INTEGERS = (torch.int8, torch.uint8)
 
@@ -139,3 +139,13 @@ def torchao_dequantize_affine(
         # The integers' declared range: how a pass packs weights exported without data (meta).
         producer.metadata_props[QUANTIZED_RANGE_KEY] = f"{quant_min},{quant_max}"
     return result
+
+
+@register("aten::_int_mm")
+def aten_int_mm(self: ir.Value, mat2: ir.Value) -> ir.Value:
+    """_int_mm(Tensor self, Tensor mat2) -> Tensor
+
+    The int8 product with int32 sums torchao's dynamic int8 configurations compute. ONNX
+    Runtime's int32 ``MatMul`` sums exactly and wraps as ATen's does; ``MatMulInteger`` would
+    run MLAS's u8*s8 kernels, whose 16-bit pair sums saturate on CPUs without VNNI."""
+    return op.MatMul(op.Cast(self, to=ir.DataType.INT32), op.Cast(mat2, to=ir.DataType.INT32))
