@@ -146,6 +146,8 @@ def aten_int_mm(self: ir.Value, mat2: ir.Value) -> ir.Value:
     """_int_mm(Tensor self, Tensor mat2) -> Tensor
 
     The int8 product with int32 sums torchao's dynamic int8 configurations compute. ONNX
-    Runtime's int32 ``MatMul`` sums exactly and wraps as ATen's does; ``MatMulInteger`` would
-    run MLAS's u8*s8 kernels, whose 16-bit pair sums saturate on CPUs without VNNI."""
+    Runtime's int32 ``MatMul`` sums exactly and wraps as ATen's does, on every CPU.
+    ``MatMulInteger`` runs 8-bit dot-product kernels, which on CPUs without VNNI add products in
+    pairs into 16 bits and can saturate (exact on a VNNI machine, so a test there proves
+    nothing about the others)."""
     return op.MatMul(op.Cast(self, to=ir.DataType.INT32), op.Cast(mat2, to=ir.DataType.INT32))
