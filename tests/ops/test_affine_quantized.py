@@ -124,21 +124,6 @@ def test_apply_weights_takes_the_quantized_state_dict() -> None:
     assert_matches_eager(other, (x,), program=program)
 
 
-class _IntMatMul(torch.nn.Module):
-    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        return torch._int_mm(a, b)
-
-
-def test_int_mm_sums_exactly() -> None:
-    # Extremes: -128 * -128 pairs sum past what 16-bit pair sums (MatMulInteger on CPUs without
-    # VNNI) hold, and past float32's exact integers (2**24) at this K.
-    a = torch.full((17, 1056), -128, dtype=torch.int8)
-    b = torch.full((1056, 24), -128, dtype=torch.int8)
-    a[1::2] = torch.randint(-128, 128, (8, 1056), dtype=torch.int8)
-    b[:, 1::3] = 127
-    assert_matches_eager(_IntMatMul().eval(), (a, b), rtol=0, atol=0)
-
-
 def test_dynamic_int8_activations_and_weights() -> None:
     # torch.onnx fails on the model (no translation of _int_mm).
     from torchao.quantization import Int8DynamicActivationInt8WeightConfig, quantize_

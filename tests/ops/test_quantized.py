@@ -263,3 +263,18 @@ def test_generated_parameters(seed: int) -> None:
         else:
             assert steps.max() == 0, (case, steps.max())
             torch.testing.assert_close(actual[2 * index + 1], expected[2 * index + 1], rtol=0, atol=0, msg=str(case))
+
+
+class _IntMatMul(torch.nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return torch._int_mm(a, b)
+
+
+def test_int_mm_sums_exactly() -> None:
+    # Extremes: -128 * -128 pairs sum past what 16-bit pair sums (MatMulInteger on CPUs without
+    # VNNI) hold, and past float32's exact integers (2**24) at this K.
+    a = torch.full((17, 1056), -128, dtype=torch.int8)
+    b = torch.full((1056, 24), -128, dtype=torch.int8)
+    a[1::2] = torch.randint(-128, 128, (8, 1056), dtype=torch.int8)
+    b[:, 1::3] = 127
+    assert_matches_eager(_IntMatMul().eval(), (a, b), rtol=0, atol=0)
