@@ -54,6 +54,40 @@ def test_genai_generates_eager_tokens(name, tmp_path):
         assert [int(t) for t in generator.get_sequence(row)] == eager[row].tolist()
 
 
+def _generated(folder, prompts, new_tokens):
+    genai_model = og.Model(str(folder))
+    params = og.GeneratorParams(genai_model)
+    params.set_search_options(max_length=prompts.shape[1] + new_tokens, do_sample=False, batch_size=prompts.shape[0])
+    generator = og.Generator(genai_model, params)
+    generator.append_tokens(prompts.numpy())
+    while not generator.is_done():
+        generator.generate_next_token()
+    return [[int(t) for t in generator.get_sequence(row)] for row in range(prompts.shape[0])]
+
+
+def test_int4_weights_as_matmul_nbits(tmp_path):
+    # torchao's int4 weight-only model, its products MatMulNBits at accuracy level 1: GenAI
+    # generates the torchao model's greedy tokens.
+    quantization = pytest.importorskip("torchao.quantization")
+    granularity = pytest.importorskip("torchao.quantization.granularity")
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**COMMON)).eval()
+    quantization.quantize_(model, quantization.IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=granularity.PerGroup(32)))
+    prompts = torch.randint(3, 100, (2, 7))
+    with torch.no_grad():
+        eager = model.generate(
+            input_ids=prompts, attention_mask=torch.ones_like(prompts), max_new_tokens=NEW_TOKENS, do_sample=False,
+            eos_token_id=None, pad_token_id=0,
+        )
+    model.generation_config.eos_token_id = next(t for t in range(3, 100) if t not in eager.flatten().tolist())
+    folder = export_for_genai(model, tmp_path / "int4", opset_version=21, fusion="onnxruntime")
+    import onnx
+
+    graph = onnx.load(str(tmp_path / "int4" / "model.onnx"), load_external_data=False).graph
+    assert sum(node.op_type == "MatMulNBits" for node in graph.node) == 2 * 7 + 1  # 7 per layer, the head
+    assert _generated(folder, prompts, NEW_TOKENS) == eager.tolist()
+
+
 def test_tokenizer_files_are_copied(tmp_path):
     source = tmp_path / "tokenizer"
     source.mkdir()

@@ -117,12 +117,14 @@ def genai_config(model: torch.nn.Module, filename: str = "model.onnx", context_l
 
 def export_for_genai(
     model: torch.nn.Module, folder: str | os.PathLike[str], *, tokenizer: Any = None, context_length: int | None = None,
-    opset_version: int | None = None,
+    opset_version: int | None = None, fusion: str = "standard",
 ) -> str:
     """Export ``model`` (a transformers decoder-only LM) into ``folder`` for ONNX Runtime GenAI:
     ``model.onnx`` and ``model.onnx.data``, ``genai_config.json``, and the tokenizer's files when
     ``tokenizer`` is given (a transformers tokenizer, saved there, or the folder of a saved one,
-    whose files are copied). Returns the folder."""
+    whose files are copied). Returns the folder. ``opset_version`` and ``fusion`` are
+    ``export``'s (a torchao int4 model with ``opset_version=21, fusion="onnxruntime"`` runs its
+    products as ``MatMulNBits``)."""
     folder = os.fspath(folder)
     os.makedirs(folder, exist_ok=True)
     layers = _sizes(model.config)[0]
@@ -138,6 +140,7 @@ def export_for_genai(
     )
     program = export(
         _Decoder(model.eval(), layers).eval(), _example(model), dynamic_shapes=dynamic_shapes, opset_version=opset_version,
+        fusion=fusion,
         input_names=["input_ids", "attention_mask", "position_ids", *past_names],
         output_names=["logits", *present_names], verbose=False,
     )
