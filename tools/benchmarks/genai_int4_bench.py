@@ -9,7 +9,12 @@ folders ``--rounds`` times, at the intra-op thread counts given. Reported: token
 the generation loop (the prompt's step excluded), median over rounds, and the ratio int4 / float32.
 Whether the int4 folder's tokens equal the torchao model's own greedy ones is checked first.
 
-    python tools/benchmarks/genai_int4_bench.py [--tokens 128] [--rounds 5] [--threads 1,2]
+    python tools/benchmarks/genai_int4_bench.py [--tokens 128] [--rounds 5] [--threads 1,2] [--builder FOLDER]
+
+``--builder FOLDER`` adds, for comparison, the folder ONNX Runtime GenAI's own model builder made
+of the same float32 weights (``--save-float FOLDER`` writes them, with a stand-in tokenizer, for
+``python -m onnxruntime_genai.models.builder -i FOLDER -o OUT -p int4 -e cpu``): its own
+round-to-nearest int4 with block 32, accuracy level 4 (int8 activations), fused attention.
 
 Results: ``tools/results/genai_int4.jsonl``, merged by (variant, threads).
 """
@@ -37,12 +42,14 @@ RESULTS = REPO / "tools" / "results" / "genai_int4.jsonl"
 PROMPT = 16
 
 
-def _threads(folder: Path, threads: int) -> None:
-    """Set GenAI's intra-op thread count in the folder's config."""
+def _configure(folder: Path, threads: int, end: int) -> None:
+    """Set GenAI's intra-op thread count and end token in the folder's config (an end token the
+    models never produce: every run generates all the tokens asked for)."""
     path = folder / "genai_config.json"
     config = json.loads(path.read_text())
     options = config["model"]["decoder"].setdefault("session_options", {})
     options["intra_op_num_threads"] = threads
+    config["model"]["eos_token_id"] = end
     path.write_text(json.dumps(config, indent=2))
 
 
@@ -62,11 +69,25 @@ def _generate(og: Any, model: Any, prompt: Any, tokens: int) -> tuple[list[int],
     return [int(t) for t in generator.get_sequence(0)], (produced - 1) / elapsed
 
 
+def _save_float(model: Any, folder: Path) -> None:
+    """The float32 model as a transformers folder, with a word-level stand-in tokenizer (the
+    builder requires one; generation here feeds token ids)."""
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    model.save_pretrained(folder)
+    vocabulary = {f"t{i}": i for i in range(model.config.vocab_size)}
+    tokenizer = Tokenizer(models.WordLevel(vocabulary, unk_token="t0"))
+    PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="t0", bos_token="t1", eos_token="t2", pad_token="t0").save_pretrained(folder)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--builder", type=Path, help="a folder GenAI's model builder made of --save-float's weights")
+    parser.add_argument("--save-float", type=Path, help="write the float32 model (and a stand-in tokenizer) there and stop")
     options = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     import onnxruntime_genai as og
@@ -76,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.manual_seed(0)
     float_model = weight_only_bench._model()
+    if options.save_float:
+        _save_float(float_model, options.save_float)
+        return 0
     int4_model = weight_only_bench._quantized(float_model)
     prompt = torch.randint(3, 32000, (1, PROMPT), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
@@ -94,10 +118,12 @@ def main(argv: list[str] | None = None) -> int:
             "float32": Path(export_for_genai(float_model, Path(scratch) / "float32")),
             "int4 MatMulNBits": Path(export_for_genai(int4_model, Path(scratch) / "int4", opset_version=21, fusion="onnxruntime")),
         }
+        if options.builder:
+            folders["GenAI builder int4 (level 4)"] = options.builder
         for threads in (int(t) for t in options.threads.split(",")):
             models = {}
             for variant, folder in folders.items():
-                _threads(folder, threads)
+                _configure(folder, threads, unused)
                 models[variant] = og.Model(str(folder))
             same = _generate(og, models["int4 MatMulNBits"], prompt, options.tokens)[0] == expected
             rates: dict[str, list[float]] = {v: [] for v in models}
@@ -109,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                 rate = statistics.median(rates[variant])
                 records.append({
                     "variant": variant, "threads": threads, "tokens": options.tokens, "tokens_per_s": round(rate, 1),
-                    "ratio": round(rate / base, 2), "tokens_equal_torchao": same if variant != "float32" else None,
+                    "ratio": round(rate / base, 2), "tokens_equal_torchao": same if variant == "int4 MatMulNBits" else None,
                 })
     records = merge_results(RESULTS, header, records, key=("variant", "threads"))
     print("| folder | threads | tokens/s | ratio to float32 | greedy tokens equal torchao's |")
