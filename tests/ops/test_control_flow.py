@@ -112,6 +112,20 @@ def test_while_loop():
     assert "Loop" in _ops(program)
 
 
+@pytest.mark.parametrize("optimize", [False, True])
+def test_two_while_loops(optimize):
+    # Each loop's condition is inlined into the main graph for the first test; both FX graphs
+    # name their comparison ``lt``, which the model defined twice (ONNX Runtime refused it).
+    class TwoLoops(nn.Module):
+        def forward(self, x):
+            _, doubled = while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * 2), (torch.tensor(0), x))
+            _, shifted = while_loop(lambda i, y: i < 4, lambda i, y: (i + 1, y + 1), (torch.tensor(0), doubled))
+            return shifted
+
+    program = assert_matches_eager(TwoLoops(), (torch.randn(3),), optimize=optimize)
+    assert _ops(program).count("Loop") == 2
+
+
 def test_map():
     class Mapped(nn.Module):
         def forward(self, xs, y):

@@ -316,6 +316,10 @@ def _finish_value(ctx: TranslationContext, value: ir.Value, example: Any, name: 
         # be the main graph's ``exp_1`` too, and ONNX Runtime rejects a model where a name is
         # given twice across a graph and its subgraphs. Body names carry the body's unique name.
         name = f"{tracer.graph.name}__{name}"
+    if name in ctx.named:
+        # A subgraph inlined into a graph twice (the condition of each of two while_loops, whose
+        # FX graphs both name their comparison ``lt``) would define the name twice.
+        name = tracer.fresh_name(name)
     # An initializer a translation made for this very node (named after it) is that node's value.
     own_initializer = value.is_initializer() and value.name == name and name not in ctx.named
     if not own_initializer and (value.producer() is None or value.name in ctx.named or value.const_value is not None):
