@@ -17,6 +17,8 @@ zero point and multiplies in float32; the difference of two 8-bit integers is ex
 
 Anything else (other dtypes, float zero points, several blocked axes, a blocked weight below opset
 21) declines, and PyTorch's decomposition is translated as before.
+
+Also here: ``aten::_int_mm``, the integer product of torchao's dynamic int8 configurations.
 """
 
 from __future__ import annotations
