@@ -26,10 +26,11 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-import numpy as np
 import onnx_ir as ir
 from onnx_ir.passes import common as common_passes
 from onnxscript.rewriter import pattern
+
+from torch_onnx_fx.optimize.runtime.rewriting import constant_array
 
 __all__ = ["FUSIONS", "DEFAULT_FUSION", "ONNXRUNTIME", "FUSED_OPERATORS", "FUSED_OPSET", "fuse"]
 
@@ -39,12 +40,6 @@ DEFAULT_FUSION = "standard"
 # The standard's fused operators, and the opset that defines them.
 FUSED_OPERATORS = ("Attention", "RMSNormalization", "RotaryEmbedding")
 FUSED_OPSET = 23
-
-
-def _constant(value: ir.Value | None) -> np.ndarray | None:
-    if value is None or value.const_value is None:
-        return None
-    return value.const_value.numpy()
 
 
 class _RmsNormalization(pattern.RewriteRuleClassBase):
@@ -76,7 +71,7 @@ class _RmsNormalization(pattern.RewriteRuleClassBase):
             return result.fail("scale must be 1-D, as long as x's last axis")
         if not isinstance(scale.shape[0], int):
             return result.fail("scale's length must be static")
-        power, axis, eps = _constant(exponent), _constant(axes), _constant(epsilon)
+        power, axis, eps = constant_array(exponent), constant_array(axes), constant_array(epsilon)
         if power is None or power.size != 1 or float(power.reshape(())) != 2.0:
             return result.fail("exponent must be the constant 2")
         if axis is None or axis.size != 1 or int(axis.reshape(())) not in (-1, rank - 1):
@@ -91,12 +86,12 @@ class _RmsNormalization(pattern.RewriteRuleClassBase):
 
     def rewrite(self, op: Any, x: ir.Value, epsilon: ir.Value, scale: ir.Value, **_: Any) -> Any:
         return op.RMSNormalization(
-            x, scale, axis=-1, epsilon=float(_constant(epsilon).reshape(())), stash_type=int(x.dtype),
+            x, scale, axis=-1, epsilon=float(constant_array(epsilon).reshape(())), stash_type=int(x.dtype),
         )
 
 
 def _ints(value: ir.Value) -> list[int] | None:
-    array = _constant(value)
+    array = constant_array(value)
     return None if array is None else [int(v) for v in array.reshape(-1)]
 
 

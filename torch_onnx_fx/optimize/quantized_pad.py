@@ -21,15 +21,11 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
+from torch_onnx_fx.optimize.runtime.rewriting import constant_array
+
 __all__ = ["QuantizedPadPass"]
 
 logger = logging.getLogger(__name__)
-
-
-def _constant(value: ir.Value | None) -> np.ndarray | None:
-    if value is None or value.const_value is None:
-        return None
-    return value.const_value.numpy()
 
 
 def _standard(node: ir.Node, op_type: str) -> bool:
@@ -42,11 +38,11 @@ def _spatial_pads(pad: ir.Node) -> list[int] | None:
     if pad.attributes.get_string("mode", "constant") != "constant":
         return None
     data = pad.inputs[0]
-    amounts = _constant(pad.inputs[1] if len(pad.inputs) > 1 else None)
+    amounts = constant_array(pad.inputs[1] if len(pad.inputs) > 1 else None)
     if data is None or data.shape is None or amounts is None:
         return None
     if len(pad.inputs) > 2 and pad.inputs[2] is not None:
-        fill = _constant(pad.inputs[2])
+        fill = constant_array(pad.inputs[2])
         if fill is None or fill.size != 1 or float(fill.reshape(())) != 0.0:
             return None
     if len(pad.inputs) > 3 and pad.inputs[3] is not None:
@@ -64,14 +60,14 @@ def _spatial_pads(pad: ir.Node) -> list[int] | None:
 def _same(a: ir.Value | None, b: ir.Value | None) -> bool:
     if a is b:
         return True
-    left, right = _constant(a), _constant(b)
+    left, right = constant_array(a), constant_array(b)
     return left is not None and right is not None and left.dtype == right.dtype and np.array_equal(left, right)
 
 
 def _quantize_keeps_zero(quantize: ir.Node, rank: int) -> bool:
     """A zero quantizes to the zero point: a nonzero constant scale, per tensor or along an axis
     the padding leaves alone."""
-    scale = _constant(quantize.inputs[1])
+    scale = constant_array(quantize.inputs[1])
     if scale is None or not np.all(scale != 0):
         return False
     if scale.size == 1:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import onnx_ir as ir
 
-__all__ = ["initializer", "rank", "replace"]
+__all__ = ["constant_array", "initializer", "rank", "replace"]
 
 
 def initializer(graph: ir.Graph, stem: str, array: np.ndarray) -> ir.Value:
@@ -25,6 +25,13 @@ def initializer(graph: ir.Graph, stem: str, array: np.ndarray) -> ir.Value:
     value.type, value.shape = ir.TensorType(value.const_value.dtype), ir.Shape(array.shape)
     graph.register_initializer(value)
     return value
+
+
+def constant_array(value: ir.Value | None) -> np.ndarray | None:
+    """A constant value's data (an initializer, or a Constant folded into one); None otherwise."""
+    if value is None or value.const_value is None:
+        return None
+    return value.const_value.numpy()
 
 
 def rank(value: ir.Value | None) -> int | None:
