@@ -111,3 +111,14 @@ def test_weights_past_four_bits_are_refused_and_nothing_changes() -> None:
     with pytest.raises(StateDictMismatchError, match="4-bit"):
         program.apply_weights(_weight_only(8, PerGroup(32), seed=1).state_dict())
     torch.testing.assert_close(program(x)[0], before, rtol=0, atol=0)
+
+
+def test_meta_export_of_eight_bit_weights_is_not_packed() -> None:
+    # Without data the declared range (quant_min/quant_max: -128..127) decides: not 4 bits.
+    from torchao.quantization.granularity import PerGroup
+
+    program = torch_onnx_fx.export(
+        _weight_only(8, PerGroup(32), device="meta"), (torch.randn(4, 256, device="meta"),), opset_version=21,
+        fusion="onnxruntime", verbose=False,
+    )
+    assert not _nodes(program, "MatMulNBits") and len(_nodes(program, "DequantizeLinear")) == 2
