@@ -91,6 +91,23 @@ def test_per_channel(zero_points, low, high, dtype, scale_dtype, linear) -> None
     assert ("QuantizeLinear" in ops and "DequantizeLinear" in ops) == linear, ops
 
 
+def test_per_channel_exported_without_data() -> None:
+    # Under FakeTensorMode the zero points cannot be read (numpy() raised in the translation):
+    # PyTorch's arithmetic, exact for the zero points apply_weights gives later.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def model() -> torch.nn.Module:
+        generator = torch.Generator().manual_seed(5)
+        scales = torch.rand(4, generator=generator) * 0.05 + 0.01
+        return _PerChannelRoundTrip(scales, torch.tensor([-10, 130, 0, 5]), 0, 255, torch.uint8).eval()
+
+    with FakeTensorMode():
+        program = torch_onnx_fx.export(model(), (torch.randn(3, 4, 20),), verbose=False)
+    real = model()
+    program.apply_weights(real.state_dict())
+    assert_matches_eager(real, (torch.randn(3, 4, 20) * 5,), program=program, rtol=0, atol=0)
+
+
 class _TensorParameters(torch.nn.Module):
     """quantize/dequantize ``.tensor`` with float32 parameters, into a 16-bit type, and a
     half-precision result."""

@@ -25,6 +25,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.registry import arg_example, arg_value, limit_torchlib, register
+from torch_onnx_fx.translate.weight_data import without_data
 
 __all__ = [
     "quantized_quantize_per_tensor",
@@ -234,7 +235,7 @@ def _channel_zero_points_fit(zero_points: ir.Value | None, dtype: int) -> bool:
     if zero_points is None:
         return True
     tensor = zero_points.const_value
-    if tensor is None or getattr(getattr(tensor, "raw", None), "device", None) == torch.device("meta"):
+    if tensor is None or without_data(zero_points):
         return False
     values = np.asarray(tensor.numpy())
     return values.size == 0 or (full[0] <= values.min() and values.max() <= full[1])

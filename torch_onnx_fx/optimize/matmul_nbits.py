@@ -34,7 +34,8 @@ import torch
 from onnx_ir.tensor_adapters import TorchTensor
 
 from torch_onnx_fx.translate.metadata import QUANTIZED_RANGE_KEY
-from torch_onnx_fx.optimize.weights.base import plain_data, without_data
+from torch_onnx_fx.translate.weight_data import without_data
+from torch_onnx_fx.optimize.weights.base import plain_data
 from torch_onnx_fx.optimize.weights.recipes import RECIPE_KEY, Recipe, holds_state, remake
 from torch_onnx_fx.optimize.weights.transposes import PERM_KEY
 

@@ -23,7 +23,7 @@ from torch_onnx_fx.optimize.infer_missing_types import InferMissingTypesPass
 from torch_onnx_fx.optimize.optional_outputs import TrimUnusedOptionalOutputsPass
 from torch_onnx_fx.optimize.rewrite_rules import RelevantRulesRewritePass
 from torch_onnx_fx.optimize.weights.recipes import FoldWeightRecipesPass
-from torch_onnx_fx.optimize.weights.base import without_data
+from torch_onnx_fx.translate.weight_data import without_data
 from torch_onnx_fx.optimize.weights.transposes import FoldWeightTransposesPass
 from torch_onnx_fx.translate.metadata import MODULE_STACK_KEY
 

@@ -22,7 +22,7 @@ from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.errors import ArgumentTypeError, StateDictMismatchError
 from torch_onnx_fx.optimize.weights.recipes import RECIPE_KEY, recipe_dtypes, recipe_sources, remake
-from torch_onnx_fx.optimize.weights.base import without_data
+from torch_onnx_fx.translate.weight_data import without_data
 from torch_onnx_fx.optimize.weights.transposes import PERM_KEY, WEIGHT_KEY
 
 __all__ = ["apply_weights"]

@@ -1,4 +1,4 @@
-"""What the passes over weights share: their base class, and whether a weight holds data.
+"""What the passes over weights share: their base class, and a weight's data when it is plain.
 
 Weights are the initializers of the model's parameters and persistent buffers. The optimizer
 keeps them unfolded so ``apply_weights`` can replace each by name; the weight passes then fold
@@ -12,16 +12,10 @@ from typing import Collection
 
 import onnx_ir as ir
 import torch
-from torch._subclasses.fake_tensor import FakeTensor
 
-__all__ = ["WeightsPass", "plain_data", "without_data"]
+from torch_onnx_fx.translate.weight_data import without_data
 
-
-def without_data(value: ir.Value) -> bool:
-    """Whether an initializer's tensor has no data (meta device, FakeTensorMode): it cannot be
-    folded, and apply_weights must give it a value."""
-    raw = getattr(value.const_value, "raw", None)
-    return isinstance(raw, torch.Tensor) and (raw.device.type == "meta" or isinstance(raw, FakeTensor))
+__all__ = ["WeightsPass", "plain_data"]
 
 
 def plain_data(value: ir.Value) -> torch.Tensor | None:

@@ -31,7 +31,8 @@ import torch
 from onnx_ir.tensor_adapters import TorchTensor
 
 from torch_onnx_fx.translate.metadata import INPUT_KIND_KEY
-from torch_onnx_fx.optimize.weights.base import WeightsPass, plain_data, without_data
+from torch_onnx_fx.optimize.weights.base import WeightsPass, plain_data
+from torch_onnx_fx.translate.weight_data import without_data
 from torch_onnx_fx.optimize.weights.transposes import PERM_KEY
 
 __all__ = ["FoldWeightRecipesPass", "RECIPE_KEY", "holds_state", "recipe_dtypes", "recipe_sources", "remake"]

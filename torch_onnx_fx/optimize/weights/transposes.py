@@ -17,7 +17,8 @@ import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import TorchTensor
 
-from torch_onnx_fx.optimize.weights.base import WeightsPass, plain_data, without_data
+from torch_onnx_fx.optimize.weights.base import WeightsPass, plain_data
+from torch_onnx_fx.translate.weight_data import without_data
 
 __all__ = ["FoldWeightTransposesPass", "WEIGHT_KEY", "PERM_KEY"]
 
