@@ -35,6 +35,7 @@ from onnx_ir.tensor_adapters import TorchTensor
 
 from torch_onnx_fx.translate.metadata import QUANTIZED_RANGE_KEY
 from torch_onnx_fx.translate.weight_data import without_data
+from torch_onnx_fx.optimize.runtime.rewriting import free_initializer_name, is_standard
 from torch_onnx_fx.optimize.weights.base import plain_data
 from torch_onnx_fx.optimize.weights.recipes import RECIPE_KEY, Recipe, holds_state, remake
 from torch_onnx_fx.optimize.weights.transposes import PERM_KEY
@@ -122,21 +123,13 @@ def _store(graph: ir.Graph, name: str, steps: Any, inputs: list[ir.Value], dtype
             tensors[value.name] = torch.from_numpy(value.const_value.numpy().copy())  # type: ignore[union-attr]
     with torch.no_grad():
         tensor = remake(steps(local), tensors).contiguous()  # type: ignore[arg-type]
-    stored = ir.Value(name=_unique(graph, name), type=ir.TensorType(dtype), shape=ir.Shape(tensor.shape))
+    stored = ir.Value(name=free_initializer_name(graph, name), type=ir.TensorType(dtype), shape=ir.Shape(tensor.shape))
     stored.const_value = TorchTensor(tensor, name=stored.name)
     sources = [_source(value) for value in inputs]
     if all(source is not None for source in sources):
         stored.metadata_props[RECIPE_KEY] = json.dumps(steps(sources), separators=(",", ":"))
     graph.register_initializer(stored)
     return stored
-
-
-def _unique(graph: ir.Graph, name: str) -> str:
-    candidate, index = name, 0
-    while candidate in graph.initializers:
-        index += 1
-        candidate = f"{name}_{index}"
-    return candidate
 
 
 def _per_block(recipe: Recipe, shape: list[int], rows: int, blocks: int) -> Recipe:
@@ -258,7 +251,7 @@ def _take_bias(fused: ir.Node) -> None:
     if len(fused.inputs) > 5 or len(uses) != 1 or fused.outputs[0].is_graph_output():
         return
     add, index = uses[0]
-    if add.op_type != "Add" or add.domain not in ("", "ai.onnx"):
+    if not is_standard(add, "Add"):
         return
     bias = add.inputs[1 - index]
     rows = fused.attributes.get_int("N", 0)
@@ -272,7 +265,7 @@ def _take_bias(fused: ir.Node) -> None:
 def _four_bit_product(node: ir.Node) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value | None, ir.Value | None, int] | None:
     """``(A, W, scale, zero point, bias, block)`` of a float32 ``Gemm(A, DequantizeLinear(W), C)``
     MatMulNBits computes (see the module docstring); None otherwise."""
-    if node.op_type != "Gemm" or node.domain not in ("", "ai.onnx") or len(node.inputs) < 2:
+    if not is_standard(node, "Gemm") or len(node.inputs) < 2:
         return None
     attributes = node.attributes
     if attributes.get_int("transB", 0) != 1 or attributes.get_int("transA", 0) != 0:
@@ -283,9 +276,7 @@ def _four_bit_product(node: ir.Node) -> tuple[ir.Value, ir.Value, ir.Value, ir.V
     dequantize = right.producer() if right is not None else None
     # Gemm's operands share a type: a float32 scale makes the left one float32 too (the
     # Reshape in front of it, put there after type inference, has none recorded).
-    if left is None or left.dtype not in (None, ir.DataType.FLOAT) or dequantize is None:
-        return None
-    if dequantize.op_type != "DequantizeLinear" or dequantize.domain not in ("", "ai.onnx"):
+    if left is None or left.dtype not in (None, ir.DataType.FLOAT) or not is_standard(dequantize, "DequantizeLinear"):
         return None
     weight, scale = dequantize.inputs[0], dequantize.inputs[1]
     zero_point = dequantize.inputs[2] if len(dequantize.inputs) > 2 else None

@@ -21,15 +21,11 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
-from torch_onnx_fx.optimize.runtime.rewriting import constant_array
+from torch_onnx_fx.optimize.runtime.rewriting import constant_array, is_standard
 
 __all__ = ["QuantizedPadPass"]
 
 logger = logging.getLogger(__name__)
-
-
-def _standard(node: ir.Node, op_type: str) -> bool:
-    return node.op_type == op_type and node.domain in ("", "ai.onnx")
 
 
 def _spatial_pads(pad: ir.Node) -> list[int] | None:
@@ -91,7 +87,7 @@ def _dequantizes_to_zero(quantize: ir.Node) -> list[ir.Node] | None:
     if quantized.is_graph_output() or not dequantizes:
         return None
     for dequantize in dequantizes:
-        if not (_standard(dequantize, "DequantizeLinear") and dequantize.inputs[0] is quantized):
+        if not (is_standard(dequantize, "DequantizeLinear") and dequantize.inputs[0] is quantized):
             return None
         if not _same(_zero_point(dequantize), _zero_point(quantize)) or dequantize.outputs[0].is_graph_output():
             return None
@@ -104,7 +100,7 @@ def _padding_convs(dequantizes: list[ir.Node]) -> list[ir.Node] | None:
     dequantized = [d.outputs[0] for d in dequantizes]
     convs = [conv for value in dequantized for conv in _readers(value)]
     for conv in convs:
-        if not (_standard(conv, "Conv") and conv.inputs[0] in dequantized and conv.inputs[0] not in conv.inputs[1:]):
+        if not (is_standard(conv, "Conv") and conv.inputs[0] in dequantized and conv.inputs[0] not in conv.inputs[1:]):
             return None
         if conv.attributes.get_string("auto_pad", "NOTSET") != "NOTSET":
             return None
@@ -117,7 +113,7 @@ class QuantizedPadPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         count = 0
         for pad in list(ir.traversal.RecursiveGraphIterator(model.graph)):
-            if not _standard(pad, "Pad"):
+            if not is_standard(pad, "Pad"):
                 continue
             spatial = _spatial_pads(pad)
             output = pad.outputs[0]
@@ -126,7 +122,7 @@ class QuantizedPadPass(ir.passes.InPlacePass):
                 continue
             quantize = readers[0]
             rank = pad.inputs[0].shape.rank()
-            if not _standard(quantize, "QuantizeLinear") or quantize.inputs[0] is not output or not _quantize_keeps_zero(quantize, rank):
+            if not is_standard(quantize, "QuantizeLinear") or quantize.inputs[0] is not output or not _quantize_keeps_zero(quantize, rank):
                 continue
             dequantizes = _dequantizes_to_zero(quantize)
             convs = _padding_convs(dequantizes) if dequantizes is not None else None

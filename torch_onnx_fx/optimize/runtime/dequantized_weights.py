@@ -23,7 +23,7 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
-from torch_onnx_fx.optimize.runtime.rewriting import initializer, rank, replace
+from torch_onnx_fx.optimize.runtime.rewriting import initializer, is_standard, rank, replace
 
 __all__ = ["DequantizedWeightPass"]
 
@@ -36,9 +36,7 @@ _INTEGER_WEIGHTS = frozenset({
 
 def _producer(value: ir.Value, op_type: str) -> ir.Node | None:
     node = value.producer()
-    if node is None or node.op_type != op_type or node.domain not in ("", "ai.onnx"):
-        return None
-    return node
+    return node if is_standard(node, op_type) else None
 
 
 def _dequantized_weight(value: ir.Value, *, blocked: bool) -> ir.Node | None:
@@ -102,7 +100,7 @@ class DequantizedWeightPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         count = 0
         for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
-            if node.op_type != "MatMul" or node.domain not in ("", "ai.onnx") or len(node.inputs) != 2:
+            if not is_standard(node, "MatMul") or len(node.inputs) != 2:
                 continue
             left = node.inputs[0]
             left_rank = rank(left)

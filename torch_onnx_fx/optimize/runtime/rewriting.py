@@ -12,16 +12,21 @@ from collections.abc import Sequence
 import numpy as np
 import onnx_ir as ir
 
-__all__ = ["constant_array", "initializer", "rank", "replace"]
+__all__ = ["constant_array", "free_initializer_name", "initializer", "is_standard", "rank", "replace"]
 
 
-def initializer(graph: ir.Graph, stem: str, array: np.ndarray) -> ir.Value:
-    """A new initializer of ``graph`` holding ``array``, named after ``stem`` (made unique)."""
+def free_initializer_name(graph: ir.Graph, stem: str) -> str:
+    """``stem``, or ``stem_<n>`` with the first ``n`` no initializer of ``graph`` is named."""
     name, index = stem, 0
     while name in graph.initializers:
         index += 1
         name = f"{stem}_{index}"
-    value = ir.Value(name=name, const_value=ir.tensor(array))
+    return name
+
+
+def initializer(graph: ir.Graph, stem: str, array: np.ndarray) -> ir.Value:
+    """A new initializer of ``graph`` holding ``array``, named after ``stem`` (made unique)."""
+    value = ir.Value(name=free_initializer_name(graph, stem), const_value=ir.tensor(array))
     value.type, value.shape = ir.TensorType(value.const_value.dtype), ir.Shape(array.shape)
     graph.register_initializer(value)
     return value
@@ -32,6 +37,12 @@ def constant_array(value: ir.Value | None) -> np.ndarray | None:
     if value is None or value.const_value is None:
         return None
     return value.const_value.numpy()
+
+
+def is_standard(node: ir.Node | None, op_type: str) -> bool:
+    """Whether ``node`` is the ONNX standard's ``op_type`` (not a same-named operator of another
+    domain)."""
+    return node is not None and node.op_type == op_type and node.domain in ("", "ai.onnx")
 
 
 def rank(value: ir.Value | None) -> int | None:
