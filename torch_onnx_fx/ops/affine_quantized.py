@@ -23,6 +23,7 @@ Also here: ``aten::_int_mm``, the integer product of torchao's dynamic int8 conf
 
 from __future__ import annotations
 
+import math
 from typing import Any, Sequence
 
 import onnx_ir as ir
@@ -68,22 +69,16 @@ def _dequantize_linear_form(node: torch.fx.Node) -> tuple[str, int | None] | Non
         return None
     if arg_value(node, 7, "output_dtype", torch.float32) != torch.float32:
         return None
-    layout = affine_layout(tuple(data.shape), arg_value(node, 1, "block_size") or ())
+    block_size = arg_value(node, 1, "block_size") or ()
+    layout = affine_layout(tuple(data.shape), block_size)
     if layout is None or not isinstance(scale.numel(), int):
         return None
-    shared = data.numel() // _block_numel(tuple(data.shape), arg_value(node, 1, "block_size"))
+    shared = math.prod(_parameter_shape(tuple(data.shape), block_size, layout))
     if scale.numel() != shared:
         return None
     if zero_point is not None and (zero_point.dtype != data.dtype or zero_point.numel() != shared):
         return None
     return layout
-
-
-def _block_numel(shape: tuple[int, ...], block_size: Sequence[int]) -> int:
-    count = 1
-    for n, b in zip(shape, block_size):
-        count *= min(b, n)
-    return count
 
 
 def _parameter_shape(shape: Sequence[int], block_size: Sequence[int], layout: tuple[str, int | None]) -> list[int]:
