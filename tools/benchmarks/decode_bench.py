@@ -35,7 +35,7 @@ from tools._common import machine_info  # noqa: E402
 
 RESULTS = REPO / "tools" / "results" / "decode.jsonl"
 VARIANTS = ("torch.onnx", "torch_onnx_fx", "torch_onnx_fx opset 23")
-LAYERS, KV_HEADS, HEAD_DIM = 4, 4, 64
+LAYERS, KV_HEADS = 4, 4
 
 
 def _model() -> Any:
@@ -55,6 +55,8 @@ def _step(model: Any) -> Any:
     import torch
     from transformers import DynamicCache
 
+    layers = model.config.num_hidden_layers
+
     class Step(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
@@ -62,7 +64,7 @@ def _step(model: Any) -> Any:
 
         def forward(self, token: Any, mask: Any, cache: list[Any]) -> Any:
             past = DynamicCache(config=self.model.config)
-            for layer in range(LAYERS):
+            for layer in range(layers):
                 past.update(cache[2 * layer], cache[2 * layer + 1], layer)
             out = self.model(input_ids=token, attention_mask=mask, past_key_values=past, use_cache=True)
             return (out.logits, *[t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)])
@@ -70,14 +72,27 @@ def _step(model: Any) -> Any:
     return Step().eval()
 
 
-def _inputs(past: int) -> tuple[Any, ...]:
+def _inputs(past: int, config: Any) -> tuple[Any, ...]:
+    """A step's inputs for a cache of ``past`` positions of the model of ``config``."""
     import torch
 
     generator = torch.Generator().manual_seed(past)
-    token = torch.randint(3, 32000, (1, 1), generator=generator)
+    token = torch.randint(3, config.vocab_size, (1, 1), generator=generator)
     mask = torch.ones(1, past + 1, dtype=torch.int64)
-    cache = [torch.randn(1, KV_HEADS, past, HEAD_DIM, generator=generator) for _ in range(2 * LAYERS)]
+    head_dim = config.hidden_size // config.num_attention_heads
+    cache = [
+        torch.randn(1, config.num_key_value_heads, past, head_dim, generator=generator)
+        for _ in range(2 * config.num_hidden_layers)
+    ]
     return token, mask, cache
+
+
+def cache_shapes(layers: int) -> tuple[Any, ...]:
+    """The step's dynamic shapes: the mask's length and every cache tensor's past length."""
+    import torch
+
+    past, total = torch.export.Dim("past", min=1, max=4000), torch.export.Dim("total", min=2, max=4001)
+    return ({}, {1: total}, [{2: past}] * (2 * layers))
 
 
 def _export(variant: str, step: Any, example: tuple[Any, ...], path: Path) -> int:
@@ -85,8 +100,7 @@ def _export(variant: str, step: Any, example: tuple[Any, ...], path: Path) -> in
     import onnx_ir as ir
     import torch
 
-    past, total = torch.export.Dim("past", min=1, max=4000), torch.export.Dim("total", min=2, max=4001)
-    shapes = ({}, {1: total}, [{2: past}] * (2 * LAYERS))
+    shapes = cache_shapes(LAYERS)
     if variant == "torch.onnx":
         program = torch.onnx.export(step, example, dynamic_shapes=shapes, dynamo=True, verbose=False)
     else:
@@ -110,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     torch.manual_seed(0)
-    step = _step(_model())
+    model = _model()
+    step = _step(model)
     pasts = [int(p) for p in options.pasts.split(",")]
     header = machine_info("python tools/benchmarks/decode_bench.py " + " ".join(sys.argv[1:] if argv is None else argv))
     rows: list[dict[str, Any]] = []
@@ -118,12 +133,12 @@ def main(argv: list[str] | None = None) -> int:
         nodes, sessions = {}, {}
         for variant in VARIANTS:
             path = Path(scratch) / f"{variant.replace(' ', '_')}.onnx"
-            nodes[variant] = _export(variant, step, _inputs(pasts[0]), path)
+            nodes[variant] = _export(variant, step, _inputs(pasts[0], model.config), path)
             session_options = ort.SessionOptions()
             session_options.intra_op_num_threads = 1
             sessions[variant] = ort.InferenceSession(str(path), session_options, providers=["CPUExecutionProvider"])
         for past in pasts:
-            token, mask, cache = _inputs(past)
+            token, mask, cache = _inputs(past, model.config)
             with torch.no_grad():
                 expected = step(token, mask, cache)[0].numpy()
             arrays = [token.numpy(), mask.numpy(), *(c.numpy() for c in cache)]

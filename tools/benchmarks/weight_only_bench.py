@@ -39,6 +39,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from tools.benchmarks import decode_bench  # noqa: E402
 from tools._common import (  # noqa: E402
     describe_machine, describe_versions, machine_info, merge_results, read_results, replace_section,
 )
@@ -46,7 +47,7 @@ from tools._common import (  # noqa: E402
 RESULTS = REPO / "tools" / "results" / "weight_only.jsonl"
 PAGE = REPO / "docs" / "quantization.md"
 START, END = "<!-- weight-only-bench:start -->", "<!-- weight-only-bench:end -->"
-LAYERS, KV_HEADS, HEAD_DIM = 8, 4, 64
+LAYERS, KV_HEADS = 8, 4
 VARIANTS = ("float32", "int4 DequantizeLinear", "int4 MatMulNBits", "int4 MatMulNBits level 4", "torch.onnx int4")
 
 
@@ -61,42 +62,12 @@ def _model() -> Any:
     return transformers.LlamaForCausalLM(config).eval()
 
 
-def _step(model: Any) -> Any:
-    import torch
-    from transformers import DynamicCache
-
-    class Step(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, token: Any, mask: Any, cache: list[Any]) -> Any:
-            past = DynamicCache(config=self.model.config)
-            for layer in range(LAYERS):
-                past.update(cache[2 * layer], cache[2 * layer + 1], layer)
-            out = self.model(input_ids=token, attention_mask=mask, past_key_values=past, use_cache=True)
-            return (out.logits, *[t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)])
-
-    return Step().eval()
-
-
-def _inputs(past: int) -> tuple[Any, ...]:
-    import torch
-
-    generator = torch.Generator().manual_seed(past)
-    token = torch.randint(3, 32000, (1, 1), generator=generator)
-    mask = torch.ones(1, past + 1, dtype=torch.int64)
-    cache = [torch.randn(1, KV_HEADS, past, HEAD_DIM, generator=generator) for _ in range(2 * LAYERS)]
-    return token, mask, cache
-
-
 def _export(variant: str, step: Any, example: tuple[Any, ...], path: Path) -> int:
     """Export ``variant`` to ``path``; the bytes of its weights."""
     import onnx
     import torch
 
-    past, total = torch.export.Dim("past", min=1, max=4000), torch.export.Dim("total", min=2, max=4001)
-    shapes = ({}, {1: total}, [{2: past}] * (2 * LAYERS))
+    shapes = decode_bench.cache_shapes(LAYERS)
     if variant == "torch.onnx int4":
         program = torch.onnx.export(step, example, dynamic_shapes=shapes, dynamo=True, verbose=False)
     else:
@@ -149,9 +120,9 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.manual_seed(0)
     float_model = _model()
-    steps = {"float32": _step(float_model)}
-    steps["int4"] = _step(_quantized(float_model))
-    token, mask, cache = _inputs(options.past)
+    steps = {"float32": decode_bench._step(float_model)}
+    steps["int4"] = decode_bench._step(_quantized(float_model))
+    token, mask, cache = decode_bench._inputs(options.past, float_model.config)
     with torch.no_grad():
         expected = {name: step(token, mask, cache)[0].numpy() for name, step in steps.items()}
     header = machine_info("python tools/benchmarks/weight_only_bench.py " + " ".join(sys.argv[1:] if argv is None else argv))
