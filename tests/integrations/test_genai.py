@@ -28,30 +28,16 @@ ARCHITECTURES = {
 }
 
 
-@pytest.mark.parametrize("name", list(ARCHITECTURES))
-def test_genai_generates_eager_tokens(name, tmp_path):
-    config_class, model_class, extra = ARCHITECTURES[name]
-    model = getattr(transformers, model_class)(getattr(transformers, config_class)(**COMMON, **extra)).eval()
-    prompts = torch.randint(3, 100, (2, 7))
+def _eager(model, prompts):
+    """Eager ``generate``'s greedy tokens; the model's end token is then set to one it never
+    produced, so GenAI generates as many tokens as eager did."""
     with torch.no_grad():
         eager = model.generate(
             input_ids=prompts, attention_mask=torch.ones_like(prompts), max_new_tokens=NEW_TOKENS, do_sample=False,
             eos_token_id=None, pad_token_id=0,
         )
-    # An end token eager never produced, so GenAI generates as many tokens as eager did.
     model.generation_config.eos_token_id = next(t for t in range(3, 100) if t not in eager.flatten().tolist())
-    folder = export_for_genai(model, tmp_path / name)
-    config = json.loads((tmp_path / name / "genai_config.json").read_text())
-    assert config["model"]["decoder"]["num_key_value_heads"] == 2 and config["model"]["type"] == model.config.model_type
-    genai_model = og.Model(str(folder))
-    params = og.GeneratorParams(genai_model)
-    params.set_search_options(max_length=prompts.shape[1] + NEW_TOKENS, do_sample=False, batch_size=2)
-    generator = og.Generator(genai_model, params)
-    generator.append_tokens(prompts.numpy())
-    while not generator.is_done():
-        generator.generate_next_token()
-    for row in range(2):
-        assert [int(t) for t in generator.get_sequence(row)] == eager[row].tolist()
+    return eager.tolist()
 
 
 def _generated(folder, prompts, new_tokens):
@@ -65,6 +51,18 @@ def _generated(folder, prompts, new_tokens):
     return [[int(t) for t in generator.get_sequence(row)] for row in range(prompts.shape[0])]
 
 
+@pytest.mark.parametrize("name", list(ARCHITECTURES))
+def test_genai_generates_eager_tokens(name, tmp_path):
+    config_class, model_class, extra = ARCHITECTURES[name]
+    model = getattr(transformers, model_class)(getattr(transformers, config_class)(**COMMON, **extra)).eval()
+    prompts = torch.randint(3, 100, (2, 7))
+    eager = _eager(model, prompts)
+    folder = export_for_genai(model, tmp_path / name)
+    config = json.loads((tmp_path / name / "genai_config.json").read_text())
+    assert config["model"]["decoder"]["num_key_value_heads"] == 2 and config["model"]["type"] == model.config.model_type
+    assert _generated(folder, prompts, NEW_TOKENS) == eager
+
+
 def test_int4_weights_as_matmul_nbits(tmp_path):
     # torchao's int4 weight-only model, its products MatMulNBits at accuracy level 1: GenAI
     # generates the torchao model's greedy tokens.
@@ -74,18 +72,13 @@ def test_int4_weights_as_matmul_nbits(tmp_path):
     model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**COMMON)).eval()
     quantization.quantize_(model, quantization.IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=granularity.PerGroup(32)))
     prompts = torch.randint(3, 100, (2, 7))
-    with torch.no_grad():
-        eager = model.generate(
-            input_ids=prompts, attention_mask=torch.ones_like(prompts), max_new_tokens=NEW_TOKENS, do_sample=False,
-            eos_token_id=None, pad_token_id=0,
-        )
-    model.generation_config.eos_token_id = next(t for t in range(3, 100) if t not in eager.flatten().tolist())
+    eager = _eager(model, prompts)
     folder = export_for_genai(model, tmp_path / "int4", opset_version=21, fusion="onnxruntime")
     import onnx
 
     graph = onnx.load(str(tmp_path / "int4" / "model.onnx"), load_external_data=False).graph
     assert sum(node.op_type == "MatMulNBits" for node in graph.node) == 2 * 7 + 1  # 7 per layer, the head
-    assert _generated(folder, prompts, NEW_TOKENS) == eager.tolist()
+    assert _generated(folder, prompts, NEW_TOKENS) == eager
 
 
 def test_tokenizer_files_are_copied(tmp_path):
