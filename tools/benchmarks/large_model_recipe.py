@@ -26,6 +26,7 @@ import resource
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -48,11 +49,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch_onnx_fx
 
-    config = transformers.LlamaConfig(
-        hidden_size=4096, num_hidden_layers=options.layers, num_attention_heads=32, num_key_value_heads=8,
-        intermediate_size=14336, vocab_size=128256,
-    )
-    config._attn_implementation = "sdpa"
+    config = _config(options.layers)
     record: dict[str, float | int | str] = {"layers": options.layers}
     options.out.mkdir(parents=True, exist_ok=True)
     ids = torch.randint(0, config.vocab_size, (1, 16))
@@ -99,6 +96,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _config(layers: int, **extra: Any) -> Any:
+    """The Llama-3-8B shape with ``layers`` layers."""
+    import transformers
+
+    config = transformers.LlamaConfig(
+        hidden_size=4096, num_hidden_layers=layers, num_attention_heads=32, num_key_value_heads=8,
+        intermediate_size=14336, vocab_size=128256, **extra,
+    )
+    config._attn_implementation = "sdpa"
+    return config
+
+
 def _int4(options: argparse.Namespace) -> int:
     import collections
 
@@ -109,11 +118,7 @@ def _int4(options: argparse.Namespace) -> int:
 
     import torch_onnx_fx
 
-    config = transformers.LlamaConfig(
-        hidden_size=4096, num_hidden_layers=options.layers, num_attention_heads=32, num_key_value_heads=8,
-        intermediate_size=14336, vocab_size=128256, use_cache=False,
-    )
-    config._attn_implementation = "sdpa"
+    config = _config(options.layers, use_cache=False)
     quantization = IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32))
     record: dict[str, float | int | str] = {"layers": options.layers, "weights": "int4 group 32, MatMulNBits"}
     ids = torch.randint(0, config.vocab_size, (1, 16))
