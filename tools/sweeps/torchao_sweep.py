@@ -30,26 +30,14 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for _path in (REPO, REPO / "tests"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
+from helpers import flat_tensors  # noqa: E402
 from tools._common import machine_info  # noqa: E402
 
 PASS_BELOW = 1e-4
-
-
-def _tensors(value: Any) -> list[Any]:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for item in value for t in _tensors(item)]
-    if isinstance(value, dict):
-        return [t for item in value.values() for t in _tensors(item)]
-    if hasattr(value, "to_tuple"):
-        return _tensors(value.to_tuple())
-    return []
 
 
 def _difference(actual: list[Any], expected: list[Any]) -> float | None:
@@ -82,7 +70,7 @@ def _sensitivity(model: Any, kwargs: dict, expected: list[Any]) -> float | None:
     with torch.no_grad():
         saved = embedding.weight.clone()
         embedding.weight.copy_(torch.nextafter(saved, torch.full_like(saved, float("inf"))))
-        moved = _tensors(model(**kwargs))
+        moved = flat_tensors(model(**kwargs))
         embedding.weight.copy_(saved)
     return _difference(moved, expected)
 
@@ -107,14 +95,14 @@ def run_case(case: Any, config_name: str) -> dict[str, Any]:
     try:
         quantize_(model, config, filter_fn=lambda module, _: isinstance(module, torch.nn.Linear) and module.in_features % 32 == 0)
         with torch.no_grad():
-            expected = _tensors(model(*args, **kwargs))
+            expected = flat_tensors(model(*args, **kwargs))
     except Exception as exc:  # noqa: BLE001 - torchao's own failure on the model
         return {**record, "status": "quantize_failed", "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
     try:
         program = torch_onnx_fx.export(
             model, args, kwargs=kwargs, dynamic_shapes=shapes, verbose=False, opset_version=21, fusion="onnxruntime",
         )
-        actual = _tensors(program(*args, **kwargs))
+        actual = flat_tensors(program(*args, **kwargs))
     except Exception as exc:  # noqa: BLE001 - the failure is the result
         return {**record, "status": "export_failed", "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
     difference = _difference(actual, expected)
