@@ -52,10 +52,14 @@ class _RmsNormalization(pattern.RewriteRuleClassBase):
     """
 
     def __init__(self, x_first: bool, scale_first: bool) -> None:
-        super().__init__(f"RmsNormalization{int(x_first)}{int(scale_first)}")
+        super().__init__(f"{type(self).__name__.lstrip('_')}{int(x_first)}{int(scale_first)}")
         self.x_first, self.scale_first = x_first, scale_first
 
     def pattern(self, op: Any, x: Any, exponent: Any, axes: Any, epsilon: Any, scale: Any) -> Any:
+        return self.normalized(op, x, exponent, axes, epsilon, scale)
+
+    def normalized(self, op: Any, x: Any, exponent: Any, axes: Any, epsilon: Any, scale: Any) -> Any:
+        """The norm's pattern over ``x`` (for rules that match more around it)."""
         mean = op.ReduceMean(op.Pow(x, exponent), axes, _outputs=["mean"])
         inverse = op.Reciprocal(op.Sqrt(op.Add(mean, epsilon)))
         normalized = op.Mul(x, inverse) if self.x_first else op.Mul(inverse, x)

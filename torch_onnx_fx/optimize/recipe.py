@@ -3,7 +3,8 @@
 1. ``finalize``: inline torchlib's scripted functions, drop dead nodes (every export);
 2. with ``optimize=True``, onnxscript's optimizer (``optimizer``: folding, rewrite rules, lifting,
    deduplication, common subexpressions) with the weights kept replaceable and folded only by the
-   weight passes (``weights/``), then the ``fusion`` rewrites (``fusion``);
+   weight passes (``weights/``), then the ``fusion`` rewrites: with ``fusion="onnxruntime"`` ONNX
+   Runtime's fused operators first (``ort_fusions``), then the standard's (``fusion``);
 3. below opset 18, the graph built at 18 rewritten to the requested opset (``downgrade``), and
    finalized again;
 4. with ``fusion="onnxruntime"``, products with 4-bit weights as ONNX Runtime's ``MatMulNBits``
@@ -27,6 +28,7 @@ from torch_onnx_fx import dtypes
 from torch_onnx_fx.optimize import downgrade, fusion, optimizer
 from torch_onnx_fx.optimize.matmul_nbits import MatMulNBitsPass
 from torch_onnx_fx.optimize.module_functions import ModuleFunctionsPass
+from torch_onnx_fx.optimize.ort_fusions import fuse_for_onnxruntime
 from torch_onnx_fx.optimize.quantized_pad import QuantizedPadPass
 from torch_onnx_fx.optimize.runtime.dequantized_weights import DequantizedWeightPass
 from torch_onnx_fx.optimize.runtime.integer_reductions import IntegerReductionsPass
@@ -63,7 +65,9 @@ def optimize_model(
         if optimize:
             optimizer.optimize(model, weights=weights)
             QuantizedPadPass()(model)
-            fused = fusion.fuse(model, fusion_mode)
+            if fusion_mode == fusion.ONNXRUNTIME:
+                fused = fuse_for_onnxruntime(model)
+            fused.update(fusion.fuse(model, fusion_mode))
         if opset_version < built_at:
             downgrade.DowngradeOpsetPass(opset_version)(model)
             optimizer.finalize(model)

@@ -1,0 +1,69 @@
+"""fusion="onnxruntime": ONNX Runtime's fused operators where they compute what the model does,
+run in ONNX Runtime with its default session options and compared with eager; the patterns
+they would compute differently are left alone."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers import assert_matches_eager
+from tests.optimize.test_fusion import _llama, _ops
+
+pytest.importorskip("transformers")
+
+
+def _tokens(batch, length):
+    ids = torch.randint(3, 100, (batch, length), generator=torch.Generator().manual_seed(length))
+    return {"input_ids": ids, "attention_mask": torch.ones(batch, length, dtype=torch.int64)}
+
+
+_SHAPES = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"}}
+
+
+@pytest.mark.parametrize("opset, standalone", [(20, "ReduceMean"), (23, "RMSNormalization")])
+def test_llama_residual_norms_become_skip_simplified_layer_norms(opset, standalone):
+    program = assert_matches_eager(
+        _llama(), (), _tokens(2, 9), more_inputs=[((), _tokens(3, 5))], dynamic_shapes=_SHAPES,
+        opset_version=opset, fusion="onnxruntime",
+    )
+    ops = _ops(program)
+    # Two layers: every norm after a residual sum (three inside, the final one) is fused with the
+    # sum; the first layer's input norm has none and stays the decomposition or the standard's.
+    assert ops["SkipSimplifiedLayerNormalization"] == 4
+    assert ops[standalone] == 1
+    assert program.model_proto.opset_import and "com.microsoft" in {o.domain for o in program.model_proto.opset_import}
+
+
+class _ResidualNorm(torch.nn.Module):
+    def __init__(self, dtype=torch.float32) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.rand(8, dtype=dtype) + 0.5)
+
+    def forward(self, x, skip):
+        total = x + skip
+        normalized = total * torch.rsqrt(total.pow(2).mean(-1, keepdim=True) + 1e-6)
+        return self.weight * normalized, total * 2
+
+
+@pytest.mark.parametrize(
+    "x_shape, skip_shape, dtype, fused",
+    [
+        ((2, 5, 8), (2, 5, 8), torch.float32, True),
+        ((10, 8), (10, 8), torch.float32, True),
+        ((2, 5, 8), (1, 5, 8), torch.float32, False),
+        ((2, 5, 8), (2, 5, 8), torch.float64, False),
+        ((2, 3, 5, 8), (2, 3, 5, 8), torch.float32, False),
+    ],
+    ids=["3-d", "2-d", "broadcast-skip", "float64", "4-d"],
+)
+def test_skip_norm_only_where_the_kernel_takes_it(x_shape, skip_shape, dtype, fused):
+    model = _ResidualNorm(dtype).eval()
+    x, skip = torch.randn(x_shape, dtype=dtype), torch.randn(skip_shape, dtype=dtype)
+    program = assert_matches_eager(model, (x, skip), fusion="onnxruntime")
+    assert (_ops(program)["SkipSimplifiedLayerNormalization"] == 1) == fused
+
+
+def test_standard_fusion_leaves_the_residual_sum_apart():
+    program = assert_matches_eager(_ResidualNorm().eval(), (torch.randn(2, 5, 8), torch.randn(2, 5, 8)))
+    assert "SkipSimplifiedLayerNormalization" not in _ops(program)
