@@ -8,7 +8,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.errors import UnsupportedArgumentError
 from torch_onnx_fx.ops import builtin_table
-from torch_onnx_fx.registry import OURS, TORCHLIB, CUSTOM, TranslationTable, complex_translation, target_key, target_name
+from torch_onnx_fx.registry import OURS, TORCHLIB, CUSTOM, Translation, TranslationTable, complex_translation, target_key, target_name
 
 
 class _Call(torch.nn.Module):
@@ -51,6 +51,19 @@ def test_translations_newer_than_the_opset_or_fused_are_not_candidates():
     assert not any(t.fused for t in at_18.candidates(key))
     assert any(t.fused for t in at_23.candidates(key))
     assert not any(t.fused for t in unfused.candidates(key))
+
+
+def test_onnxruntime_translations_only_when_asked_and_then_first():
+    def standard(x):
+        return op.Relu(x)
+
+    def runtime(x):
+        return op.Identity(x)
+
+    builtin = {"aten::relu": (Translation(standard, OURS), Translation(runtime, OURS, onnxruntime=True))}
+    assert [t.function for t in TranslationTable(builtin).candidates("aten::relu")] == [standard]
+    chosen = TranslationTable(builtin, onnxruntime_translations=True).candidates("aten::relu")
+    assert [t.function for t in chosen] == [runtime, standard]
 
 
 def test_a_node_with_complex_tensors_goes_only_to_complex_translations():

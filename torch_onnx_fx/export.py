@@ -20,6 +20,7 @@ from torch_onnx_fx import _state, capture, diagnostics, normalize, ops, options,
 from torch_onnx_fx.capture.size_conditions import size_conditions
 from torch_onnx_fx.optimize import optimize_model
 from torch_onnx_fx.optimize.downgrade import BUILD_OPSET
+from torch_onnx_fx.optimize.fusion import ONNXRUNTIME
 from torch_onnx_fx.options import DEFAULT_OPSET, TORCHLIB_OPSET, ExportOptions
 from torch_onnx_fx.program import ONNXProgram, naming
 from torch_onnx_fx.progress import Progress
@@ -106,7 +107,10 @@ def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any,
 
     # Opsets below 18 are built at 18 and rewritten by the optimize stage (optimize/downgrade).
     build_opset = max(opts.opset_version, BUILD_OPSET)
-    table = TranslationTable(ops.builtin_table(), opts.custom_translation_table, build_opset, fused_translations=opts.fusion != "none")
+    table = TranslationTable(
+        ops.builtin_table(), opts.custom_translation_table, build_opset,
+        fused_translations=opts.fusion != "none", onnxruntime_translations=opts.fusion == ONNXRUNTIME,
+    )
     with progress.phase("decompose") as phase:
         decomposed = normalize.decompose(captured.exported_program, table)
         phase.detail = f"{len(decomposed.decomposed)} operator(s) decomposed" if decomposed.retraced else "not needed"

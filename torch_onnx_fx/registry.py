@@ -61,6 +61,9 @@ class Translation:
     # kernel then owns the precision of the intermediates, which normalize would otherwise
     # widen for half-precision inputs.
     fused: bool = False
+    # Whether the translation is to one of ONNX Runtime's own operators (com.microsoft): chosen only
+    # with fusion="onnxruntime", and then ahead of the standard translations of its target.
+    onnxruntime: bool = False
 
     def accepts(self, node: torch.fx.Node | None) -> bool:
         return self.supports is None or node is None or bool(self.supports(node))
@@ -203,6 +206,7 @@ def register(
     min_opset: int = 1,
     supports: Callable[[torch.fx.Node], bool] | None = None,
     fused: bool = False,
+    onnxruntime: bool = False,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator registering a torch_onnx_fx translation for one or more targets.
 
@@ -213,7 +217,9 @@ def register(
     def decorator(fn: Callable[..., Any]) -> Callable[..., Any]:
         for target in targets:
             _OUR_OPS.setdefault(target_key(target), []).append(
-                Translation(fn, OURS, complex=complex, min_opset=min_opset, supports=supports, fused=fused)
+                Translation(
+                    fn, OURS, complex=complex, min_opset=min_opset, supports=supports, fused=fused, onnxruntime=onnxruntime,
+                )
             )
         return fn
 
@@ -268,10 +274,13 @@ class TranslationTable:
         custom: Mapping[Any, Any] | None = None,
         opset_version: int = 18,
         fused_translations: bool = True,
+        onnxruntime_translations: bool = False,
     ):
         self.opset_version = opset_version
         # fusion="none": translations to one fused operator (Attention) are never chosen.
         self.fused_translations = fused_translations
+        # fusion="onnxruntime": translations to ONNX Runtime's operators are chosen, first.
+        self.onnxruntime_translations = onnxruntime_translations
         # The built-in translations (torch_onnx_fx.ops.builtin_table()): handed in, so the
         # registry never imports the translations that import it.
         self._builtin = builtin
@@ -300,7 +309,9 @@ class TranslationTable:
         usable = [
             t for t in self._registered(target)
             if t.min_opset <= self.opset_version and (self.fused_translations or not t.fused)
+            and (self.onnxruntime_translations or not t.onnxruntime)
         ]
+        usable.sort(key=lambda t: not t.onnxruntime)  # stable: registration order otherwise
         if node is None:
             return usable
         # The structural rule of complex support (as torch.onnx's dispatcher has it): a node with a
