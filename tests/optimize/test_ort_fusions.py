@@ -67,3 +67,62 @@ def test_skip_norm_only_where_the_kernel_takes_it(x_shape, skip_shape, dtype, fu
 def test_standard_fusion_leaves_the_residual_sum_apart():
     program = assert_matches_eager(_ResidualNorm().eval(), (torch.randn(2, 5, 8), torch.randn(2, 5, 8)))
     assert "SkipSimplifiedLayerNormalization" not in _ops(program)
+
+
+def _padded(batch, length):
+    tokens = _tokens(batch, length)
+    tokens["attention_mask"][1:, : length // 3] = 0  # left padding: padded query rows see no key at all
+    return tokens
+
+
+@pytest.mark.parametrize("opset", [20, 23])
+def test_llama_prefill_attention_is_one_kernel_per_layer(opset):
+    program = assert_matches_eager(
+        _llama(), (), _padded(2, 9), more_inputs=[((), _tokens(3, 5))], dynamic_shapes=_SHAPES,
+        opset_version=opset, fusion="onnxruntime",
+    )
+    assert _ops(program)["GroupQueryAttention"] == 2
+
+
+def _decode_step(model):
+    """The model as one decode step over plain tensors, its cache rebuilt inside (as
+    tools/benchmarks/decode_bench.py wraps it)."""
+    from transformers import DynamicCache
+
+    class Step(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, token, mask, cache):
+            past = DynamicCache(config=self.model.config)
+            for layer in range(len(cache) // 2):
+                past.update(cache[2 * layer], cache[2 * layer + 1], layer)
+            out = self.model(input_ids=token, attention_mask=mask, past_key_values=past, use_cache=True)
+            return (out.logits, *[t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)])
+
+    return Step().eval()
+
+
+def _step_inputs(batch, past, seed):
+    generator = torch.Generator().manual_seed(seed)
+    token = torch.randint(3, 100, (batch, 1), generator=generator)
+    mask = torch.ones(batch, past + 1, dtype=torch.int64)
+    mask[1:, :2] = 0  # a left-padded row
+    cache = [torch.randn(batch, 2, past, 8, generator=generator) for _ in range(4)]
+    return token, mask, cache
+
+
+def test_llama_decode_step_shares_the_cache_with_the_kernel():
+    model = _llama()
+    model.config.use_cache = True
+    past, total = torch.export.Dim("past", min=1, max=60), torch.export.Dim("total", min=2, max=61)
+    shapes = ({0: "batch"}, {0: "batch", 1: total}, [{0: "batch", 2: past}] * 4)
+    program = assert_matches_eager(
+        _decode_step(model), _step_inputs(2, 7, 0), dynamic_shapes=shapes, fusion="onnxruntime",
+        more_inputs=[(_step_inputs(3, 12, 1), {})],
+    )
+    ops = _ops(program)
+    # Every cache output is the kernel's present: no Concat of a cache is left.
+    assert ops["GroupQueryAttention"] == 2
+    assert not any(n.op_type == "Concat" and n.input[0].startswith("cache") for n in program.model_proto.graph.node)

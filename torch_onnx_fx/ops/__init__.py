@@ -31,6 +31,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     nonfinite,
     normalization,
     onnx_ops,
+    ort_attention,
     packed,
     padding,
     pooling,

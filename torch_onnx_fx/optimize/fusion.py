@@ -8,11 +8,13 @@ RMS normalization and rotary embedding of the model's Python code are rewritten 
 decomposition, which every back end runs.
 
 ``"onnxruntime"`` adds ONNX Runtime's own fused operators (``com.microsoft``) that its session
-does not make itself, or makes less exactly: for now ``MatMulNBits`` for 4-bit weights
-(``matmul_nbits.py``; its session's own fusion of the same pattern quantizes the activations).
-The session already applies the others it has (FusedMatMul, QuickGelu, SkipLayerNormalization...)
-to any graph it loads, and onnxscript's ``optimize_for_ort`` fused only rotary embeddings in our
-Llama graphs and ran 1.5x slower (docs/fusion.md has the measurement).
+does not make from our graphs itself, or makes less exactly: ``GroupQueryAttention`` for
+attention, sharing the KV cache it appends to (a translation, ``ops/ort_attention.py``, and
+``ort_fusions.share_present``); ``SkipSimplifiedLayerNormalization`` for a residual sum and its
+RMS norm (``ort_fusions.py``); ``MatMulNBits`` for 4-bit weights (``matmul_nbits.py``; the
+session's own fusion of that pattern quantizes the activations). The session applies the others
+it has (FusedMatMul, QuickGelu...) to any graph it loads; onnxscript's ``optimize_for_ort`` fused
+only rotary embeddings in our Llama graphs and ran 1.5x slower (docs/fusion.md).
 
 ``"none"`` keeps every operator as translated: no fused translation is chosen, no rewrite runs
 (for back ends without kernels for the fused operators).

@@ -1,5 +1,10 @@
 """``fusion="onnxruntime"``: rewrites into ONNX Runtime's ``com.microsoft`` fused operators that its
-session does not make from our graphs itself.
+session does not make from our graphs itself, and the cache their attention shares.
+
+The attention itself is a translation (``ops/ort_attention.py``): ``GroupQueryAttention`` appends
+the new keys and values to the cache and returns the whole (``present``), which the model's own
+``cat((past, new), dim=2)`` computed too. :func:`share_present` gives the ``cat``'s readers (the
+graph's cache outputs) the kernel's ``present`` instead, so the cache is copied once per step.
 
 A decoder layer adds its residual and normalizes the sum at once (``h = r + f(x); norm(h)``, with
 ``h`` kept for the next residual). ONNX Runtime's ``SkipSimplifiedLayerNormalization`` does both in
@@ -23,9 +28,9 @@ from onnx_ir.passes import common as common_passes
 from onnxscript.rewriter import pattern
 
 from torch_onnx_fx.optimize.fusion import _RmsNormalization
-from torch_onnx_fx.optimize.runtime.rewriting import constant_array
+from torch_onnx_fx.optimize.runtime.rewriting import constant_array, is_standard
 
-__all__ = ["fuse_for_onnxruntime"]
+__all__ = ["fuse_for_onnxruntime", "share_present"]
 
 MICROSOFT = "com.microsoft"
 
@@ -69,3 +74,55 @@ def fuse_for_onnxruntime(model: ir.Model) -> dict[str, int]:
     if count:
         model.opset_imports.setdefault(MICROSOFT, 1)
     return {"SkipSimplifiedLayerNormalization": count} if count else {}
+
+
+def _is_standard(node: ir.Node | None, op_type: str, perm: list[int] | None = None) -> bool:
+    if not is_standard(node, op_type):
+        return False
+    attribute = node.attributes.get("perm")
+    return perm is None or (attribute is not None and list(attribute.as_ints()) == perm)
+
+
+def _same_heads(packed: ir.Value, heads: ir.Value) -> bool:
+    """Whether the kernel's ``packed`` input [B, S, N * E] is ``heads`` [B, N, S, E] as the
+    translation laid it out: ``Reshape(Transpose(heads))``, or the projection ``heads`` was split
+    from (``Transpose(Reshape(packed))``)."""
+    reshape, transpose = packed.producer(), heads.producer()
+    if _is_standard(reshape, "Reshape") and _is_standard(reshape.inputs[0].producer(), "Transpose", [0, 2, 1, 3]):
+        return reshape.inputs[0].producer().inputs[0] is heads
+    if _is_standard(transpose, "Transpose", [0, 2, 1, 3]) and _is_standard(transpose.inputs[0].producer(), "Reshape"):
+        return transpose.inputs[0].producer().inputs[0] is packed
+    return False
+
+
+def share_present(model: ir.Model) -> int:
+    """Replace each ``cat((past, new), dim=2)`` that a GroupQueryAttention node also computes by the
+    node's ``present`` output; returns how many. Run on the translated graph, whose layout the
+    translation made; a ``cat`` read by anything but graph outputs is left (the kernel's output
+    comes later in the graph)."""
+    graph = model.graph
+    common_passes.RemoveUnusedNodesPass()(model)
+    shared = 0
+    for node in list(graph):
+        if node.domain != MICROSOFT or node.op_type != "GroupQueryAttention" or len(node.inputs) < 5:
+            continue
+        for new, past, present in ((node.inputs[1], node.inputs[3], node.outputs[1]), (node.inputs[2], node.inputs[4], node.outputs[2])):
+            if past is None or new is None or present.uses():
+                continue
+            for concat in list(past.consumers()):
+                axis = concat.attributes.get("axis")
+                if (not _is_standard(concat, "Concat") or len(concat.inputs) != 2 or concat.inputs[0] is not past
+                        or not _same_heads(new, concat.inputs[1]) or axis is None or axis.as_int() not in (2, -2)):
+                    continue
+                total = concat.outputs[0]
+                if total.uses():
+                    continue
+                outputs = [i for i, output in enumerate(graph.outputs) if output is total]
+                name = total.name
+                for index in outputs:
+                    graph.outputs[index] = present
+                graph.remove(concat, safe=True)
+                present.name = name
+                shared += 1
+                break
+    return shared

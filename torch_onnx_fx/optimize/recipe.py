@@ -1,6 +1,8 @@
 """The optimize stage's recipe: what runs on the translated model, in order.
 
-1. ``finalize``: inline torchlib's scripted functions, drop dead nodes (every export);
+1. with ``fusion="onnxruntime"``, the cache ``Concat`` an attention kernel also computes dropped
+   (``ort_fusions.share_present``); ``finalize``: inline torchlib's scripted functions, drop dead
+   nodes (every export);
 2. with ``optimize=True``, onnxscript's optimizer (``optimizer``: folding, rewrite rules, lifting,
    deduplication, common subexpressions) with the weights kept replaceable and folded only by the
    weight passes (``weights/``), then the ``fusion`` rewrites: with ``fusion="onnxruntime"`` ONNX
@@ -28,7 +30,7 @@ from torch_onnx_fx import dtypes
 from torch_onnx_fx.optimize import downgrade, fusion, optimizer
 from torch_onnx_fx.optimize.matmul_nbits import MatMulNBitsPass
 from torch_onnx_fx.optimize.module_functions import ModuleFunctionsPass
-from torch_onnx_fx.optimize.ort_fusions import fuse_for_onnxruntime
+from torch_onnx_fx.optimize.ort_fusions import fuse_for_onnxruntime, share_present
 from torch_onnx_fx.optimize.quantized_pad import QuantizedPadPass
 from torch_onnx_fx.optimize.runtime.dequantized_weights import DequantizedWeightPass
 from torch_onnx_fx.optimize.runtime.integer_reductions import IntegerReductionsPass
@@ -61,6 +63,8 @@ def optimize_model(
     # Only an export making functions needs each node's module after the passes.
     carried = optimizer.module_stacks_carried(model) if module_functions is not False else contextlib.nullcontext()
     with carried:
+        if fusion_mode == fusion.ONNXRUNTIME:
+            share_present(model)
         optimizer.finalize(model)
         if optimize:
             optimizer.optimize(model, weights=weights)
