@@ -82,6 +82,12 @@ def test_llama_prefill_attention_is_one_kernel_per_layer(opset):
         opset_version=opset, fusion="onnxruntime",
     )
     assert _ops(program)["GroupQueryAttention"] == 2
+    if opset >= 23:
+        # The kernel reads [B, S, N * E]: q and k are rotated as the projections give them, not
+        # split into heads, rotated and packed back.
+        rotary = [n for n in program.model_proto.graph.node if n.op_type == "RotaryEmbedding"]
+        assert len(rotary) == 4 and all(any(a.name == "num_heads" for a in n.attribute) for n in rotary)
+        assert _ops(program)["Transpose"] == 0
 
 
 def _decode_step(model):

@@ -182,7 +182,10 @@ def aten_sdpa_group_query_attention(
         return standard(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     heads, kv_heads, size = plan["heads"], plan["kv_heads"], plan["size"]
     total = _total_length(plan, attn_mask)
-    seqlens = op.Expand(op.Cast(op.Sub(total, op.Constant(value_ints=[1])), to=ir.DataType.INT32), op.Shape(query, start=0, end=1))
+    packed_query = _packed(query, heads, size)
+    # The batch read from the kernel's own input: the heads' other readers keep them from being
+    # rotated as packed (ort_fusions._PackedRotary).
+    seqlens = op.Expand(op.Cast(op.Sub(total, op.Constant(value_ints=[1])), to=ir.DataType.INT32), op.Shape(packed_query, start=0, end=1))
     total_length = op.Cast(op.Squeeze(total, op.Constant(value_ints=[0])), to=ir.DataType.INT32)
     bias = None
     if attn_mask is not None:
@@ -194,7 +197,7 @@ def aten_sdpa_group_query_attention(
     }
     ctx.import_opset(MICROSOFT, 1)
     inputs = [
-        _packed(query, heads, size), _packed(plan["new_key"], kv_heads, size), _packed(plan["new_value"], kv_heads, size),
+        packed_query, _packed(plan["new_key"], kv_heads, size), _packed(plan["new_value"], kv_heads, size),
         plan["past_key"], plan["past_value"], seqlens, total_length, None, None, None, bias,
     ]
     output, present_key, present_value = ctx.op(

@@ -69,9 +69,7 @@ def optimize_model(
         if optimize:
             optimizer.optimize(model, weights=weights)
             QuantizedPadPass()(model)
-            if fusion_mode == fusion.ONNXRUNTIME:
-                fused = fuse_for_onnxruntime(model)
-            fused.update(fusion.fuse(model, fusion_mode))
+            fused = fuse_for_onnxruntime(model) if fusion_mode == fusion.ONNXRUNTIME else fusion.fuse(model, fusion_mode)
         if opset_version < built_at:
             downgrade.DowngradeOpsetPass(opset_version)(model)
             optimizer.finalize(model)
