@@ -5,12 +5,15 @@ one. A Llama of ~20 M parameters (hidden 512, 4 layers, 8 query heads sharing 4 
 weights) is wrapped so that its inputs are the token, the attention mask and the cache as plain
 tensors and its outputs the logits and the grown cache, exported once with a dynamic cache length
 by ``torch.onnx.export(dynamo=True)`` and by ``torch_onnx_fx.export`` at opset 20 (the default)
-and 23 (the standard's fused Attention), and run at a past of 128 and 1024 positions. The graphs
-run interleaved call by call in one process (ONNX Runtime CPU, one intra-op thread), so load on the
-machine weighs on all alike; the median is reported with its ratio to torch.onnx's. Every graph's
+and 23 (the standard's fused Attention), each also with ``fusion="onnxruntime"`` (ONNX Runtime's
+GroupQueryAttention and SkipSimplifiedLayerNormalization), and run at a past of 128 and 1024
+positions. With ``--mobius`` (the ``mobius-onnx`` package importable), the graph ONNX Runtime's
+model builder writes by hand for the same weights runs beside them. The graphs run interleaved
+call by call in one process (ONNX Runtime CPU, ``--threads`` intra-op threads that do not spin
+between calls), so load on the machine weighs on all alike; the median is reported with its ratio to torch.onnx's. Every graph's
 logits are compared with eager PyTorch first.
 
-    python tools/benchmarks/decode_bench.py [--pasts 128,1024] [--calls 40]
+    python tools/benchmarks/decode_bench.py [--pasts 128,1024] [--calls 40] [--threads 1] [--mobius]
 
 Results: ``tools/results/decode.jsonl`` (one line per run and variant).
 """
@@ -34,7 +37,10 @@ if str(REPO) not in sys.path:
 from tools._common import machine_info  # noqa: E402
 
 RESULTS = REPO / "tools" / "results" / "decode.jsonl"
-VARIANTS = ("torch.onnx", "torch_onnx_fx", "torch_onnx_fx opset 23")
+VARIANTS = (
+    "torch.onnx", "torch_onnx_fx", "torch_onnx_fx opset 23", "torch_onnx_fx onnxruntime", "torch_onnx_fx opset 23 onnxruntime",
+)
+MOBIUS = "mobius (model builder)"
 LAYERS, KV_HEADS = 4, 4
 
 
@@ -106,16 +112,35 @@ def _export(variant: str, step: Any, example: tuple[Any, ...], path: Path) -> in
     else:
         import torch_onnx_fx
 
-        opset = 23 if variant.endswith("opset 23") else None
-        program = torch_onnx_fx.export(step, example, dynamic_shapes=shapes, opset_version=opset, verbose=False)
+        opset = 23 if "opset 23" in variant else None
+        fusion = "onnxruntime" if variant.endswith("onnxruntime") else "standard"
+        program = torch_onnx_fx.export(step, example, dynamic_shapes=shapes, opset_version=opset, fusion=fusion, verbose=False)
     program.save(str(path))
     return sum(1 for _ in ir.traversal.RecursiveGraphIterator(program.model.graph))
+
+
+def _mobius(model: Any, folder: Path) -> tuple[Path, int]:
+    """mobius's hand-written graph of ``model`` (its CPU build: GroupQueryAttention, fused norms,
+    packed QKV) with the model's weights; its path and node count. Its inputs come in the
+    step's order (ids, mask, then each layer's key and value), so the feeds are the same."""
+    import mobius
+    import onnx_ir as ir
+    from mobius._configs import ArchitectureConfig
+
+    config = ArchitectureConfig.from_transformers(model.config)
+    config.dtype = ir.DataType.FLOAT
+    package = mobius.build_from_module(mobius.registry.get(model.config.model_type)(config), config, execution_provider="cpu")
+    package.apply_weights(model.state_dict())
+    package.save(str(folder))
+    return folder / "model.onnx", sum(1 for _ in package["model"].graph)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pasts", default="128,1024", help="cache lengths to time, comma-separated")
     parser.add_argument("--calls", type=int, default=40, help="timed calls per graph and cache length")
+    parser.add_argument("--threads", type=int, default=1, help="ONNX Runtime intra-op threads")
+    parser.add_argument("--mobius", action="store_true", help="time mobius's graph too (needs mobius-onnx)")
     parser.add_argument("--json", type=Path, default=RESULTS)
     options = parser.parse_args(argv)
     warnings.simplefilter("ignore")
@@ -130,12 +155,19 @@ def main(argv: list[str] | None = None) -> int:
     header = machine_info("python tools/benchmarks/decode_bench.py " + " ".join(sys.argv[1:] if argv is None else argv))
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as scratch:
-        nodes, sessions = {}, {}
+        nodes, paths = {}, {}
         for variant in VARIANTS:
-            path = Path(scratch) / f"{variant.replace(' ', '_')}.onnx"
-            nodes[variant] = _export(variant, step, _inputs(pasts[0], model.config), path)
+            paths[variant] = Path(scratch) / f"{variant.replace(' ', '_')}.onnx"
+            nodes[variant] = _export(variant, step, _inputs(pasts[0], model.config), paths[variant])
+        if options.mobius:
+            paths[MOBIUS], nodes[MOBIUS] = _mobius(model, Path(scratch) / "mobius")
+        sessions = {}
+        for variant, path in paths.items():
             session_options = ort.SessionOptions()
-            session_options.intra_op_num_threads = 1
+            session_options.intra_op_num_threads = options.threads
+            # Interleaved sessions: a session's pool spinning after its call would take the cores
+            # from the next session's call.
+            session_options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             sessions[variant] = ort.InferenceSession(str(path), session_options, providers=["CPUExecutionProvider"])
         for past in pasts:
             token, mask, cache = _inputs(past, model.config)
@@ -144,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             arrays = [token.numpy(), mask.numpy(), *(c.numpy() for c in cache)]
             feeds = {v: {i.name: a for i, a in zip(s.get_inputs(), arrays, strict=True)} for v, s in sessions.items()}
             diffs = {v: float(np.abs(s.run(None, feeds[v])[0] - expected).max()) for v, s in sessions.items()}
-            times: dict[str, list[float]] = {v: [] for v in VARIANTS}
+            times: dict[str, list[float]] = {v: [] for v in sessions}
             for _ in range(3):
                 for v, s in sessions.items():
                     s.run(None, feeds[v])
@@ -154,9 +186,9 @@ def main(argv: list[str] | None = None) -> int:
                     s.run(None, feeds[v])
                     times[v].append((time.perf_counter() - start) * 1000)
             base = statistics.median(times["torch.onnx"])
-            for v in VARIANTS:
+            for v in sessions:
                 median = statistics.median(times[v])
-                rows.append({**header, "past": past, "variant": v, "ms": round(median, 3), "ratio": round(median / base, 3),
+                rows.append({**header, "past": past, "threads": options.threads, "variant": v, "ms": round(median, 3), "ratio": round(median / base, 3),
                              "nodes": nodes[v], "max_abs_diff": diffs[v]})
     print("| past | variant | ms | ratio to torch.onnx | nodes | max diff |")
     print("|---:|---|---:|---:|---:|---:|")
