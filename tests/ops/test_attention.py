@@ -171,6 +171,20 @@ def test_repeated_kv_heads_are_broadcast_not_copied(mask_kind, opset):
     assert ("Attention" in [n.op_type for n in program.model.graph]) == (opset >= 23)
 
 
+def test_repeated_kv_through_a_copy_is_broadcast_too():
+    # expand().contiguous().reshape(): a clone between the Expand and the Reshape (torchao's
+    # quantized models export repeat_kv so).
+    class CopiedKV(torch.nn.Module):
+        def forward(self, q, k, v):
+            group = q.shape[1] // k.shape[1]
+            k, v = (x[:, :, None].expand(-1, -1, group, -1, -1).contiguous().flatten(1, 2) for x in (k, v))
+            return F.scaled_dot_product_attention(q, k, v)
+
+    q, k, v = torch.randn(2, 8, 5, 16), torch.randn(2, 2, 7, 16), torch.randn(2, 2, 7, 16)
+    program = assert_matches_eager(CopiedKV().eval(), (q, k, v), rtol=1e-5, atol=1e-6)
+    assert "Expand" not in [n.op_type for n in program.model.graph]
+
+
 def test_enable_gqa_broadcasts_the_shared_heads():
     q, k, v = torch.randn(2, 6, 4, 8), torch.randn(2, 3, 5, 8), torch.randn(2, 3, 5, 8)
     program = assert_matches_eager(Attention(enable_gqa=True, is_causal=True), (q, k, v), rtol=1e-5, atol=1e-6)

@@ -226,7 +226,11 @@ def _head_repeat_source(x: ir.Value) -> ir.Value | None:
     ``x`` (``[B, Hkv * G, S, E]``: transformers' ``repeat_kv``), or None. Attention can broadcast
     it over the query groups instead of reading a materialized copy of every head."""
     reshape = x.producer()
-    expand = reshape.inputs[0].producer() if reshape is not None and reshape.op_type == "Reshape" and reshape.domain in ("", "ai.onnx") else None
+    copied = reshape.inputs[0] if reshape is not None and reshape.op_type == "Reshape" and reshape.domain in ("", "ai.onnx") else None
+    # A clone between them (``.contiguous()``, or reshape's copy as some decompositions write it).
+    while copied is not None and copied.producer() is not None and copied.producer().op_type == "Identity" and copied.producer().domain in ("", "ai.onnx"):
+        copied = copied.producer().inputs[0]
+    expand = copied.producer() if copied is not None else None
     if expand is None or expand.op_type != "Expand" or expand.domain not in ("", "ai.onnx"):
         return None
     grouped, repeated = expand.inputs[0], expand.outputs[0]
