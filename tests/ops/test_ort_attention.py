@@ -150,21 +150,3 @@ def test_float64_keeps_the_standard_translation():
 def test_standard_fusion_never_chooses_the_kernel():
     program = assert_matches_eager(_Cached().eval(), _cached_inputs(2, 8, 4, 1, 5))
     assert GQA not in _ops(program)
-
-
-def test_sizes_the_kernel_refuses_take_the_standard_attention_at_run_time():
-    # Batch, new positions and cache all dynamic (export_for_genai's graph): an If on the sizes
-    # runs the kernel for one new position, one row or an empty cache, and the standard
-    # attention for several new positions after a cache in a batch, which the kernel refuses.
-    batch, new, past = torch.export.Dim("batch", min=1, max=8), torch.export.Dim("new", min=1, max=16), torch.export.Dim("past", min=1, max=64)
-    cache = {0: batch, 2: past}
-    shapes = ({0: batch, 2: new}, {0: batch, 2: new}, {0: batch, 2: new}, cache, cache, {0: batch, 2: new, 3: torch.export.Dim.AUTO})
-    program = assert_matches_eager(
-        _Cached().eval(), _cached_inputs(2, 8, 4, 3, 5), dynamic_shapes=shapes, fusion="onnxruntime",
-        more_inputs=[(_cached_inputs(2, 8, 4, 1, 9, seed=1), {}), (_cached_inputs(1, 8, 4, 4, 6, seed=2), {})],
-    )
-    (guard,) = [n for n in program.model_proto.graph.node if n.op_type == "If"]
-    then_branch = next(a.g for a in guard.attribute if a.name == "then_branch")
-    assert [n.op_type for n in then_branch.node] == [GQA]
-    # The kernel's presents (through the If) are the cache outputs: the model's cat is gone.
-    assert _ops(program)["Concat"] == 0

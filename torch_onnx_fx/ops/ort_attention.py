@@ -18,9 +18,8 @@ tests/ops/test_ort_attention.py):
   bottom-right causal mask is ATen's top-left one);
 - a cache appended as ``cat((past, new), dim=2)``: the kernel takes ``past`` and ``new`` apart and
   its ``present`` output replaces the ``cat`` (``optimize/ort_fusions.py``). Its CPU kernel refuses
-  several new positions after a non-empty cache for a batch of more than one row; where the shapes
-  allow that case, an ``If`` on the sizes runs the standard attention for it (every step of a
-  generation loop, one position or an empty cache, takes the kernel).
+  several new positions after a cache for a batch of more than one, so a cache is taken only where
+  the query is one position or the batch one row, statically.
 
 Everything else goes to the standard translations (``nn.py``), as without the option.
 """
@@ -121,18 +120,14 @@ def _plan(query: ir.Value, key: ir.Value, value: ir.Value, attn_mask: ir.Value |
         if keys.shape[2] != length or values.shape[2] != length:
             return None
     else:
-        if is_causal:
+        if is_causal or not (length == 1 or batch == 1):
             return None
         (past_key, new_key), (past_value, new_value) = key_parts, value_parts
         if new_key.shape[2] != length or new_value.shape[2] != length:
             return None
-        if all(isinstance(n, int) and n != 1 for n in (length, batch)) and isinstance(past_key.shape[2], int) and past_key.shape[2]:
-            return None  # sizes the kernel refuses, and nothing else
     return {
         "heads": heads, "kv_heads": kv_heads, "size": size, "past_key": past_key, "past_value": past_value,
         "new_key": new_key, "new_value": new_value, "total": keys,
-        # Several new positions after a non-empty cache in a batch: the kernel refuses them.
-        "guarded": past_key is not None and length != 1 and batch != 1,
     }
 
 
@@ -160,43 +155,6 @@ def _packed(x: ir.Value, heads: int, size: int) -> ir.Value:
             if projection.shape is not None and list(projection.shape) == [x.shape[0], x.shape[2], heads * size]:
                 return projection
     return op.Reshape(op.Transpose(x, perm=[0, 2, 1, 3]), op.Constant(value_ints=[0, 0, heads * size]))
-
-
-def _typed(outputs: tuple[ir.Value, ...], plan: dict[str, Any], query: ir.Value) -> tuple[ir.Value, ...]:
-    """The kernel's (output [B, S, N * E], present key, present value), typed."""
-    output, present_key, present_value = outputs
-    output.dtype, output.shape = ir.DataType.FLOAT, ir.Shape([query.shape[0], query.shape[2], plan["heads"] * plan["size"]])
-    for present in (present_key, present_value):
-        present.dtype, present.shape = ir.DataType.FLOAT, plan["total"].shape
-    return outputs
-
-
-def _guarded_kernel(ctx: OpContext, plan: dict[str, Any], inputs: list[Any], attributes: dict[str, Any],
-                    query: ir.Value, attn_mask: ir.Value | None, scale: float | None) -> tuple[ir.Value, ...]:
-    """The kernel where it runs (one new position, one row, or an empty cache: every step of a
-    generation loop), the standard attention over the cache appended by ``Concat`` otherwise, as an
-    ``If`` on the sizes; both give (output, present key, present value)."""
-    packed_query, past_key = inputs[0], plan["past_key"]
-    one = op.Constant(value_ints=[1])
-    takes = op.Or(
-        op.Or(op.Equal(op.Shape(packed_query, start=1, end=2), one), op.Equal(op.Shape(packed_query, start=0, end=1), one)),
-        op.Equal(op.Shape(past_key, start=2, end=3), op.Constant(value_ints=[0])),
-    )
-    kernel = ctx.subgraph("group_query_attention")
-    with kernel.building():
-        then_outputs = _typed(kernel.op("GroupQueryAttention", inputs, attributes, domain=MICROSOFT, num_outputs=3), plan, query)
-    then_graph = kernel.finish(list(then_outputs), [None] * 3)
-    standard = ctx.subgraph("standard_attention")
-    with standard.building():
-        keys = op.Concat(past_key, plan["new_key"], axis=2)
-        values = op.Concat(plan["past_value"], plan["new_value"], axis=2)
-        grouped = plan["kv_heads"] != plan["heads"]
-        attended = nn.aten_sdpa(query, keys, values, attn_mask, 0.0, False, scale, grouped)
-        packed = op.Reshape(op.Transpose(attended, perm=[0, 2, 1, 3]), op.Constant(value_ints=[0, 0, plan["heads"] * plan["size"]]))
-    else_graph = standard.finish([packed, keys, values], [None] * 3)
-    branches = {"then_branch": ir.AttrGraph("then_branch", then_graph), "else_branch": ir.AttrGraph("else_branch", else_graph)}
-    condition = op.Reshape(takes, op.Constant(value=ir.tensor(np.array([], dtype=np.int64))))
-    return _typed(ctx.op("If", [condition], branches, num_outputs=3, infer=False), plan, query)
 
 
 @register("aten::scaled_dot_product_attention", supports=_kernel_types, fused=True, onnxruntime=True)
@@ -242,10 +200,13 @@ def aten_sdpa_group_query_attention(
         packed_query, _packed(plan["new_key"], kv_heads, size), _packed(plan["new_value"], kv_heads, size),
         plan["past_key"], plan["past_value"], seqlens, total_length, None, None, None, bias,
     ]
-    if plan["guarded"]:
-        output, _, _ = _guarded_kernel(ctx, plan, inputs, attributes, query, attn_mask, scale)
-    else:
-        output, _, _ = _typed(ctx.op("GroupQueryAttention", inputs, attributes, domain=MICROSOFT, num_outputs=3, infer=False), plan, query)
+    output, present_key, present_value = ctx.op(
+        "GroupQueryAttention", inputs, attributes, domain=MICROSOFT, num_outputs=3, infer=False,
+    )
+    batch, length = query.shape[0], query.shape[2]
+    output.dtype, output.shape = ir.DataType.FLOAT, ir.Shape([batch, length, heads * size])
+    for present in (present_key, present_value):
+        present.dtype, present.shape = ir.DataType.FLOAT, plan["total"].shape
     if attn_mask is not None:
         # Rows with no key allowed: NaN from the kernel, zeros from ATen. [B|1, 1, S, 1] -> [B|1, S, 1].
         allowed = op.ReduceMax(op.Cast(attn_mask, to=ir.DataType.INT32), op.Constant(value_ints=[-1]), keepdims=1)

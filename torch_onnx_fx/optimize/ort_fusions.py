@@ -144,38 +144,23 @@ def _same_heads(packed: ir.Value, heads: ir.Value) -> bool:
     return False
 
 
-def _attention_kernels(graph: ir.Graph) -> list[tuple[ir.Node, ir.Node]]:
-    """(node giving the presents, the GroupQueryAttention node) pairs of ``graph``: the kernel
-    itself, or the ``If`` whose then-branch is the kernel (the translation's guard for the sizes
-    it refuses), the kernel's inputs being values of ``graph``."""
-    found = []
-    for node in graph:
-        if node.domain == MICROSOFT and node.op_type == "GroupQueryAttention" and len(node.inputs) >= 5:
-            found.append((node, node))
-        elif is_standard(node, "If") and len(node.outputs) == 3:
-            branch = node.attributes["then_branch"].as_graph()
-            kernel = branch.outputs[1].producer()
-            if (kernel is not None and kernel.domain == MICROSOFT and kernel.op_type == "GroupQueryAttention"
-                    and len(kernel.inputs) >= 5 and list(kernel.outputs) == list(branch.outputs)):
-                found.append((node, kernel))
-    return found
-
-
 def share_present(model: ir.Model) -> int:
     """Replace each ``cat((past, new), dim=2)`` that a GroupQueryAttention node also computes by the
-    node's ``present`` output (or its guarding ``If``'s); returns how many. Run on the translated graph, whose layout the
+    node's ``present`` output; returns how many. Run on the translated graph, whose layout the
     translation made; a ``cat`` read by anything but graph outputs is left (the kernel's output
     comes later in the graph)."""
     graph = model.graph
     common_passes.RemoveUnusedNodesPass()(model)
     shared = 0
-    for node, kernel in _attention_kernels(graph):
-        for new, past, present in ((kernel.inputs[1], kernel.inputs[3], node.outputs[1]), (kernel.inputs[2], kernel.inputs[4], node.outputs[2])):
+    for node in list(graph):
+        if node.domain != MICROSOFT or node.op_type != "GroupQueryAttention" or len(node.inputs) < 5:
+            continue
+        for new, past, present in ((node.inputs[1], node.inputs[3], node.outputs[1]), (node.inputs[2], node.inputs[4], node.outputs[2])):
             if past is None or new is None or present.uses():
                 continue
             for concat in list(past.consumers()):
                 axis = concat.attributes.get("axis")
-                if (concat.graph is not graph or not _is_standard(concat, "Concat") or len(concat.inputs) != 2 or concat.inputs[0] is not past
+                if (not _is_standard(concat, "Concat") or len(concat.inputs) != 2 or concat.inputs[0] is not past
                         or not _same_heads(new, concat.inputs[1]) or axis is None or axis.as_int() not in (2, -2)):
                     continue
                 total = concat.outputs[0]

@@ -69,14 +69,6 @@ class Subgraph:
         """A context manager under which ``op.*`` calls record into this subgraph."""
         return self._walk.tracer.active()
 
-    def op(
-        self, op_type: str, inputs: Sequence[ir.Value | None], attributes: Mapping[str, Any] | None = None, *,
-        domain: str = "", num_outputs: int = 1,
-    ) -> Any:
-        """One node in this subgraph (other domains, several outputs: what ``op.*`` cannot write);
-        its output, or a tuple of them. The caller types the outputs."""
-        return self._walk.tracer.op(op_type, inputs, attributes, domain=domain, num_outputs=num_outputs, infer=False)
-
     def inline(self, module: torch.fx.GraphModule, inputs: Sequence[Any]) -> list[Any]:
         """Translate ``module``'s FX graph into this subgraph, its placeholders bound to ``inputs``."""
         return self._walk.inline(module, inputs)
