@@ -82,12 +82,11 @@ def test_llama_prefill_attention_is_one_kernel_per_layer(opset):
         opset_version=opset, fusion="onnxruntime",
     )
     assert _ops(program)["GroupQueryAttention"] == 2
-    if opset >= 23:
-        # The kernel reads [B, S, N * E]: q and k are rotated as the projections give them, not
-        # split into heads, rotated and packed back.
-        rotary = [n for n in program.model_proto.graph.node if n.op_type == "RotaryEmbedding"]
-        assert len(rotary) == 4 and all(any(a.name == "num_heads" for a in n.attribute) for n in rotary)
-        assert _ops(program)["Transpose"] == 0
+    # The kernel reads [B, S, N * E]: q and k are rotated as the projections give them (ONNX
+    # Runtime's RotaryEmbedding, at any opset), not split into heads, rotated and packed back.
+    rotary = [n for n in program.model_proto.graph.node if n.op_type == "RotaryEmbedding"]
+    assert len(rotary) == 4 and all(n.domain == "com.microsoft" for n in rotary)
+    assert _ops(program)["Transpose"] == 0
 
 
 def _decode_step(model):
@@ -132,3 +131,38 @@ def test_llama_decode_step_shares_the_cache_with_the_kernel():
     # Every cache output is the kernel's present: no Concat of a cache is left.
     assert ops["GroupQueryAttention"] == 2
     assert not any(n.op_type == "Concat" and n.input[0].startswith("cache") for n in program.model_proto.graph.node)
+
+
+class _PackedRotary(torch.nn.Module):
+    """A projection split into heads, rotated as transformers does, packed back; frequencies
+    shared by the batch or given per row."""
+
+    def __init__(self, per_row: bool) -> None:
+        super().__init__()
+        self.per_row = per_row
+        self.projection = torch.nn.Linear(16, 32, bias=False)
+
+    def forward(self, x, positions):
+        batch, length, _ = x.shape
+        heads = self.projection(x).view(batch, length, 4, 8).transpose(1, 2)
+        inverse = 1.0 / (10000 ** (torch.arange(0, 8, 2).float() / 8))
+        frequencies = positions[:, :, None].float() * inverse[None, None, :]  # [b, S, 4]
+        angles = torch.cat((frequencies, frequencies), dim=-1)
+        cos, sin = angles.cos().unsqueeze(1), angles.sin().unsqueeze(1)
+        rotated = torch.cat((-heads[..., 4:], heads[..., :4]), dim=-1)
+        return (heads * cos + rotated * sin).transpose(1, 2).reshape(batch, length, -1)
+
+
+@pytest.mark.parametrize("per_row", [False, True], ids=["shared-positions", "positions-per-row"])
+@pytest.mark.parametrize("opset", [20, 23])
+def test_rotary_of_packed_heads_is_one_kernel(per_row, opset):
+    x = torch.randn(3, 5, 16)
+    positions = (torch.arange(5)[None] + torch.tensor([[0], [7], [2]])) if per_row else torch.arange(3, 8)[None]
+    other = (torch.randn(2, 6, 16), (torch.arange(6)[None] + torch.tensor([[4], [1]])) if per_row else torch.arange(6)[None])
+    shapes = ({0: "batch", 1: "length"}, {0: "batch", 1: "length"} if per_row else {1: "length"})
+    program = assert_matches_eager(
+        _PackedRotary(per_row).eval(), (x, positions), dynamic_shapes=shapes, more_inputs=[(other, {})],
+        opset_version=opset, fusion="onnxruntime",
+    )
+    rotary = [n for n in program.model_proto.graph.node if n.op_type == "RotaryEmbedding"]
+    assert [n.domain for n in rotary] == ["com.microsoft"] and _ops(program)["Transpose"] == 0

@@ -28,7 +28,7 @@ from onnx_ir.passes import common as common_passes
 from onnxscript.rewriter import pattern
 
 from torch_onnx_fx.optimize import fusion
-from torch_onnx_fx.optimize.fusion import _RmsNormalization
+from torch_onnx_fx.optimize.fusion import _RmsNormalization, _RotaryEmbedding
 from torch_onnx_fx.optimize.runtime.rewriting import constant_array, is_standard
 
 __all__ = ["fuse_for_onnxruntime", "share_present"]
@@ -61,67 +61,66 @@ class _SkipRmsNormalization(_RmsNormalization):
         return normalized, total
 
 
-class _PackedRotary(pattern.RewriteRuleClassBase):
-    """The rotary embedding of heads split out of a projection and packed back for the attention
-    kernel, ``pack(RotaryEmbedding(split(y)))``, as one ``RotaryEmbedding(y, num_heads=N)``.
+class _PackedRotary(_RotaryEmbedding):
+    """The rotary embedding of heads split from a projection and packed back for the attention
+    kernel, ``pack(rotary(split(y)))``, as ONNX Runtime's one ``RotaryEmbedding(y, ...,
+    num_heads=N)`` on the projection's [B, S, N * E], at any opset.
 
-    The standard's RotaryEmbedding takes [B, S, N * E] with ``num_heads`` and rotates each head
-    of it as it rotates [B, N, S, E]: the same products and sums, without the four moves. Taken
-    only where the shapes say the split and the pack are exactly that: y [B, S, N * E], the split
-    [B, S, N, E] moved to [B, N, S, E] and back, the result [B, S, N * E].
+    The rotation is the standard rule's (transformers' ``x * cos + rotate_half(x) * sin``, checked
+    as there). The kernel reads cos/sin rows from a cache by position: the frequencies' own rows,
+    flattened ([b * S, E / 2]), at positions ``s`` (an offset of 0) when the batch shares them, or
+    ``b * S + s`` when each row has its own: the same angles, and no split, pack or expansion of
+    the caches to the batch.
     """
 
-    def __init__(self) -> None:
-        super().__init__("PackedRotary")
-
-    def pattern(self, op: Any, y: Any, split_shape: Any, cos: Any, sin: Any, positions: Any, pack_shape: Any) -> Any:
-        heads = op.Transpose(op.Reshape(y, split_shape, _outputs=["split"]), perm=[0, 2, 1, 3])
-        # The standard rule's caches, expanded to the heads' batch (which the split keeps).
-        caches = op.Concat(op.Shape(heads, start=0, end=1), positions, axis=0)
-        rotated = op.RotaryEmbedding(heads, op.Expand(cos, caches), op.Expand(sin, caches), _outputs=["rotated"])
+    def pattern(self, op: Any, y: Any, split_shape: Any, freqs: Any, axes1: Any, axes2: Any, s1: Any, e1: Any, a1: Any,
+                t1: Any, s2: Any, e2: Any, a2: Any, t2: Any, pack_shape: Any) -> Any:
+        heads = op.Transpose(op.Reshape(y, split_shape, _outputs=["split"]), perm=[0, 2, 1, 3], _outputs=["heads"])
+        rotated = super().pattern(op, heads, freqs, axes1, axes2, s1, e1, a1, t1, s2, e2, a2, t2)
         return op.Reshape(op.Transpose(rotated, perm=[0, 2, 1, 3]), pack_shape, _outputs=["packed"])
 
-    def check(self, context: Any, y: ir.Value, split: ir.Value, rotated: ir.Value, packed: ir.Value, **_: Any) -> pattern.MatchResult:
-        result = pattern.MatchResult()
-        rotary = rotated.producer()
-        if len(rotary.inputs) > 3 or any(name in rotary.attributes for name in ("num_heads", "interleaved", "rotary_embedding_dim")):
-            return result.fail("only a whole-head, non-interleaved rotary without position ids")
+    def check(self, context: Any, y: ir.Value, split: ir.Value, heads: ir.Value, packed: ir.Value, **values: Any) -> pattern.MatchResult:
+        result = super().check(context, x=heads, **values)
+        if not result:
+            return result
         if any(v.shape is None for v in (y, split, packed)) or split.shape.rank() != 4 or y.shape.rank() != 3:
             return result.fail("shapes unknown")
-        batch, length, heads, size = split.shape
-        if not (isinstance(heads, int) and isinstance(size, int)):
-            return result.fail("the head count and size must be static")
-        if list(y.shape) != [batch, length, heads * size] or list(packed.shape) != list(y.shape):
+        batch, length, count, size = split.shape
+        if not isinstance(count, int) or list(y.shape) != [batch, length, count * size] or list(packed.shape) != list(y.shape):
             return result.fail("the split and the pack must be of [B, S, N * E]")
         return result
 
-    def rewrite(self, op: Any, y: ir.Value, cos: ir.Value, sin: ir.Value, positions: ir.Value, split: ir.Value,
-                **_: Any) -> Any:
-        caches = op.Concat(op.Shape(y, start=0, end=1), positions, axis=0)
-        return op.RotaryEmbedding(y, op.Expand(cos, caches), op.Expand(sin, caches), num_heads=split.shape[2])
+    def rewrite(self, op: Any, y: ir.Value, freqs: ir.Value, split: ir.Value, **_: Any) -> Any:
+        flat = op.Constant(value_ints=[-1, freqs.shape[2]])
+        cos, sin = op.Reshape(op.Cos(freqs), flat), op.Reshape(op.Sin(freqs), flat)
+        if freqs.shape[0] == 1:
+            positions = op.Constant(value_ints=[0])
+        else:
+            rows = op.Shape(freqs, start=0, end=2)
+            count = op.ReduceProd(rows, keepdims=0)
+            positions = op.Reshape(op.Range(op.Constant(value_int=0), count, op.Constant(value_int=1)), rows)
+        return op.RotaryEmbedding(y, positions, cos, sin, num_heads=split.shape[2], _domain=MICROSOFT)
 
 
 _RULES = pattern.RewriteRuleSet(
     [_SkipRmsNormalization.rule(x_first, scale_first) for x_first in (True, False) for scale_first in (True, False)]
+    + [_PackedRotary.rule()]
 )
-_AFTER_STANDARD = pattern.RewriteRuleSet([_PackedRotary.rule()])
 
 
 def fuse_for_onnxruntime(model: ir.Model) -> dict[str, int]:
-    """Apply the rewrites and the standard's to an optimized model, in place; how many of each
-    fused operator the graph has. The residual norms go first (the standard's RMS rule would take
-    their norms alone), the rotary embeddings the attention kernel reads after the standard's
-    rotary rule has made them."""
+    """Apply the rewrites and then the standard's to an optimized model, in place; how many of
+    each fused operator the graph has. Ours go first: the standard's rules would take the norms
+    without their residual sums and the rotations without their packing."""
     _RULES.apply_to_model(model)
+    common_passes.CommonSubexpressionEliminationPass()(model)  # one cos/sin cache for every layer
     common_passes.RemoveUnusedNodesPass()(model)
     counts = fusion.fuse(model, fusion.ONNXRUNTIME)
-    if counts.get("RotaryEmbedding"):
-        _AFTER_STANDARD.apply_to_model(model)
-        common_passes.RemoveUnusedNodesPass()(model)
-    count = sum(1 for node in model.graph if node.domain == MICROSOFT and node.op_type == "SkipSimplifiedLayerNormalization")
-    if count:
-        model.opset_imports.setdefault(MICROSOFT, 1)
-        counts["SkipSimplifiedLayerNormalization"] = count
+    for op_type in ("SkipSimplifiedLayerNormalization", "RotaryEmbedding"):
+        count = sum(1 for node in model.graph if node.domain == MICROSOFT and node.op_type == op_type)
+        if count:
+            model.opset_imports.setdefault(MICROSOFT, 1)
+            counts[f"{MICROSOFT}.{op_type}" if op_type in counts else op_type] = count
     return counts
 
 
