@@ -69,6 +69,22 @@ def test_decode_step_becomes_one_kernel_sharing_the_cache(repeat):
     assert ops[GQA] == 1 and ops["Concat"] == 0
 
 
+def test_a_window_of_the_cache_is_read_from_the_kernel_too():
+    # A sliding-window cache keeps the last positions of cat((past, new)): that Slice reads the
+    # kernel's present instead, and the cat is gone.
+    class Windowed(_Cached):
+        def forward(self, q, k, v, past_k, past_v, mask):
+            out, keys, values = super().forward(q, k, v, past_k, past_v, mask)
+            return out, keys[:, :, -4:], values[:, :, -4:]
+
+    inputs = _cached_inputs(2, 8, 4, 1, 5)
+    shapes = (None, None, None, {2: _PAST}, {2: _PAST}, {3: _TOTAL})
+    program = assert_matches_eager(
+        Windowed().eval(), inputs, dynamic_shapes=shapes, fusion="onnxruntime", more_inputs=[(_cached_inputs(2, 8, 4, 1, 9, seed=1), {})],
+    )
+    assert _ops(program)[GQA] == 1 and _ops(program)["Concat"] == 0
+
+
 def test_one_kv_head_per_query_head():
     inputs = _cached_inputs(2, 4, 4, 1, 5)
     program = assert_matches_eager(_Cached(1, repeat=False).eval(), inputs, fusion="onnxruntime")

@@ -146,8 +146,9 @@ def _same_heads(packed: ir.Value, heads: ir.Value) -> bool:
 def share_present(model: ir.Model) -> int:
     """Replace each ``cat((past, new), dim=2)`` that a GroupQueryAttention node also computes by the
     node's ``present`` output; returns how many. Run on the translated graph, whose layout the
-    translation made; a ``cat`` read by anything but graph outputs is left (the kernel's output
-    comes later in the graph)."""
+    translation made. The ``cat``'s readers (the graph's cache outputs, a sliding window's Slice
+    of them) may come before the kernel in the graph: it is sorted again after. A kernel that
+    reads the ``cat`` itself, through any path, keeps it."""
     graph = model.graph
     common_passes.RemoveUnusedNodesPass()(model)
     shared = 0
@@ -163,14 +164,27 @@ def share_present(model: ir.Model) -> int:
                         or not _same_heads(new, concat.inputs[1]) or axis is None or axis.as_int() not in (2, -2)):
                     continue
                 total = concat.outputs[0]
-                if total.uses():
+                if concat in _ancestors(node):
                     continue
-                outputs = [i for i, output in enumerate(graph.outputs) if output is total]
                 name = total.name
-                for index in outputs:
-                    graph.outputs[index] = present
+                ir.convenience.replace_all_uses_with(total, present, replace_graph_outputs=True)
                 graph.remove(concat, safe=True)
                 present.name = name
                 shared += 1
                 break
+    if shared:
+        common_passes.TopologicalSortPass()(model)
     return shared
+
+
+def _ancestors(node: ir.Node) -> set[ir.Node]:
+    """The nodes of ``node``'s graph that it depends on."""
+    seen: set[ir.Node] = set()
+    stack = [node]
+    while stack:
+        for value in stack.pop().inputs:
+            producer = value.producer() if value is not None else None
+            if producer is not None and producer not in seen:
+                seen.add(producer)
+                stack.append(producer)
+    return seen
