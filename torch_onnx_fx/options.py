@@ -201,7 +201,7 @@ class ExportOptions:
     fusion: str = _argument(
         DEFAULT_FUSION, "`\"standard\"` (default): the ONNX standard's fused operators where the opset has them (opset 23: "
         "`Attention`, `RMSNormalization`, `RotaryEmbedding`); `\"none\"`: never; `\"onnxruntime\"`: the standard's "
-        "and ONNX Runtime's `GroupQueryAttention`, `SkipSimplifiedLayerNormalization` and `MatMulNBits` for 4-bit weights "
+        "and ONNX Runtime's `GroupQueryAttention`, `SkipSimplifiedLayerNormalization`, `RotaryEmbedding` and `MatMulNBits` for 4-bit weights "
         "([quantization](quantization.md)), each where it computes what the model does. See [fused operators](fusion.md).",
         kind=OURS,
     )

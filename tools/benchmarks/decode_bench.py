@@ -101,22 +101,33 @@ def cache_shapes(layers: int) -> tuple[Any, ...]:
     return ({}, {1: total}, [{2: past}] * (2 * layers))
 
 
-def _export(variant: str, step: Any, example: tuple[Any, ...], path: Path) -> int:
-    """Export ``variant``, save it to ``path``, return its node count."""
+def export_variant(variant: str, module: Any, example: tuple[Any, ...], shapes: Any, path: Path) -> int:
+    """Export ``module`` as ``variant`` (one of ``VARIANTS``), save it to ``path``, return its node count."""
     import onnx_ir as ir
     import torch
 
-    shapes = cache_shapes(LAYERS)
     if variant == "torch.onnx":
-        program = torch.onnx.export(step, example, dynamic_shapes=shapes, dynamo=True, verbose=False)
+        program = torch.onnx.export(module, example, dynamic_shapes=shapes, dynamo=True, verbose=False)
     else:
         import torch_onnx_fx
 
         opset = 23 if "opset 23" in variant else None
         fusion = "onnxruntime" if variant.endswith("onnxruntime") else "standard"
-        program = torch_onnx_fx.export(step, example, dynamic_shapes=shapes, opset_version=opset, fusion=fusion, verbose=False)
+        program = torch_onnx_fx.export(module, example, dynamic_shapes=shapes, opset_version=opset, fusion=fusion, verbose=False)
     program.save(str(path))
     return sum(1 for _ in ir.traversal.RecursiveGraphIterator(program.model.graph))
+
+
+def report(rows: list[dict[str, Any]], key: str, label: str, path: Path) -> None:
+    """Print ``rows`` as a table (``key`` the size column, headed ``label``) and append them to ``path``."""
+    print(f"| {label} | variant | ms | ratio to torch.onnx | nodes | max diff |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row[key]} | {row['variant']} | {row['ms']:.2f} | {row['ratio']:.2f} | {row['nodes']} | {row['max_abs_diff']:.1e} |")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as out:
+        for row in rows:
+            out.write(json.dumps(row) + "\n")
 
 
 def _mobius(model: Any, folder: Path) -> tuple[Path, int]:
@@ -135,6 +146,36 @@ def _mobius(model: Any, folder: Path) -> tuple[Path, int]:
     return folder / "model.onnx", sum(1 for _ in package["model"].graph)
 
 
+def open_sessions(paths: dict[str, Path], threads: int) -> dict[str, Any]:
+    """An ONNX Runtime CPU session per graph, with ``threads`` intra-op threads."""
+    import onnxruntime as ort
+
+    sessions = {}
+    for variant, path in paths.items():
+        session_options = ort.SessionOptions()
+        session_options.intra_op_num_threads = threads
+        # Interleaved sessions: a session's pool spinning after its call would take the cores
+        # from the next session's call.
+        session_options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        sessions[variant] = ort.InferenceSession(str(path), session_options, providers=["CPUExecutionProvider"])
+    return sessions
+
+
+def time_interleaved(sessions: dict[str, Any], feeds: dict[str, dict[str, Any]], calls: int) -> dict[str, float]:
+    """Median milliseconds per call of each session, the sessions called in turn (after three
+    warm-up rounds), so load on the machine weighs on all alike."""
+    times: dict[str, list[float]] = {v: [] for v in sessions}
+    for _ in range(3):
+        for v, session in sessions.items():
+            session.run(None, feeds[v])
+    for _ in range(calls):
+        for v, session in sessions.items():
+            start = time.perf_counter()
+            session.run(None, feeds[v])
+            times[v].append((time.perf_counter() - start) * 1000)
+    return {v: statistics.median(t) for v, t in times.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pasts", default="128,1024", help="cache lengths to time, comma-separated")
@@ -145,7 +186,6 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     import numpy as np
-    import onnxruntime as ort
     import torch
 
     torch.manual_seed(0)
@@ -158,17 +198,10 @@ def main(argv: list[str] | None = None) -> int:
         nodes, paths = {}, {}
         for variant in VARIANTS:
             paths[variant] = Path(scratch) / f"{variant.replace(' ', '_')}.onnx"
-            nodes[variant] = _export(variant, step, _inputs(pasts[0], model.config), paths[variant])
+            nodes[variant] = export_variant(variant, step, _inputs(pasts[0], model.config), cache_shapes(LAYERS), paths[variant])
         if options.mobius:
             paths[MOBIUS], nodes[MOBIUS] = _mobius(model, Path(scratch) / "mobius")
-        sessions = {}
-        for variant, path in paths.items():
-            session_options = ort.SessionOptions()
-            session_options.intra_op_num_threads = options.threads
-            # Interleaved sessions: a session's pool spinning after its call would take the cores
-            # from the next session's call.
-            session_options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            sessions[variant] = ort.InferenceSession(str(path), session_options, providers=["CPUExecutionProvider"])
+        sessions = open_sessions(paths, options.threads)
         for past in pasts:
             token, mask, cache = _inputs(past, model.config)
             with torch.no_grad():
@@ -176,28 +209,13 @@ def main(argv: list[str] | None = None) -> int:
             arrays = [token.numpy(), mask.numpy(), *(c.numpy() for c in cache)]
             feeds = {v: {i.name: a for i, a in zip(s.get_inputs(), arrays, strict=True)} for v, s in sessions.items()}
             diffs = {v: float(np.abs(s.run(None, feeds[v])[0] - expected).max()) for v, s in sessions.items()}
-            times: dict[str, list[float]] = {v: [] for v in sessions}
-            for _ in range(3):
-                for v, s in sessions.items():
-                    s.run(None, feeds[v])
-            for _ in range(options.calls):
-                for v, s in sessions.items():
-                    start = time.perf_counter()
-                    s.run(None, feeds[v])
-                    times[v].append((time.perf_counter() - start) * 1000)
-            base = statistics.median(times["torch.onnx"])
+            medians = time_interleaved(sessions, feeds, options.calls)
+            base = medians["torch.onnx"]
             for v in sessions:
-                median = statistics.median(times[v])
+                median = medians[v]
                 rows.append({**header, "past": past, "threads": options.threads, "variant": v, "ms": round(median, 3), "ratio": round(median / base, 3),
                              "nodes": nodes[v], "max_abs_diff": diffs[v]})
-    print("| past | variant | ms | ratio to torch.onnx | nodes | max diff |")
-    print("|---:|---|---:|---:|---:|---:|")
-    for row in rows:
-        print(f"| {row['past']} | {row['variant']} | {row['ms']:.2f} | {row['ratio']:.2f} | {row['nodes']} | {row['max_abs_diff']:.1e} |")
-    options.json.parent.mkdir(parents=True, exist_ok=True)
-    with options.json.open("a") as out:
-        for row in rows:
-            out.write(json.dumps(row) + "\n")
+    report(rows, "past", "past", options.json)
     return 0
 
 

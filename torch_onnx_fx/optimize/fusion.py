@@ -11,7 +11,8 @@ decomposition, which every back end runs.
 does not make from our graphs itself, or makes less exactly: ``GroupQueryAttention`` for
 attention, sharing the KV cache it appends to (a translation, ``ops/ort_attention.py``, and
 ``ort_fusions.share_present``); ``SkipSimplifiedLayerNormalization`` for a residual sum and its
-RMS norm (``ort_fusions.py``); ``MatMulNBits`` for 4-bit weights (``matmul_nbits.py``; the
+RMS norm and ``RotaryEmbedding`` for the rotation of the heads that attention reads packed
+(``ort_fusions.py``); ``MatMulNBits`` for 4-bit weights (``matmul_nbits.py``; the
 session's own fusion of that pattern quantizes the activations). The session applies the others
 it has (FusedMatMul, QuickGelu...) to any graph it loads; onnxscript's ``optimize_for_ort`` fused
 only rotary embeddings in our Llama graphs and ran 1.5x slower (docs/fusion.md).
