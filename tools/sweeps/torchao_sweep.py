@@ -40,7 +40,7 @@ from tools._common import machine_info  # noqa: E402
 PASS_BELOW = 1e-4
 
 
-def _difference(actual: list[Any], expected: list[Any]) -> float | None:
+def relative_difference(actual: list[Any], expected: list[Any]) -> float | None:
     """The largest output difference relative to the output's magnitude; None on a structural
     mismatch (count, shape, or an integer output that differs)."""
     import torch
@@ -72,7 +72,7 @@ def _sensitivity(model: Any, kwargs: dict, expected: list[Any]) -> float | None:
         embedding.weight.copy_(torch.nextafter(saved, torch.full_like(saved, float("inf"))))
         moved = flat_tensors(model(**kwargs))
         embedding.weight.copy_(saved)
-    return _difference(moved, expected)
+    return relative_difference(moved, expected)
 
 
 def run_case(case: Any, config_name: str) -> dict[str, Any]:
@@ -105,7 +105,7 @@ def run_case(case: Any, config_name: str) -> dict[str, Any]:
         actual = flat_tensors(program(*args, **kwargs))
     except Exception as exc:  # noqa: BLE001 - the failure is the result
         return {**record, "status": "export_failed", "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"}
-    difference = _difference(actual, expected)
+    difference = relative_difference(actual, expected)
     record.update(
         status="pass" if difference is not None and difference < PASS_BELOW else "mismatch",
         difference=difference,
