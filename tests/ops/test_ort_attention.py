@@ -145,6 +145,18 @@ def test_prompt_attention(causal, masked, per_head_mask, fused):
     assert (GQA in _ops(program)) == fused
 
 
+def test_a_mask_broadcast_over_the_queries_keeps_the_standard_translation():
+    # [B, 1, 1, T] (an encoder's padding mask) is no bias of [B, 1, S, T] for the kernel.
+    class Padded(torch.nn.Module):
+        def forward(self, q, k, v, keep):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])
+
+    q, k, v = (torch.randn(2, 4, 5, 8) for _ in range(3))
+    keep = torch.tensor([[True] * 5, [False, False, True, True, True]])
+    program = assert_matches_eager(Padded().eval(), (q, k, v, keep), fusion="onnxruntime")
+    assert GQA not in _ops(program)
+
+
 def test_causal_after_a_cache_keeps_the_standard_translation():
     # ATen aligns is_causal top-left, the kernel bottom-right: they differ once keys outnumber queries.
     class CausalCached(torch.nn.Module):

@@ -111,6 +111,9 @@ def _plan(query: ir.Value, key: ir.Value, value: ir.Value, attn_mask: ir.Value |
         rank = attn_mask.shape.rank() if attn_mask.shape is not None else None
         if rank not in (2, 4) or (rank == 4 and attn_mask.shape[1] != 1) or (is_causal):
             return None
+        # The kernel's bias is [B or 1, H or 1, S, T]: a mask broadcast along S or T is not one.
+        if list(attn_mask.shape)[-2:] != [length, keys.shape[2]] or (rank == 4 and attn_mask.shape[0] not in (1, batch)):
+            return None
     key_parts, value_parts = _cache_parts(keys), _cache_parts(values)
     if (key_parts is None) != (value_parts is None):
         return None
