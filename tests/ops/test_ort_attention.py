@@ -169,6 +169,12 @@ def test_causal_after_a_cache_keeps_the_standard_translation():
     assert GQA not in _ops(program)
 
 
+def test_a_head_size_the_kernel_refuses_keeps_the_standard_translation():
+    q, k, v = torch.randn(1, 4, 5, 12), torch.randn(1, 2, 5, 12), torch.randn(1, 2, 5, 12)
+    program = assert_matches_eager(_Prompt(False, False).eval(), (q, k, v), fusion="onnxruntime")
+    assert GQA not in _ops(program)
+
+
 def test_float64_keeps_the_standard_translation():
     q, k, v = (torch.randn(1, 4, 5, 8, dtype=torch.float64) for _ in range(3))
     program = assert_matches_eager(_Prompt(False, False).eval(), (q, k, v), fusion="onnxruntime")

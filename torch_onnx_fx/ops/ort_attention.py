@@ -8,10 +8,12 @@ included, and appends the new keys and values to the cache itself.
 Chosen only where the kernel computes what ATen does (measured against eager in
 tests/ops/test_ort_attention.py):
 
-- float32 ``[B, H, S, E]`` query, keys and values of the same head size, no dropout;
+- float32 ``[B, H, S, E]`` query, keys and values of the same head size, a multiple of 8 (the CPU
+  kernel's), no dropout;
 - K/V heads as the model gives them (``repeat_kv``'s copies, ``enable_gqa``, or one per query
   head), with query head ``h`` reading K/V head ``h // (H / Hkv)`` as both do;
-- no mask, or a boolean one the same for every head: it becomes the kernel's additive bias
+- no mask, or a boolean one the same for every head and spanning queries and keys ([B or 1, 1,
+  S, T]): it becomes the kernel's additive bias
   (0 or -inf) with ``causal=0``. A query row with no key left gives NaN in the kernel and zeros in
   ATen, so such rows are set to zero after it;
 - ``is_causal`` only without a cache (query and keys of one length, where the kernel's
@@ -97,7 +99,8 @@ def _plan(query: ir.Value, key: ir.Value, value: ir.Value, attn_mask: ir.Value |
     if any(v.shape is None or v.shape.rank() != 4 for v in (query, key, value)):
         return None
     batch, heads, length, size = query.shape
-    if not (isinstance(heads, int) and isinstance(size, int)):
+    # Its CPU kernel refuses other head sizes ("head_size must be a multiple of 8").
+    if not (isinstance(heads, int) and isinstance(size, int)) or size % 8:
         return None
     keys, values = (key, value) if enable_gqa else (_source_heads(key, heads), _source_heads(value, heads))
     if keys is None or values is None or keys.shape is None or values.shape is None:
