@@ -116,7 +116,7 @@ def fuse_for_onnxruntime(model: ir.Model) -> dict[str, int]:
     common_passes.CommonSubexpressionEliminationPass()(model)  # one cos/sin cache for every layer
     common_passes.RemoveUnusedNodesPass()(model)
     counts = fusion.fuse(model, fusion.ONNXRUNTIME)
-    for op_type in ("SkipSimplifiedLayerNormalization", "RotaryEmbedding"):
+    for op_type in ("GroupQueryAttention", "SkipSimplifiedLayerNormalization", "RotaryEmbedding"):
         count = sum(1 for node in model.graph if node.domain == MICROSOFT and node.op_type == op_type)
         if count:
             model.opset_imports.setdefault(MICROSOFT, 1)
