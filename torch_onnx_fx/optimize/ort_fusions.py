@@ -17,6 +17,10 @@ the product with the scale: the same operations as the model's, with a division 
 multiplies by a reciprocal (at most an ulp apart). Accepted only for float32 operands of one shape
 (rank 2 or 3, the kernel's layouts) and what the standard RMS rule accepts; anything else is left
 as it was.
+
+The attention kernel reads q and k packed ([B, S, N * E]), so the rotation transformers applies to
+the split heads between the projection and the kernel becomes ONNX Runtime's ``RotaryEmbedding``
+on the packed projection (:class:`_PackedRotary`).
 """
 
 from __future__ import annotations
