@@ -33,6 +33,7 @@ from onnxscript.rewriter import pattern
 
 from torch_onnx_fx.optimize import fusion
 from torch_onnx_fx.optimize.fusion import _RmsNormalization, _RotaryEmbedding
+from torch_onnx_fx.optimize.packed_projections import PackedProjectionsPass
 from torch_onnx_fx.optimize.runtime.rewriting import constant_array, is_standard
 
 __all__ = ["fuse_for_onnxruntime", "share_present"]
@@ -117,6 +118,7 @@ def fuse_for_onnxruntime(model: ir.Model) -> dict[str, int]:
     each fused operator the graph has. Ours go first: the standard's rules would take the norms
     without their residual sums and the rotations without their packing."""
     _RULES.apply_to_model(model)
+    PackedProjectionsPass()(model)
     common_passes.CommonSubexpressionEliminationPass()(model)  # one cos/sin cache for every layer
     common_passes.RemoveUnusedNodesPass()(model)
     counts = fusion.fuse(model, fusion.ONNXRUNTIME)
