@@ -138,11 +138,12 @@ def _plan(query: ir.Value, key: ir.Value, value: ir.Value, attn_mask: ir.Value |
 
 
 def _total_length(plan: dict[str, Any], attn_mask: ir.Value | None) -> ir.Value:
-    """The keys' length [1] (past + new), read where it costs least: from the mask when it spans
-    the keys (every layer reads the same mask, so one Shape serves them all once common
-    subexpressions merge), else from the parts (never from the ``cat``, which then stays)."""
+    """The keys' length [1] (past + new), read where it costs least: from the mask, which spans
+    the keys (``_plan`` takes no other; every layer reads the same mask, so one Shape serves them
+    all once common subexpressions merge), else from the parts (never from the ``cat``, which
+    then stays)."""
     keys = plan["total"]
-    if attn_mask is not None and attn_mask.shape is not None and attn_mask.shape[-1] == keys.shape[2]:
+    if attn_mask is not None:
         return op.Shape(attn_mask, start=-1)
     if plan["past_key"] is None:
         return op.Shape(keys, start=2, end=3)
