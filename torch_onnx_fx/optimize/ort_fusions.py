@@ -161,6 +161,7 @@ def share_present(model: ir.Model) -> int:
     for node in list(graph):
         if node.domain != MICROSOFT or node.op_type != "GroupQueryAttention" or len(node.inputs) < 5:
             continue
+        ancestors: set[ir.Node] | None = None  # walked once per kernel, when a cat is found
         for new, past, present in ((node.inputs[1], node.inputs[3], node.outputs[1]), (node.inputs[2], node.inputs[4], node.outputs[2])):
             if past is None or new is None or present.uses():
                 continue
@@ -170,7 +171,8 @@ def share_present(model: ir.Model) -> int:
                         or not _same_heads(new, concat.inputs[1]) or axis is None or axis.as_int() not in (2, -2)):
                     continue
                 total = concat.outputs[0]
-                if concat in _ancestors(node):
+                ancestors = _ancestors(node) if ancestors is None else ancestors
+                if concat in ancestors:
                     continue
                 name = total.name
                 ir.convenience.replace_all_uses_with(total, present, replace_graph_outputs=True)
