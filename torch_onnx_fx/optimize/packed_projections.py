@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import TorchTensor
 
-from torch_onnx_fx.optimize.runtime.rewriting import is_standard
+from torch_onnx_fx.optimize.runtime.rewriting import free_initializer_name, initializer, is_standard
 from torch_onnx_fx.optimize.weights.base import plain_data
 from torch_onnx_fx.optimize.weights.recipes import RECIPE_KEY, Recipe
 from torch_onnx_fx.optimize.weights.transposes import PERM_KEY, WEIGHT_KEY
@@ -45,7 +46,7 @@ class PackedProjectionsPass(ir.passes.InPlacePass):
             if not is_standard(node, "MatMul") or len(node.inputs) != 2:
                 continue
             x, weight = node.inputs
-            if (x is None or x.dtype != ir.DataType.FLOAT or weight.const_value is None or weight.name not in graph.initializers
+            if (x is None or x.dtype != ir.DataType.FLOAT or weight.name not in graph.initializers
                     or len(weight.uses()) != 1 or _recipe(weight) is None or plain_data(weight) is None):
                 continue
             products.setdefault(x, []).append(node)
@@ -64,16 +65,14 @@ class PackedProjectionsPass(ir.passes.InPlacePass):
         widths = [int(weight.shape[1]) for weight in weights]
         with torch.no_grad():
             data = torch.cat([plain_data(weight) for weight in weights], dim=1)
-        name = weights[0].name + ".packed"
+        name = free_initializer_name(graph, weights[0].name + ".packed")
         stored = ir.Value(name=name, type=weights[0].type, shape=ir.Shape(data.shape))
         stored.const_value = TorchTensor(data, name=name)
         stored.metadata_props[RECIPE_KEY] = json.dumps(
             {"op": "cat", "axis": 1, "of": [_recipe(weight) for weight in weights]}, separators=(",", ":"),
         )
         graph.register_initializer(stored)
-        sizes = ir.Value(name=name + ".widths", const_value=ir.tensor(widths, dtype=ir.DataType.INT64))
-        sizes.type, sizes.shape = ir.TensorType(ir.DataType.INT64), ir.Shape([len(widths)])
-        graph.register_initializer(sizes)
+        sizes = initializer(graph, name + ".widths", np.array(widths, dtype=np.int64))
         first = nodes[0]
         product = ir.node("MatMul", [x, stored], metadata_props=dict(first.metadata_props))
         split = ir.node("Split", [product.outputs[0], sizes], attributes={"axis": -1}, num_outputs=len(nodes),
