@@ -11,18 +11,13 @@ import torch
 import torch.nn.functional as F
 
 from helpers import assert_matches_eager
+from tests.ops.test_attention import _repeat_kv
 
 GQA = "GroupQueryAttention"
 
 
 def _ops(program) -> collections.Counter:
     return collections.Counter(node.op_type for node in program.model_proto.graph.node)
-
-
-def _repeat(x: torch.Tensor, times: int) -> torch.Tensor:
-    """transformers' repeat_kv."""
-    batch, heads, length, size = x.shape
-    return x[:, :, None, :, :].expand(batch, heads, times, length, size).reshape(batch, heads * times, length, size)
 
 
 class _Cached(torch.nn.Module):
@@ -36,7 +31,7 @@ class _Cached(torch.nn.Module):
         keys, values = torch.cat((past_k, k), dim=2), torch.cat((past_v, v), dim=2)
         attn_mask = mask if self.mask_kind == "bool" else torch.where(mask, 0.0, float("-inf"))
         if self.repeat:
-            out = F.scaled_dot_product_attention(q, _repeat(keys, self.groups), _repeat(values, self.groups), attn_mask=attn_mask)
+            out = F.scaled_dot_product_attention(q, _repeat_kv(keys, self.groups), _repeat_kv(values, self.groups), attn_mask=attn_mask)
         else:
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=attn_mask, enable_gqa=self.groups > 1)
         return out, keys, values

@@ -9,6 +9,7 @@ import torch
 
 from helpers import assert_matches_eager
 from tests.optimize.test_fusion import _llama, _ops
+from tools.benchmarks import decode_bench
 
 pytest.importorskip("transformers")
 
@@ -89,26 +90,6 @@ def test_llama_prefill_attention_is_one_kernel_per_layer(opset):
     assert _ops(program)["Transpose"] == 0
 
 
-def _decode_step(model):
-    """The model as one decode step over plain tensors, its cache rebuilt inside (as
-    tools/benchmarks/decode_bench.py wraps it)."""
-    from transformers import DynamicCache
-
-    class Step(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, token, mask, cache):
-            past = DynamicCache(config=self.model.config)
-            for layer in range(len(cache) // 2):
-                past.update(cache[2 * layer], cache[2 * layer + 1], layer)
-            out = self.model(input_ids=token, attention_mask=mask, past_key_values=past, use_cache=True)
-            return (out.logits, *[t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)])
-
-    return Step().eval()
-
-
 def _step_inputs(batch, past, seed):
     generator = torch.Generator().manual_seed(seed)
     token = torch.randint(3, 100, (batch, 1), generator=generator)
@@ -124,7 +105,7 @@ def test_llama_decode_step_shares_the_cache_with_the_kernel():
     past, total = torch.export.Dim("past", min=1, max=60), torch.export.Dim("total", min=2, max=61)
     shapes = ({0: "batch"}, {0: "batch", 1: total}, [{0: "batch", 2: past}] * 4)
     program = assert_matches_eager(
-        _decode_step(model), _step_inputs(2, 7, 0), dynamic_shapes=shapes, fusion="onnxruntime",
+        decode_bench._step(model), _step_inputs(2, 7, 0), dynamic_shapes=shapes, fusion="onnxruntime",
         more_inputs=[(_step_inputs(3, 12, 1), {})],
     )
     ops = _ops(program)
