@@ -118,6 +118,35 @@ def export_variant(variant: str, module: Any, example: tuple[Any, ...], shapes: 
     return sum(1 for _ in ir.traversal.RecursiveGraphIterator(program.model.graph))
 
 
+def export_graphs(model: Any, module: Any, example: tuple[Any, ...], shapes: Any, folder: Path, options: Any) -> tuple[dict[str, int], dict[str, Any]]:
+    """Every variant of ``module`` (and with ``options.mobius`` mobius's graph of ``model``) saved in
+    ``folder``: each one's node count, and a session of ``options.threads`` threads on it."""
+    nodes, paths = {}, {}
+    for variant in VARIANTS:
+        paths[variant] = folder / f"{variant.replace(' ', '_')}.onnx"
+        nodes[variant] = export_variant(variant, module, example, shapes, paths[variant])
+    if options.mobius:
+        paths[MOBIUS], nodes[MOBIUS] = _mobius(model, folder / "mobius")
+    return nodes, open_sessions(paths, options.threads)
+
+
+def timed_rows(
+    fields: dict[str, Any], sessions: dict[str, Any], feeds: dict[str, dict[str, Any]], expected: Any, nodes: dict[str, int],
+    calls: int,
+) -> list[dict[str, Any]]:
+    """One result row per session: ``fields``, its median ms and ratio to torch.onnx's, its node
+    count and its first output's largest difference from ``expected``."""
+    import numpy as np
+
+    diffs = {v: float(np.abs(s.run(None, feeds[v])[0] - expected).max()) for v, s in sessions.items()}
+    medians = time_interleaved(sessions, feeds, calls)
+    base = medians["torch.onnx"]
+    return [
+        {**fields, "variant": v, "ms": round(medians[v], 3), "ratio": round(medians[v] / base, 3), "nodes": nodes[v], "max_abs_diff": diffs[v]}
+        for v in sessions
+    ]
+
+
 def report(rows: list[dict[str, Any]], key: str, label: str, path: Path) -> None:
     """Print ``rows`` as a table (``key`` the size column, headed ``label``) and append them to ``path``."""
     print(f"| {label} | variant | ms | ratio to torch.onnx | nodes | max diff |")
@@ -185,7 +214,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=RESULTS)
     options = parser.parse_args(argv)
     warnings.simplefilter("ignore")
-    import numpy as np
     import torch
 
     torch.manual_seed(0)
@@ -195,26 +223,14 @@ def main(argv: list[str] | None = None) -> int:
     header = machine_info("python tools/benchmarks/decode_bench.py " + " ".join(sys.argv[1:] if argv is None else argv))
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as scratch:
-        nodes, paths = {}, {}
-        for variant in VARIANTS:
-            paths[variant] = Path(scratch) / f"{variant.replace(' ', '_')}.onnx"
-            nodes[variant] = export_variant(variant, step, _inputs(pasts[0], model.config), cache_shapes(LAYERS), paths[variant])
-        if options.mobius:
-            paths[MOBIUS], nodes[MOBIUS] = _mobius(model, Path(scratch) / "mobius")
-        sessions = open_sessions(paths, options.threads)
+        nodes, sessions = export_graphs(model, step, _inputs(pasts[0], model.config), cache_shapes(LAYERS), Path(scratch), options)
         for past in pasts:
             token, mask, cache = _inputs(past, model.config)
             with torch.no_grad():
                 expected = step(token, mask, cache)[0].numpy()
             arrays = [token.numpy(), mask.numpy(), *(c.numpy() for c in cache)]
             feeds = {v: {i.name: a for i, a in zip(s.get_inputs(), arrays, strict=True)} for v, s in sessions.items()}
-            diffs = {v: float(np.abs(s.run(None, feeds[v])[0] - expected).max()) for v, s in sessions.items()}
-            medians = time_interleaved(sessions, feeds, options.calls)
-            base = medians["torch.onnx"]
-            for v in sessions:
-                median = medians[v]
-                rows.append({**header, "past": past, "threads": options.threads, "variant": v, "ms": round(median, 3), "ratio": round(median / base, 3),
-                             "nodes": nodes[v], "max_abs_diff": diffs[v]})
+            rows += timed_rows({**header, "past": past, "threads": options.threads}, sessions, feeds, expected, nodes, options.calls)
     report(rows, "past", "past", options.json)
     return 0
 

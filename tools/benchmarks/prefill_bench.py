@@ -76,13 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     header = machine_info("python tools/benchmarks/prefill_bench.py " + " ".join(sys.argv[1:] if argv is None else argv))
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as scratch:
-        nodes, paths = {}, {}
-        for variant in decode_bench.VARIANTS:
-            paths[variant] = Path(scratch) / f"{variant.replace(' ', '_')}.onnx"
-            nodes[variant] = decode_bench.export_variant(variant, prompt, _inputs(16, config.vocab_size), shapes, paths[variant])
-        if options.mobius:
-            paths[decode_bench.MOBIUS], nodes[decode_bench.MOBIUS] = decode_bench._mobius(model, Path(scratch) / "mobius")
-        sessions = decode_bench.open_sessions(paths, options.threads)
+        nodes, sessions = decode_bench.export_graphs(model, prompt, _inputs(16, config.vocab_size), shapes, Path(scratch), options)
         head_size = config.hidden_size // config.num_attention_heads
         empty = np.zeros((1, config.num_key_value_heads, 0, head_size), dtype=np.float32)
         for length in lengths:
@@ -95,12 +89,9 @@ def main(argv: list[str] | None = None) -> int:
                 # mobius's graph takes the (empty) cache after the ids and mask.
                 feeds[variant] = {name: array for name, array in zip(names, [ids.numpy(), mask.numpy()])}
                 feeds[variant].update({name: empty for name in names[2:]})
-            diffs = {v: float(np.abs(s.run(None, feeds[v])[0] - expected).max()) for v, s in sessions.items()}
-            medians = decode_bench.time_interleaved(sessions, feeds, options.calls)
-            base = medians["torch.onnx"]
-            for v in sessions:
-                rows.append({**header, "length": length, "threads": options.threads, "variant": v, "ms": round(medians[v], 3),
-                             "ratio": round(medians[v] / base, 3), "nodes": nodes[v], "max_abs_diff": diffs[v]})
+            rows += decode_bench.timed_rows(
+                {**header, "length": length, "threads": options.threads}, sessions, feeds, expected, nodes, options.calls,
+            )
     decode_bench.report(rows, "length", "prompt", options.json)
     return 0
 
