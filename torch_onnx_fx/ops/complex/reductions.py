@@ -24,8 +24,10 @@ __all__ = ['aten_abs_complex', 'aten_cumsum_complex', 'aten_nonzero_complex', 'a
 
 @register("aten::abs", complex=True)
 def aten_abs_complex(self: ir.Value) -> ir.Value:
-    """abs(Tensor self) -> Tensor: hypot(a, b) scaled by the larger part, so that parts past the
-    square root of the dtype's largest value do not overflow (torchlib's sqrt(a² + b²) does)"""
+    """abs(Tensor self) -> Tensor: hypot of the two parts, without overflow past the square root
+    of the dtype's largest value (torchlib's and torch.onnx's sqrt(a² + b²) overflows there)"""
+    if self.dtype == ir.DataType.FLOAT:
+        return _abs_complex64(self)
     a, b = op.Abs(_re(self)), op.Abs(_im(self))
     big = op.Max(a, b)
     small = op.Min(a, b)
@@ -34,6 +36,20 @@ def aten_abs_complex(self: ir.Value) -> ir.Value:
     magnitude = op.Mul(big, op.Sqrt(op.Add(_const(1.0, a), op.Mul(ratio, ratio))))
     # inf beats NaN in hypot; the ratio inf/inf is NaN, so infinities are settled apart.
     return op.Where(op.Or(op.IsInf(a), op.IsInf(b)), _const(float("inf"), a), magnitude)
+
+
+def _abs_complex64(self: ir.Value) -> ir.Value:
+    """The float32 parts' squares and their sum cannot overflow or lose bits in float64, so its
+    root rounded to float32 is the correctly rounded hypot: bit for bit what ATen computes, in
+    8 nodes where the scaled formula above needs 17 and is off by an ulp in a third of cases.
+    Only inf beside NaN needs help (the sum is NaN, hypot is inf); ReduceMax over a uint8 flag
+    says whether a part is infinite, since ORT's float ReduceMax need not propagate NaN."""
+    axis = ints(-1)
+    magnitude = op.Cast(
+        op.ReduceL2(op.Cast(self, to=ir.DataType.DOUBLE), axis, keepdims=0), to=ir.DataType.FLOAT
+    )
+    infinite = op.ReduceMax(op.Cast(op.IsInf(self), to=ir.DataType.UINT8), axis, keepdims=0)
+    return op.Where(op.Cast(infinite, to=ir.DataType.BOOL), _const(float("inf"), magnitude), magnitude)
 
 
 @register("aten::cumsum", complex=True)
