@@ -62,10 +62,13 @@ def aten_stft(
     index = op.Add(op.Unsqueeze(starts, op.Constant(value_ints=[1])), op.Constant(value=ir.tensor(np.arange(n_fft, dtype=np.int64)[None, :])))
     frames = op.Gather(signal, index, axis=1)  # [batch, frames, n_fft]
     frames = op.Mul(frames, op.Cast(_window(window, n_fft, win_length, self), to=ir.DataType.DOUBLE))
+    # One product with the cos and -sin columns interleaved: its rows are already the real view's
+    # (re, im) pairs, so a Reshape replaces two MatMuls, two Unsqueezes and a Concat.
     angle = 2 * np.pi * np.outer(np.arange(n_fft), np.arange(bins)) / n_fft
-    real = op.MatMul(frames, op.Constant(value=ir.tensor(np.cos(angle))))
-    imag = op.MatMul(frames, op.Constant(value=ir.tensor(-np.sin(angle))))
-    result = op.Concat(op.Unsqueeze(real, op.Constant(value_ints=[-1])), op.Unsqueeze(imag, op.Constant(value_ints=[-1])), axis=-1)
+    basis = np.stack([np.cos(angle), -np.sin(angle)], axis=-1).reshape(n_fft, 2 * bins)
+    result = op.Reshape(
+        op.MatMul(frames, op.Constant(value=ir.tensor(basis))), op.Constant(value_ints=[0, 0, bins, 2])
+    )
     # [batch, frames, bins, 2] -> torch's [batch, bins, frames, 2]
     result = op.Transpose(result, perm=[0, 2, 1, 3])
     if normalized:
