@@ -97,3 +97,16 @@ def test_third_party_warnings_are_quieted_by_logger_and_level_while_optimizing(c
     caplog.clear()
     logging.getLogger(_QUIETED_LOGGERS[0]).warning("after")
     assert [r.levelno for r in caplog.records] == [logging.WARNING]
+
+
+def test_shape_arithmetic_on_sizes_folding_made_static_is_folded():
+    """torchlib's pixel_unshuffle computes its shapes at run time from values it leaves unshaped;
+    once folding made them static, the next round folds the arithmetic: Reshape, Transpose,
+    Reshape, as torch.onnx's graph has (it was 10 nodes with Shape/Div/Concat)."""
+    program = assert_matches_eager(lambda x: nn.functional.pixel_unshuffle(x, 2), (torch.randn(1, 2, 10, 12),))
+    assert [node.op_type for node in program.model.graph] == ["Reshape", "Transpose", "Reshape"]
+    dynamic = assert_matches_eager(
+        lambda x: nn.functional.pixel_unshuffle(x, 2), (torch.randn(1, 2, 10, 12),),
+        dynamic_shapes=({2: torch.export.Dim("h", min=2) * 2},), more_inputs=[((torch.randn(1, 2, 6, 12),), {})],
+    )
+    assert "Shape" in [node.op_type for node in dynamic.model.graph]
