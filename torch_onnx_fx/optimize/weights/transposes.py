@@ -38,7 +38,7 @@ class FoldWeightTransposesPass(WeightsPass):
         for node in list(graph):
             if node.op_type != "Transpose" or node.domain not in ("", "ai.onnx") or node.inputs[0] is None:
                 continue
-            source = node.inputs[0]
+            source, cast = _weight_under_cast(node.inputs[0])
             name = source.name
             if name not in self.weights or graph.initializers.get(name) is not source or source.is_graph_input():
                 continue
@@ -60,7 +60,7 @@ class FoldWeightTransposesPass(WeightsPass):
             shape = [tensor.shape[axis] for axis in perm]
             stored = ir.Value(
                 name=f"{name}.transposed" if perm == [1, 0] else f"{name}.permuted_{'_'.join(map(str, perm))}",
-                type=output.type or source.type,
+                type=source.type if cast is not None else output.type or source.type,
                 shape=ir.Shape(shape),
             )
             if empty:
@@ -74,10 +74,32 @@ class FoldWeightTransposesPass(WeightsPass):
             stored.metadata_props[WEIGHT_KEY] = name
             stored.metadata_props[PERM_KEY] = ",".join(map(str, perm))
             graph.register_initializer(stored)
-            output.replace_all_uses_with(stored)
+            if cast is None:
+                output.replace_all_uses_with(stored)
+            else:
+                # Cast and Transpose commute: the Cast now reads the stored copy.
+                cast.replace_input_with(0, stored)
+                cast.outputs[0].shape = ir.Shape(shape)
+                output.replace_all_uses_with(cast.outputs[0])
             graph.remove(node, safe=True)
             folded += 1
         if folded:
             ir.passes.common.RemoveUnusedNodesPass()(model)
             logger.debug("stored %d weight(s) transposed", folded)
         return ir.passes.PassResult(model, modified=bool(folded))
+
+
+def _weight_under_cast(value: ir.Value) -> tuple[ir.Value, ir.Node | None]:
+    """The value a Transpose reads, or the weight under a Cast only that Transpose reads.
+
+    A half-precision Linear computed in float32 (``normalize.half_precision``) transposes
+    ``Cast(W)``: transposing W itself, stored so, leaves the Cast and saves the Transpose
+    at every inference.
+    """
+    producer = value.producer()
+    if (
+        producer is not None and producer.op_type == "Cast" and producer.domain in ("", "ai.onnx")
+        and producer.inputs[0] is not None and len(value.uses()) == 1 and not value.is_graph_output()
+    ):
+        return producer.inputs[0], producer
+    return value, None
