@@ -60,7 +60,8 @@ def _source(value: ir.Value) -> Recipe | None:
     if dtype is None:
         return None
     if RECIPE_KEY in value.metadata_props:
-        # Stored recipes move and compute within one dtype: their weights have the value's.
+        # Stored recipes move and compute within one dtype, their weights have the value's,
+        # unless a Cast step in them says the weight's own.
         return _with_dtype(json.loads(value.metadata_props[RECIPE_KEY]), dtype)
     if holds_state(value) and PERM_KEY not in value.metadata_props:
         return {"weight": value.name, "shape": [int(n) for n in value.shape], "dtype": dtype}  # type: ignore[union-attr]
@@ -69,7 +70,7 @@ def _source(value: ir.Value) -> Recipe | None:
 
 def _with_dtype(recipe: Recipe, dtype: str) -> Recipe:
     if "weight" in recipe:
-        return {**recipe, "dtype": dtype}
+        return {"dtype": dtype, **recipe}
     if "op" not in recipe:
         return recipe
     parts = recipe["of"]

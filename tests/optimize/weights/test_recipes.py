@@ -85,20 +85,33 @@ def test_meta_built_recurrent_model_gets_its_weights():
     assert_matches_eager(real, (x,), program=program)
 
 
+class SliceAndWhole(nn.Module):
+    def __init__(self, rows: int, columns: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(rows, columns))
+
+    def forward(self, x):
+        return x @ self.weight[: len(self.weight) // 2].T, x @ self.weight.T
+
+
 def test_weight_also_read_elsewhere_is_not_copied():
-    """A slice of a weight that the graph also reads whole would be a copy beside it: left as is."""
-
-    class SliceAndWhole(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.weight = nn.Parameter(torch.randn(8, 4))
-
-        def forward(self, x):
-            return x @ self.weight[:4].T, x @ self.weight.T
-
-    model = SliceAndWhole().eval()
-    program = assert_matches_eager(model, (torch.randn(3, 4),))
+    """A large slice of a weight that the graph also reads whole would be a copy beside it: left
+    as is (5,000 elements, past the small copies a fold may make)."""
+    model = SliceAndWhole(100, 100).eval()
+    program = assert_matches_eager(model, (torch.randn(3, 100),))
     assert not any(RECIPE_KEY in value.metadata_props for value in program.model.graph.initializers.values())
+
+
+def test_small_slice_of_a_weight_read_elsewhere_is_stored():
+    """A slice of 16 numbers is stored beside its weight: a Slice less at every inference, and
+    apply_weights remakes it."""
+    torch.manual_seed(0)
+    x = torch.randn(3, 4)
+    program = assert_matches_eager(SliceAndWhole(8, 4).eval(), (x,))
+    assert "Slice" not in [node.op_type for node in program.model.graph]
+    trained = SliceAndWhole(8, 4).eval()
+    program.apply_weights(trained.state_dict())
+    assert_matches_eager(trained, (x,), program=program)
 
 
 def test_weight_also_returned_is_not_copied():
@@ -171,19 +184,58 @@ def test_meta_built_weight_arithmetic_gets_its_weights():
     assert_matches_eager(real, (x,), program=program, rtol=0, atol=0)
 
 
-def test_weight_arithmetic_with_a_weight_read_twice_stays():
-    """``1 + w`` where the graph also reads ``w`` itself would store a second tensor: left as is."""
+class OffsetAndPlain(nn.Module):
+    """RWKV's token mixing reads ``mix`` and ``1 - mix``."""
 
-    class OffsetAndPlain(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.weight = nn.Parameter(torch.randn(6))
+    def __init__(self, width: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(width))
 
-        def forward(self, x):
-            return x * (1.0 + self.weight), x + self.weight
+    def forward(self, x):
+        return x * (1.0 - self.weight), x + self.weight
 
-    program = assert_matches_eager(OffsetAndPlain().eval(), (torch.randn(3, 6),))
-    assert sorted(_readers_of(program, {"weight"})) == ["Add", "Add"]
+
+def test_weight_arithmetic_with_a_large_weight_read_twice_stays():
+    """``1 - w`` where the graph also reads ``w`` itself would store a second tensor of 5,000
+    numbers: left as is."""
+    program = assert_matches_eager(OffsetAndPlain(5000).eval(), (torch.randn(3, 5000),))
+    assert sorted(_readers_of(program, {"weight"})) == ["Add", "Sub"]
+
+
+def test_weight_arithmetic_with_a_small_weight_read_twice_is_stored():
+    torch.manual_seed(0)
+    x = torch.randn(3, 6)
+    program = assert_matches_eager(OffsetAndPlain(6).eval(), (x,))
+    assert [node.op_type for node in program.model.graph] == ["Mul", "Add"]
+    trained = OffsetAndPlain(6).eval()
+    program.apply_weights(trained.state_dict())
+    assert_matches_eager(trained, (x,), program=program, rtol=0, atol=0)
+
+
+class HalfCopies(nn.Module):
+    """float32 weights used as float16 (``F.linear(h.half(), w.half(), b.half())``), which the
+    graph computes in float32: Cast(Cast(w)) rounds w to float16 and back."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(64, 64)
+
+    def forward(self, x):
+        return nn.functional.linear(x.half(), self.proj.weight.half(), self.proj.bias.half()).float()
+
+
+def test_weights_rounded_to_half_precision_are_stored_rounded():
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 64)
+    program = assert_matches_eager(HalfCopies().eval(), (x,), rtol=0, atol=0)
+    readers = _readers_of(program, set(program.model.graph.initializers))
+    assert "Cast" not in readers and "Transpose" not in [node.op_type for node in program.model.graph], readers
+    trained = HalfCopies().eval()
+    program.apply_weights(trained.state_dict())
+    assert_matches_eager(trained, (x,), program=program, rtol=0, atol=0)
+    # A float32 weight is still what apply_weights takes.
+    with pytest.raises(torch_onnx_fx.errors.StateDictMismatchError):
+        program.apply_weights({name: t.half() for name, t in trained.state_dict().items()})
 
 
 class _TransposedTimesWeight(nn.Module):

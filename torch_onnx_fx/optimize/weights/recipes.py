@@ -11,11 +11,12 @@ silently changes nothing those constants hold.
 
 :class:`FoldWeightRecipesPass` folds each region of such nodes reading only weights and small
 constants into the initializers it ends in, when that costs no memory (the weights it reads are
-read by nothing else), and records on each a JSON recipe (``RECIPE_KEY``) naming the weights it
+read by nothing else) or little (results of at most ``_SMALL_COPY`` elements), and records on each a JSON recipe (``RECIPE_KEY``) naming the weights it
 is made of, their shapes, the constants and the steps. :func:`remake` runs a recipe on new
 weights: ``apply_weights`` uses it. The steps are data movement, exact in every dtype, and the
 floating-point operations IEEE 754 rounds correctly (add, subtract, multiply, divide, square root,
-negation), which PyTorch computes to the same bits as ONNX Runtime would in the weight's dtype.
+negation, casts between float16, float32 and float64), which PyTorch computes to the same bits as
+ONNX Runtime would in the weight's dtype.
 """
 
 from __future__ import annotations
@@ -50,9 +51,12 @@ _MOVES = frozenset({"Slice", "Concat", "Unsqueeze", "Squeeze", "Reshape", "Trans
 # Correctly rounded in IEEE 754: torch gives the bits ONNX Runtime would, in the same dtype.
 _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div"}
 _UNARY = {"Sqrt": "sqrt", "Neg": "neg"}
-_FOLDABLE = _MOVES | set(_BINARY) | set(_UNARY)
+_FOLDABLE = _MOVES | set(_BINARY) | set(_UNARY) | {"Cast"}
+_CASTS = frozenset({ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.FLOAT16})
 # Constants larger than this stay in the graph (a recipe carries its constants as JSON).
 _CONSTANT_LIMIT = 64
+# Elements a fold may store beside weights that stay (a per-channel vector of a wide layer).
+_SMALL_COPY = 4096
 
 
 def _constant_ints(value: ir.Value | None) -> list[int] | None:
@@ -85,6 +89,8 @@ def remake(recipe: Recipe, weights: Mapping[str, torch.Tensor]) -> torch.Tensor:
     tensor = remake(recipe["of"], weights)
     if op in _UNARY.values():
         return getattr(torch, op)(tensor)
+    if op == "cast":
+        return tensor.to(getattr(torch, recipe["dtype"]))
     if op == "slice":
         start, stop, step = recipe["range"]
         index = [slice(None)] * tensor.dim()
@@ -194,6 +200,13 @@ def _computed(node: ir.Node, recipes: Mapping[ir.Value, Recipe], shapes: Mapping
     recipe, shape = recipes[data], shapes[data]
     if op == "Identity":
         return recipe
+    if op == "Cast":
+        # Between float32, float64 and float16 both libraries round to nearest even (bfloat16,
+        # which ONNX Runtime has rounded differently across versions, is left to run).
+        to = node.outputs[0].dtype
+        if to not in _CASTS or data.dtype not in _CASTS:
+            return None
+        return {"op": "cast", "dtype": _TORCH_FLOATS[to], "of": recipe}
     if op == "Transpose":
         perm_attribute = node.attributes.get("perm")
         perm = list(perm_attribute.as_ints()) if perm_attribute is not None else list(reversed(range(len(shape))))
@@ -245,9 +258,9 @@ def _reshaped(node: ir.Node, shape: tuple[int, ...]) -> list[int] | None:
 
 class FoldWeightRecipesPass(WeightsPass):
     """Regions of data movement (Slice/Concat/Unsqueeze/Squeeze/Reshape/Transpose/Identity) and
-    exact floating-point arithmetic (Add/Sub/Mul/Div/Sqrt/Neg) reading only named weights and
+    exact floating-point arithmetic (Add/Sub/Mul/Div/Sqrt/Neg, float Casts) reading only named weights and
     small constants become the initializers they compute, each with its recipe, when the weights
-    they read are read by nothing else (so the stored bytes do not grow)."""
+    they read are read by nothing else (so the stored bytes do not grow) or the results are small."""
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         graph = model.graph
@@ -262,6 +275,10 @@ class FoldWeightRecipesPass(WeightsPass):
                 continue
             if name in self.weights:
                 recipes[value] = {"weight": name, "shape": [int(dim) for dim in tensor.shape]}
+                if tensor.dtype in _TORCH_FLOATS:
+                    # A Cast step may store the result in another dtype: apply_weights checks
+                    # new weights against this one.
+                    recipes[value]["dtype"] = _TORCH_FLOATS[tensor.dtype]
                 region_of[value] = value
             else:
                 constant = _constant_recipe(value)
@@ -329,11 +346,15 @@ class FoldWeightRecipesPass(WeightsPass):
                for value in node.inputs[len(_data_inputs(node)):]):
             return 0
         sources = {value for value in computed if value is not None and "weight" in recipes.get(value, {})}
-        # Stored bytes may not grow: every weight read must be read by this region only, and the
-        # region's results (a slice of a weight read twice would be a copy beside it) no larger.
-        if any(user not in inside for value in sources for user, _ in value.uses()):
-            return 0
-        if sum(math.prod(shapes[value]) for value in ends) > sum(math.prod(shapes[value]) for value in sources):
+        # Stored bytes may not grow past a small copy: every weight read must be read by this
+        # region only, and the region's results (a slice of a weight read twice would be a copy
+        # beside it) no larger; or the results are a few thousand numbers (RWKV's ``1 - mix``
+        # beside ``mix``: a vector per layer kept, a node per layer and inference saved).
+        stored = sum(math.prod(shapes[value]) for value in ends)
+        if stored > _SMALL_COPY and (
+            any(user not in inside for value in sources for user, _ in value.uses())
+            or _bytes(ends, shapes) > _bytes(sources, shapes)
+        ):
             return 0
         empty = any(without_data(value) for value in sources)
         tensors = {value.name: value.const_value.raw if empty else plain_data(value) for value in sources}  # type: ignore[union-attr]
@@ -353,6 +374,11 @@ class FoldWeightRecipesPass(WeightsPass):
             graph.register_initializer(stored)
             end.replace_all_uses_with(stored)
         return len(ends)
+
+
+def _bytes(values: Any, shapes: Mapping[ir.Value, tuple[int, ...]]) -> float:
+    """What the values take stored (a Cast to float32 of a float16 weight doubles it)."""
+    return sum(math.prod(shapes[value]) * (value.dtype.itemsize if value.dtype is not None else 4) for value in values)
 
 
 def _meta(recipe: Recipe, dtype: torch.dtype = torch.float32) -> torch.Tensor:
