@@ -43,3 +43,20 @@ def test_integer_einsums_sum_exactly(dtype, equation):
     big = torch.tensor([info.max - 3, info.max - 1, info.min + 2 if info.min else 7], dtype=dtype)
     operands = {"i->": (big,), "ij->i": (big.repeat(2, 1),), "ij,j->i": (big.repeat(2, 1), torch.tensor([1, 2, 3], dtype=dtype)), "i,i->": (big, big)}[equation]
     assert_matches_eager(lambda *xs: torch.einsum(equation, *xs), operands)
+
+
+@pytest.mark.parametrize("divisor", [4, -3, 1, -7])
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64])
+def test_floor_division_by_a_number_is_exact_in_six_nodes(dtype, divisor):
+    """A divisor known at export has one sign: the truncated quotient is rounded down where the
+    remainder's sign is not the divisor's, one comparison instead of four."""
+    info = torch.iinfo(dtype)
+    x = torch.tensor([info.min, info.min + 1, -9, -8, -7, -1, 0, 1, 7, 8, 9, info.max - 1, info.max], dtype=dtype)
+    program = assert_matches_eager(lambda x: torch.div(x, divisor, rounding_mode="floor"), (x,), rtol=0, atol=0)
+    assert len(program.model.graph) <= 6, [node.op_type for node in program.model.graph]
+
+
+def test_floor_division_by_a_tensor_is_exact():
+    a = torch.tensor([-9, -8, -7, -1, 0, 1, 7, 8, 9, -2**63, 2**63 - 1, -5, 5])
+    b = torch.tensor([4, -4, 3, -3, 2, -2, 5, -5, 4, 3, -3, -5, 5])
+    assert_matches_eager(lambda a, b: (a // b, torch.div(a, b, rounding_mode="floor")), (a, b), rtol=0, atol=0)

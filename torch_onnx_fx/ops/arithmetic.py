@@ -39,15 +39,19 @@ def _integer_rounding_division(node: torch.fx.Node) -> bool:
 )
 def aten_div_mode_integer(self: ir.Value, other: Any, *, rounding_mode: str) -> ir.Value:
     """div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor, integers"""
-    if not isinstance(other, ir.Value):
-        other = op.CastLike(op.Constant(value_int=int(other)), self)
-    quotient = op.Div(self, other)
+    divisor = other if isinstance(other, ir.Value) else op.CastLike(op.Constant(value_int=int(other)), self)
+    quotient = op.Div(self, divisor)
     if rounding_mode == "trunc" or (self.dtype is not None and not _signed(self.dtype)):
         return quotient
     zero = op.CastLike(op.Constant(value_int=0), self)
-    inexact = op.Not(op.Equal(op.Sub(self, op.Mul(quotient, other)), zero))
-    signs_differ = op.Xor(op.Less(self, zero), op.Less(other, zero))
-    return op.Sub(quotient, op.CastLike(op.And(inexact, signs_differ), self))
+    # Truncation rounded up where the remainder is nonzero and its sign (the dividend's) is not
+    # the divisor's. A divisor known at export has one sign, which leaves one comparison.
+    remainder = op.Sub(self, op.Mul(quotient, divisor))
+    if not isinstance(other, ir.Value):
+        rounded_up = op.Less(remainder, zero) if int(other) > 0 else op.Greater(remainder, zero)
+    else:
+        rounded_up = op.And(op.Not(op.Equal(remainder, zero)), op.Xor(op.Less(remainder, zero), op.Less(divisor, zero)))
+    return op.Sub(quotient, op.CastLike(rounded_up, self))
 
 
 def _signed(dtype: ir.DataType) -> bool:
