@@ -253,3 +253,39 @@ def test_complex_fft_of_odd_length_is_computed_in_double():
     fn = lambda x: torch.stft(x, 10, return_complex=True)  # noqa: E731
     program = assert_matches_eager(fn, (signal,), rtol=1.3e-6, atol=1e-5)
     assert "Cast" in [node.op_type for node in program.model.graph]
+
+
+ISTFT = {
+    "default": dict(n_fft=16, hop_length=4),
+    "length_shorter": dict(n_fft=16, hop_length=4, length=50),
+    "length_longer": dict(n_fft=16, hop_length=4, length=80),
+    "not_centered": dict(n_fft=16, hop_length=4, center=False, window=None),
+    "normalized": dict(n_fft=16, hop_length=4, normalized=True),
+    "short_window": dict(n_fft=16, hop_length=2, win_length=10, window=torch.hann_window(10)),
+    "rectangular": dict(n_fft=16, hop_length=8, window=None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ISTFT))
+def test_istft_is_one_overlap_add(name):
+    options = dict(ISTFT[name])
+    window = options.pop("window", WINDOW if options["n_fft"] == 16 else None)
+    n_fft, hop = options["n_fft"], options["hop_length"]
+    stft_window = torch.ones(n_fft) if window is None else torch.nn.functional.pad(window, ((n_fft - len(window)) // 2, (n_fft - len(window) + 1) // 2))
+    torch.manual_seed(0)
+    spectrum = torch.stft(torch.randn(2, 64), n_fft, hop_length=hop, window=stft_window, center=options.get("center", True), return_complex=True)
+    program = assert_matches_eager(lambda s: torch.istft(s, window=window, **options), (spectrum,), atol=1e-5)
+    # The frames' overlap-add is one ScatterElements, whatever the number of frames.
+    op_types = [node.op_type for node in program.model.graph]
+    assert "ScatterND" not in op_types and 1 <= op_types.count("ScatterElements") <= 2, op_types
+
+
+def test_istft_of_a_spectrum_with_frames_dynamic_and_no_batch():
+    torch.manual_seed(0)
+    spectrum = _stft(torch.randn(64))
+    other = _stft(torch.randn(100))
+    frames = torch.export.Dim("frames", min=2)
+    assert_matches_eager(
+        lambda s: torch.istft(s, 16, hop_length=4, window=WINDOW), (spectrum,), dynamic_shapes=({1: frames},),
+        more_inputs=[((other,), {})], atol=1e-5,
+    )
