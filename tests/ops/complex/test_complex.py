@@ -85,7 +85,8 @@ def test_special_values_follow_aten():
     assert_matches_eager(fn, (z,))
 
 
-def test_abs_of_complex64_is_aten_bit_for_bit():
+@pytest.mark.parametrize("opset, most_nodes", [(18, 8), (20, 6)])
+def test_abs_of_complex64_is_aten_bit_for_bit(opset, most_nodes):
     """ATen's hypot is correctly rounded; the graph's float64 root of the float32 parts' squares is
     too (the scaled formula it replaced was an ulp off for a third of these numbers)."""
     torch.manual_seed(0)
@@ -93,12 +94,12 @@ def test_abs_of_complex64_is_aten_bit_for_bit():
     special = [complex(float("inf"), float("nan")), complex(float("nan"), -float("inf")), complex(float("nan"), 1.0),
                complex(3e38, 3e38), complex(1e-45, 0.0), 0j]
     z = torch.cat([z, torch.tensor(special, dtype=torch.complex64)])
-    program = torch_onnx_fx.export(lambda z: torch.abs(z), (z,), verbose=False)
+    program = torch_onnx_fx.export(lambda z: torch.abs(z), (z,), verbose=False, opset_version=opset)
     (result,) = program(z)
     expected = torch.abs(z)
     assert torch.equal(result.isnan(), expected.isnan())
     assert torch.equal(result[~expected.isnan()], expected[~expected.isnan()])
-    assert len(program.model.graph) <= 8, [node.op_type for node in program.model.graph]
+    assert len(program.model.graph) <= most_nodes, [node.op_type for node in program.model.graph]
 
 
 def test_stft_is_one_product_with_the_transform_table():
