@@ -54,47 +54,53 @@ def _axes(rank: int, normalized_shape: Sequence[int]) -> list[int]:
     return list(range(rank - len(normalized_shape), rank))
 
 
+_HALF = (ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
+
+
 @register("aten::rms_norm", min_opset=23)
 def aten_rms_norm_opset23(
     input: ir.Value, normalized_shape: Sequence[int], weight: ir.Value | None = None, eps: float | None = None
 ) -> ir.Value:
-    """rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor"""
-    if weight is None:
-        weight = op.CastLike(1.0, input)
+    """rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
+
+    A half-precision input is normalized in float32 and its weight applied there too, rounding
+    once as ATen does; ONNX's RMSNormalization would apply the scale after rounding."""
+    epsilon = eps if eps is not None else _opmath_eps(input)
     axis = -len(normalized_shape)
-    attrs = {"axis": axis, "stash_type": 1}
-    if eps is not None:
-        attrs["epsilon"] = eps
-    else:
-        attrs["epsilon"] = _finfo_eps(input)
-    return opset23.RMSNormalization(input, weight, **attrs)
+    if input.dtype in _HALF:
+        scale = op.Cast(weight, to=ir.DataType.FLOAT) if weight is not None else op.Constant(value_float=1.0)
+        normalized = opset23.RMSNormalization(op.Cast(input, to=ir.DataType.FLOAT), scale, axis=axis, epsilon=epsilon, stash_type=1)
+        return op.CastLike(normalized, input)
+    scale = weight if weight is not None else op.CastLike(1.0, input)
+    return opset23.RMSNormalization(input, scale, axis=axis, epsilon=epsilon, stash_type=1)
 
 
 @register("aten::rms_norm")
 def aten_rms_norm(
     input: ir.Value, normalized_shape: Sequence[int], weight: ir.Value | None = None, eps: float | None = None
 ) -> ir.Value:
-    """rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor"""
+    """rms_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None) -> Tensor
+
+    As ATen computes it: half-precision inputs in float32, the weight applied in float32 too,
+    one rounding at the end; eps by default float32's (the computing type's), not the input's."""
     rank = input.shape.rank() if input.shape is not None else None
     if rank is None:
         raise ValueError("rms_norm needs an input of known rank")
     axes = op.Constant(value_ints=_axes(rank, normalized_shape))
-    # ATen accumulates in float32 for half-precision inputs; so do we.
-    compute = input if input.dtype in (ir.DataType.FLOAT, ir.DataType.DOUBLE) else op.Cast(input, to=ir.DataType.FLOAT)
-    epsilon = eps if eps is not None else _finfo_eps(input)
+    half = input.dtype in _HALF
+    compute = op.Cast(input, to=ir.DataType.FLOAT) if half else input
+    epsilon = eps if eps is not None else _opmath_eps(input)
     mean_square = op.ReduceMean(op.Mul(compute, compute), axes, keepdims=1)
     normalized = op.Mul(compute, op.Reciprocal(op.Sqrt(op.Add(mean_square, epsilon))))
-    result = op.CastLike(normalized, input)
-    return result if weight is None else op.Mul(result, weight)
+    if weight is not None:
+        normalized = op.Mul(normalized, op.Cast(weight, to=ir.DataType.FLOAT) if half else weight)
+    return op.CastLike(normalized, input) if half else normalized
 
 
-def _finfo_eps(value: ir.Value) -> float:
-    """torch.finfo(dtype).eps, ATen's default epsilon for rms_norm."""
-    import torch
-    from onnx_ir.tensor_adapters import to_torch_dtype
-
-    dtype = to_torch_dtype(value.dtype) if value.dtype is not None else torch.float32
-    return float(torch.finfo(dtype).eps)
+def _opmath_eps(value: ir.Value) -> float:
+    """ATen's default rms_norm epsilon: that of the type it computes in (float32 for float16
+    and bfloat16 inputs, whose own eps is 8000 times larger)."""
+    return float(np.finfo(np.float64 if value.dtype == ir.DataType.DOUBLE else np.float32).eps)
 
 
 def _batch_statistics(input: ir.Value, eps: float) -> tuple[ir.Value, ir.Value, ir.Value, list[int]]:
