@@ -21,3 +21,27 @@ def test_float32_sinh_and_cosh_do_not_overflow_before_their_result(fn):
     # exp(89) overflows float32 where sinh(89) = 2.24e38 does not: ONNX Runtime returned inf.
     x = torch.tensor([89.0, -89.2, 88.9, 3.0, 0.0, -1e-3, 90.0])
     assert_matches_eager(lambda t: fn(t), (x,), rtol=1e-6, atol=0)
+
+
+# Chains of float16 operators ONNX Runtime has no kernel for: it computes each in float32 and
+# drops the Casts between them, rounding once where ATen rounds after each operator.
+_HALF_CHAINS = {
+    "divide_by_sum": lambda t: t / (t.abs() + 1),
+    "softsign": torch.nn.functional.softsign,
+    "tanhshrink": torch.nn.functional.tanhshrink,
+    "logit": lambda t: torch.logit(torch.sigmoid(t)),
+    "xlogy": lambda t: torch.xlogy(t.abs(), t.abs().flip(0) + 0.5),
+    "cast_between": lambda t: torch.sqrt(t.float().abs().half()) * 0.5 - t,
+}
+@pytest.mark.parametrize("name", sorted(_HALF_CHAINS))
+def test_float16_chains_round_after_every_operator(name):
+    torch.manual_seed(0)
+    x = (torch.randn(4096) * 3).half()
+    assert_matches_eager(lambda t: _HALF_CHAINS[name](t), (x,), rtol=0, atol=0)
+
+
+def test_a_lone_float16_operator_keeps_its_type():
+    """Nothing next to it to lose a rounding to: ONNX Runtime's own float32 computation of it
+    rounds once (PyTorch's exporter test asserts no Cast around x ** 2.0)."""
+    program = assert_matches_eager(lambda t: t**2.0, (torch.tensor([1.0, 2.0, 3.0], dtype=torch.float16),), rtol=0, atol=0)
+    assert [node.op_type for node in program.model.graph] == ["Pow"]

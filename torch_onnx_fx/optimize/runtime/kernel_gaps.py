@@ -59,10 +59,15 @@ _ONNX_NAMES = {
     ir.DataType.BOOL: "bool", ir.DataType.STRING: "string",
 }
 
-# Wider types that compute the same results, nearest first. float16 is not here: ONNX Runtime
-# computes a float16 node that has no kernel in float32 itself (its InsertCastTransformer), so
-# the graph keeps the float16 operator torch.onnx emits and other back ends run natively.
+# Wider types that compute the same results, nearest first. ONNX Runtime computes a float16 node
+# that has no kernel in float32 itself (its InsertCastTransformer), and rounds it once, as ATen
+# does; but it drops the Casts between two such nodes, so a chain of them rounds once at its end
+# where ATen rounds after every operator (x / (x + 1): a quarter of the results off by an ulp).
+# float16 nodes in such chains, or next to a Cast (which it removes with its own), are widened
+# here with explicit Casts back after each, which the runtime keeps; a lone one is left as
+# torch.onnx emits it (``_float16_chains``).
 _WIDER: dict[ir.DataType, tuple[ir.DataType, ...]] = {
+    ir.DataType.FLOAT16: (ir.DataType.FLOAT,),
     ir.DataType.BFLOAT16: (ir.DataType.FLOAT,),
     ir.DataType.BOOL: (ir.DataType.UINT8, ir.DataType.INT32, ir.DataType.INT64),
     ir.DataType.INT8: (ir.DataType.INT32, ir.DataType.INT64),
@@ -348,14 +353,41 @@ def _may_widen(node: ir.Node, schema: onnx.defs.OpSchema, bound: dict[str, ir.Da
     if _takes_containers(schema):
         return False
     for param, dtype in bound.items():
-        if _schema_allows(schema, param, dtype) or dtype == ir.DataType.BFLOAT16:
-            # bfloat16 means the same computed in float32 and rounded once (what ATen's CPU
+        if _schema_allows(schema, param, dtype) or dtype in _HALF_FLOATS:
+            # A half type means the same computed in float32 and rounded once (what ATen's CPU
             # kernels do), whether or not the schema lists it (Sin has no bfloat16).
             continue
         exact = _BOOL_EXACT if dtype == ir.DataType.BOOL else _WRAPPING_ARITHMETIC
         if node.op_type not in exact:
             return False
     return True
+
+
+def _float16_gap(node: ir.Node, version: int) -> bool:
+    """A float16 node ONNX Runtime runs by casting it to float32 (it has no float16 kernel)."""
+    if node.domain not in ("", "ai.onnx"):
+        return False
+    schema = _schema(node, version)
+    if schema is None:
+        return False
+    _type_outputs(node, schema)
+    bound = _bindings(node, schema)
+    return bool(bound) and ir.DataType.FLOAT16 in bound.values() and has_cpu_kernel(node.op_type, version, bound) is False
+
+
+def _float16_chains(model: ir.Model, version: int) -> set[ir.Node]:
+    """The float16 gaps next to another gap or to a Cast: where ONNX Runtime would drop a
+    rounding, since it removes the Casts it inserts around a gap together with any Cast they
+    undo (a float32 result cast to float16 and back, unrounded)."""
+    gaps = {node for node in ir.traversal.RecursiveGraphIterator(model.graph) if _float16_gap(node, version)}
+    chained = set()
+    for node in gaps:
+        neighbours = {value.producer() for value in node.inputs if value is not None}
+        neighbours |= {user for value in node.outputs for user, _ in value.uses()}
+        neighbours.discard(node)
+        if any(other in gaps or (other is not None and other.op_type == "Cast") for other in neighbours):
+            chained.add(node)
+    return chained
 
 
 class KernelGapPass(ir.passes.InPlacePass):
@@ -379,6 +411,7 @@ class KernelGapPass(ir.passes.InPlacePass):
     def _adapt(self, model: ir.Model) -> int:
         version = model.opset_imports.get("", 18)
         changed = 0
+        chained = _float16_chains(model, version)
         for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
             if node.domain not in ("", "ai.onnx"):
                 continue
@@ -388,6 +421,8 @@ class KernelGapPass(ir.passes.InPlacePass):
             _type_outputs(node, schema)
             bound = _bindings(node, schema)
             if not bound:
+                continue
+            if ir.DataType.FLOAT16 in bound.values() and node not in chained and _half_reducing_scatter(node, bound) is None:
                 continue
             refused_at_run_time = _half_reducing_scatter(node, bound)
             if refused_at_run_time is not None:
