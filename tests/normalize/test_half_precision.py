@@ -1,0 +1,48 @@
+"""normalize/half_precision.py: half-precision operators round where ATen's do, bit for bit."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import torch_onnx_fx
+
+# One ATen operator that is several ONNX nodes: ATen computes it in float32 and rounds once,
+# where the graph's nodes, each rounded to the half type, would round between them.
+SINGLE_ROUNDING = {
+    "silu": torch.nn.functional.silu,
+    "rsqrt": lambda t: torch.rsqrt(t.abs() + 0.25),
+    "softplus_beta": lambda t: torch.nn.functional.softplus(t, beta=2.0, threshold=5.0),
+    "log10": lambda t: torch.log10(t.abs() + 0.25),
+    "log2": lambda t: torch.log2(t.abs() + 0.25),
+    "atan2": lambda t: torch.atan2(t, t.flip(0)),
+    "sinc": torch.sinc,
+    "rad2deg": torch.rad2deg,
+    "glu": lambda t: torch.nn.functional.glu(t.reshape(-1, 2), -1),
+    # A Python number in a product is a float32 in ATen's computation, not a half-type number.
+    "times_number": lambda t: t * 0.3,
+    "by_number": lambda t: t / 0.3,
+    "number_by": lambda t: 0.3 / t,
+    # alpha is rounded to the half type, a + alpha * b rounded once.
+    "add_alpha": lambda t: torch.add(t, t.flip(0), alpha=0.3),
+    "sub_alpha": lambda t: torch.sub(t, t.flip(0), alpha=3),
+    # ATen rounds the number of a sum to the half type first: left as it is.
+    "plus_number": lambda t: t + 0.1,
+    "number_minus": lambda t: 0.7 - t,
+}
+
+
+def _bits_equal(actual: torch.Tensor, expected: torch.Tensor) -> float:
+    return ((actual == expected) | (actual.isnan() & expected.isnan())).float().mean().item()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", sorted(SINGLE_ROUNDING))
+def test_half_precision_operators_round_as_aten(name, dtype):
+    torch.manual_seed(0)
+    x = (torch.randn(4096) * 3).to(dtype)
+    function = SINGLE_ROUNDING[name]
+    program = torch_onnx_fx.export(lambda t: function(t), (x,), verbose=False)
+    # ONNX Runtime's float32 Sigmoid and Sin are an ulp from ATen's in a few cases in a thousand,
+    # which the rounding to the half type hides all but a few times: rounding twice missed 10-50 %.
+    assert _bits_equal(program(x)[0], function(x)) >= 0.998
