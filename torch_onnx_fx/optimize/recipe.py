@@ -34,10 +34,12 @@ from torch_onnx_fx.optimize.ort_fusions import fuse_for_onnxruntime, share_prese
 from torch_onnx_fx.optimize.quantized_pad import QuantizedPadPass
 from torch_onnx_fx.optimize.runtime.dequantized_weights import DequantizedWeightPass
 from torch_onnx_fx.optimize.runtime.integer_reductions import IntegerReductionsPass
+from torch_onnx_fx.optimize.runtime.exact_round_trips import ExactRoundTripsPass
 from torch_onnx_fx.optimize.runtime.kernel_gaps import KernelGapPass
 from torch_onnx_fx.optimize.runtime.matrix_vector import MatrixVectorPass
 from torch_onnx_fx.optimize.runtime.nan_propagation import NaNPropagationPass
 from torch_onnx_fx.optimize.runtime.one_sided_clip import OneSidedClipPass
+from torch_onnx_fx.optimize.weights.recipes import FoldWeightRecipesPass
 
 __all__ = ["optimize_model"]
 
@@ -80,7 +82,10 @@ def optimize_model(
         DequantizedWeightPass()(model)
         if fusion_mode == fusion.ONNXRUNTIME:
             fused.update(_counted(MatMulNBitsPass()(model).model, "MatMulNBits"))
-        KernelGapPass()(model)
+        if KernelGapPass()(model).modified and optimize:
+            # Weights a widened node reads are cast at every inference; stored cast instead.
+            FoldWeightRecipesPass(weights)(model)
+        ExactRoundTripsPass()(model)
     if module_functions is not False:
         ModuleFunctionsPass(None if module_functions is True else module_functions, weights)(model)
     model.graph.opset_imports.update(extra_opsets or {})
