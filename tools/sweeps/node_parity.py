@@ -156,6 +156,33 @@ def _extra_ops(record: dict[str, Any]) -> str:
     return ", ".join(f"{op} {count:+d}" for op, count in sorted(more.items(), key=lambda item: (-item[1], item[0])) if count > 0)
 
 
+# What each family's extra nodes buy (issue 28: keep only what exactness needs). Kept by hand
+# beside the measurements: the per-case columns show the op types, the differences and the
+# bit-exact shares they refer to.
+_WHY = [
+    "## What the extra nodes buy",
+    "",
+    "- **audio, spectral, complex**: the DFT of `stft`, `istft` and complex FFTs is computed in float64 "
+    "(`Cast`s around one `MatMul` or `DFT`): ONNX Runtime's float32 `STFT`/`DFT` sum lengths that are not "
+    "powers of two term by term, and drift past the tolerance on longer frames (log-mel at n_fft 400: 11 % of "
+    "torch.onnx's outputs are eager's bits, 80 % of ours, at a quarter of its latency). `abs` of a complex64 "
+    "value is the float64 root of its parts' squares (ATen's correctly rounded `hypot`; torch.onnx's float32 "
+    "`ReduceL2` overflows past 1.8e19) plus the rule that inf beats NaN (`IsInf`, `ReduceMax`, `Where`).",
+    "- **half**: ATen computes float16/bfloat16 products, convolutions, norms and reductions in float32 and "
+    "rounds each operator's result once; the graph does too, with a `Cast` at each rounding. ONNX Runtime "
+    "has no float16 kernel for most operators and, running them in float32 itself, drops the roundings "
+    "between neighbours: torch.onnx's graphs round once per chain (73 % of a float16 MLP's outputs are "
+    "eager's bits, 100 % of ours). torch.onnx's bfloat16 graphs do not run.",
+    "- **graph**: `scatter_reduce` with `amax`/`amin` propagates NaN as ATen does (ONNX Runtime's "
+    "`ScatterElements(max)` skips it: `IsNaN`, `Where`), and `mean` is a sum divided by a count "
+    "(torch.onnx's is the last value written).",
+    "- **rwkv**: `-exp(time_decay)` stays in the graph because `apply_weights` must be able to replace "
+    "`time_decay` (torch.onnx folds it into an anonymous constant that `apply_weights` cannot reach); "
+    "`1 - mix` is folded, with its recipe.",
+    "",
+]
+
+
 def render(machine: dict[str, Any], records: list[dict[str, Any]]) -> str:
     lines = [
         "# Graph size outside transformers",
@@ -182,6 +209,7 @@ def render(machine: dict[str, Any], records: list[dict[str, Any]]) -> str:
             f"{closer['torch_onnx_fx']} / {closer['torch.onnx']} |"
         )
     lines.append("")
+    lines += _WHY
     lines += [
         "| case | family | nodes (ours / torch.onnx) | ms (ours / torch.onnx) | latency ratio | difference (ours / torch.onnx) | bit-exact share (ours / torch.onnx) | our extra ops |",
         "|---|---|---:|---:|---:|---|---|---|",
