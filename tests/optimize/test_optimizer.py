@@ -110,3 +110,13 @@ def test_shape_arithmetic_on_sizes_folding_made_static_is_folded():
         dynamic_shapes=({2: torch.export.Dim("h", min=2) * 2},), more_inputs=[((torch.randn(1, 2, 6, 12),), {})],
     )
     assert "Shape" in [node.op_type for node in dynamic.model.graph]
+
+
+def test_static_dims_of_a_partly_dynamic_shape_are_folded():
+    """unfold along a static dim of an input with a dynamic batch: torchlib reads the dim's size
+    at run time (Shape, Gather, Squeeze, Sub, Range, Unsqueeze, Add); it is a constant."""
+    x = torch.randn(2, 1024)
+    program = assert_matches_eager(
+        lambda w: w.unfold(1, 64, 32), (x,), dynamic_shapes=({0: "batch"},), more_inputs=[((torch.randn(3, 1024),), {})]
+    )
+    assert [node.op_type for node in program.model.graph] == ["Gather"]

@@ -1,0 +1,88 @@
+"""Static dims read from a partly dynamic shape become constants.
+
+torchlib's functions read sizes at run time: ``Gather(Shape(x), [1])`` for the length of the dim
+they work on. When x has a dynamic batch but a static length, onnxscript's folder keeps the
+``Shape`` (its output is not constant) and so the ``Gather`` and the arithmetic after it:
+``unfold`` of a 1024-sample signal with a dynamic batch built its frame indices from 7 nodes at
+every inference. :class:`FoldStaticDimsPass` replaces such a ``Gather`` (or a ``Shape`` slice)
+whose dims are all static with the constant they are; the next folding round folds the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import onnx_ir as ir
+
+__all__ = ["FoldStaticDimsPass"]
+
+logger = logging.getLogger(__name__)
+
+
+def _shape_of(value: ir.Value | None) -> tuple[ir.Value, int, int] | None:
+    """``(x, start, end)`` when ``value`` is ``Shape(x)`` (with its start and end), else None."""
+    node = value.producer() if value is not None else None
+    if node is None or node.op_type != "Shape" or node.domain not in ("", "ai.onnx") or node.inputs[0] is None:
+        return None
+    source = node.inputs[0]
+    if source.shape is None:
+        return None
+    rank = source.shape.rank()
+    start = node.attributes.get("start")
+    end = node.attributes.get("end")
+    first = start.as_int() if start is not None else 0
+    last = end.as_int() if end is not None else rank
+    first, last = (max(0, min(rank, bound + rank if bound < 0 else bound)) for bound in (first, last))
+    return source, first, last
+
+
+def _static(dims: list[object]) -> bool:
+    return all(isinstance(dim, int) for dim in dims)
+
+
+class FoldStaticDimsPass(ir.passes.InPlacePass):
+    """Gather(Shape(x), constant indices) and Shape(x, start, end) of static dims: constants."""
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        folded = 0
+        for node in list(model.graph):
+            value = self._static_value(node)
+            if value is not None and not node.outputs[0].is_graph_output():
+                constant = ir.Node("", "Constant", inputs=[], attributes=[ir.AttrTensor("value", ir.tensor(value))])
+                constant.outputs[0].type = ir.TensorType(ir.DataType.INT64)
+                constant.outputs[0].shape = ir.Shape(value.shape)
+                constant.outputs[0].const_value = ir.tensor(value)
+                model.graph.insert_before(node, constant)
+                node.outputs[0].replace_all_uses_with(constant.outputs[0])
+                folded += 1
+        if folded:
+            ir.passes.common.RemoveUnusedNodesPass()(model)
+            logger.debug("FoldStaticDimsPass: %d static dim read(s) made constant", folded)
+        return ir.passes.PassResult(model, modified=bool(folded))
+
+    @staticmethod
+    def _static_value(node: ir.Node) -> np.ndarray | None:
+        if node.domain not in ("", "ai.onnx") or len(node.outputs) != 1:
+            return None
+        if node.op_type == "Shape":
+            found = _shape_of(node.outputs[0])
+            if found is None:
+                return None
+            source, first, last = found
+            dims = list(source.shape.dims)[first:last]  # type: ignore[union-attr]
+            return np.array(dims, dtype=np.int64) if dims and _static(dims) else None
+        if node.op_type != "Gather" or len(node.inputs) != 2 or node.inputs[1] is None:
+            return None
+        axis = node.attributes.get("axis")
+        found = _shape_of(node.inputs[0])
+        indices = node.inputs[1].const_value
+        if found is None or indices is None or (axis is not None and axis.as_int() != 0):
+            return None
+        source, first, last = found
+        dims = list(source.shape.dims)[first:last]  # type: ignore[union-attr]
+        positions = np.asarray(indices.numpy()).astype(np.int64)
+        if not np.all((positions >= -len(dims)) & (positions < len(dims))):
+            return None
+        picked = [dims[int(p)] for p in positions.reshape(-1)]
+        return np.array(picked, dtype=np.int64).reshape(positions.shape) if _static(picked) else None
