@@ -304,8 +304,9 @@ def aten_sort_stable(
 ) -> tuple[ir.Value, ir.Value]:
     """sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
 
-    ONNX's TopK breaks ties by the lower index, so a full-length TopK is a stable sort (stable or
-    not, ATen's CPU sort is stable too). ATen sorts NaN above everything; TopK's order of NaN is
+    ONNX's TopK breaks ties by the lower index, so a full-length TopK is a stable sort. ATen's CPU
+    sort with ``stable=False`` is stable up to 16 elements only (measured); past that, its ties
+    come out in an order of its own, which this does not reproduce (the values are the same). ATen sorts NaN above everything; TopK's order of NaN is
     unspecified, so floating inputs take a second stable pass on "is NaN" (least significant key
     first, as in a radix sort): NaNs last ascending, first descending, in their original order.
     """

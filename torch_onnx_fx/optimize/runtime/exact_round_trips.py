@@ -6,7 +6,7 @@ after the operator. Where the float32 value is already a half-precision number, 
 Cast to float32 that the next widened node starts with change nothing: ``Relu``, ``Max``,
 ``Where`` or a ``Transpose`` of values cast from float16 only pick or move such numbers.
 :class:`ExactRoundTripsPass` lets the reader of such a pair read the float32 value itself (a
-small convolutional net in float16: 4 of its 22 Casts).
+small convolutional net in float16: 3 of its 30 nodes).
 """
 
 from __future__ import annotations
