@@ -41,3 +41,17 @@ def test_nll_loss2d_forward_over_pixels():
         return torch.ops.aten.nll_loss2d_forward(scores, target, WEIGHT, 1, 4)
 
     assert_matches_eager(model, (torch.randn(2, 5, 3, 4).log_softmax(1), torch.randint(0, 5, (2, 3, 4))))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("options", [{}, {"reduction": "none"}, {"weight": True}, {"ignore_index": 3}, {"label_smoothing": 0.1}])
+def test_half_precision_cross_entropy_runs_as_atens_decomposition(dtype, options):
+    """ONNX Runtime's bfloat16 SoftmaxCrossEntropyLoss did not load (its NegativeLogLikelihoodLoss
+    takes no bfloat16); half scores now take log_softmax and nll_loss as ATen composes them."""
+    torch.manual_seed(0)
+    if options.get("weight"):
+        options = {"weight": torch.rand(32).to(dtype)}
+    scores, target = (torch.randn(16, 32) * 3).to(dtype), torch.randint(0, 32, (16,))
+    assert_matches_eager(
+        lambda a, t: torch.nn.functional.cross_entropy(a, t, **options), (scores, target), rtol=2e-2, atol=2e-2
+    )

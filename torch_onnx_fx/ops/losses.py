@@ -19,7 +19,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.ops import _tensors as tx
-from torch_onnx_fx.registry import register
+from torch_onnx_fx.registry import limit_torchlib, register
 
 __all__ = [
     "aten_cross_entropy_probabilities",
@@ -32,7 +32,20 @@ __all__ = [
 ]
 
 
+def _full_precision_scores(node: Any) -> bool:
+    """float16/bfloat16 scores go to PyTorch's decomposition: ATen rounds log_softmax to the half
+    type before nll_loss reads it, which a fused SoftmaxCrossEntropyLoss does not (half of the
+    losses an ulp off), and ONNX Runtime's bfloat16 SoftmaxCrossEntropyLoss does not run."""
+    scores = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    return not (isinstance(scores, torch.Tensor) and scores.dtype in (torch.float16, torch.bfloat16))
+
+
+limit_torchlib("aten::cross_entropy_loss", _full_precision_scores)
+
+
 def _probability_targets(node: Any) -> bool:
+    if not _full_precision_scores(node):
+        return False
     target = node.args[1].meta.get("val") if isinstance(node.args[1], torch.fx.Node) else None
     args = list(node.args) + [None] * 6
     weight = node.kwargs.get("weight", args[2])
@@ -57,6 +70,8 @@ def aten_cross_entropy_probabilities(
 
 
 def _unbatched_class_indices(node: Any) -> bool:
+    if not _full_precision_scores(node):
+        return False
     args = list(node.args) + [None] * 6
     scores = args[0].meta.get("val") if isinstance(args[0], torch.fx.Node) else None
     target = args[1].meta.get("val") if isinstance(args[1], torch.fx.Node) else None
@@ -100,6 +115,8 @@ def aten_cross_entropy_loss_unbatched(
 
 
 def _weighted_probabilities(node: Any) -> bool:
+    if not _full_precision_scores(node):
+        return False
     args = list(node.args) + [None] * 6
     target = args[1].meta.get("val") if isinstance(args[1], torch.fx.Node) else None
     weight = node.kwargs.get("weight", args[2])
