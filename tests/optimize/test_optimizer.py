@@ -120,3 +120,16 @@ def test_static_dims_of_a_partly_dynamic_shape_are_folded():
         lambda w: w.unfold(1, 64, 32), (x,), dynamic_shapes=({0: "batch"},), more_inputs=[((torch.randn(3, 1024),), {})]
     )
     assert [node.op_type for node in program.model.graph] == ["Gather"]
+
+
+def test_expand_to_the_values_own_symbolic_shape_is_removed():
+    """torchlib's index_put expands the values to a shape it computes at run time; for index_add
+    along a dynamic dim that shape is the values' own ([n, batch]), so the Expand and the shape
+    arithmetic before it go (12 nodes to 7, as torch.onnx's graph)."""
+    dims = {0: "batch", 1: "n"}
+    x, index = torch.randn(2, 6), torch.randint(0, 6, (2, 6))
+    program = assert_matches_eager(
+        lambda t, i: t.index_add(1, i[0], t * 2.0), (x, index), dynamic_shapes=(dims, dims),
+        more_inputs=[((torch.randn(3, 7), torch.randint(0, 7, (3, 7))), {})],
+    )
+    assert "Expand" not in [node.op_type for node in program.model.graph]

@@ -20,7 +20,7 @@ from onnxscript.optimizer import _constant_folding as constant_folding
 from torch_onnx_fx.optimize.weights.batchnorm_into_conv import BatchNormIntoConvPass
 from torch_onnx_fx.optimize.distinct_outputs import DistinctOutputsPass
 from torch_onnx_fx.optimize.infer_missing_types import InferMissingTypesPass, RefineUnknownDimsPass
-from torch_onnx_fx.optimize.static_dims import FoldStaticDimsPass
+from torch_onnx_fx.optimize.static_dims import ExpandToOwnShapePass, FoldStaticDimsPass
 from torch_onnx_fx.optimize.optional_outputs import TrimUnusedOptionalOutputsPass
 from torch_onnx_fx.optimize.rewrite_rules import RelevantRulesRewritePass
 from torch_onnx_fx.optimize.weights.recipes import FoldWeightRecipesPass
@@ -169,6 +169,7 @@ def _optimize(model: ir.Model, *, inline: bool = True) -> None:
             # for the next round to fold the shape arithmetic on them.
             RefineUnknownDimsPass(),
             FoldStaticDimsPass(),
+            ExpandToOwnShapePass(),
         ],
         steps=2,
         early_stop=True,

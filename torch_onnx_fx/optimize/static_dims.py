@@ -15,7 +15,7 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
-__all__ = ["FoldStaticDimsPass"]
+__all__ = ["ExpandToOwnShapePass", "FoldStaticDimsPass"]
 
 logger = logging.getLogger(__name__)
 
@@ -86,3 +86,62 @@ class FoldStaticDimsPass(ir.passes.InPlacePass):
             return None
         picked = [dims[int(p)] for p in positions.reshape(-1)]
         return np.array(picked, dtype=np.int64).reshape(positions.shape) if _static(picked) else None
+
+
+def _symbolic_dims(value: ir.Value | None, depth: int = 0) -> list[object] | None:
+    """The dims a 1-d int64 shape tensor holds, as ints and named symbols, where they follow from
+    ``Shape``, ``Gather`` of constant indices, ``Concat`` and constants; None otherwise."""
+    if value is None or depth > 8:
+        return None
+    if value.const_value is not None:
+        data = np.asarray(value.const_value.numpy())
+        return [int(item) for item in data.reshape(-1)] if data.ndim <= 1 else None
+    node = value.producer()
+    if node is None or node.domain not in ("", "ai.onnx"):
+        return None
+    if node.op_type == "Shape":
+        found = _shape_of(value)
+        return list(found[0].shape.dims)[found[1]:found[2]] if found is not None else None  # type: ignore[union-attr]
+    if node.op_type == "Gather" and len(node.inputs) == 2 and node.inputs[1] is not None:
+        axis = node.attributes.get("axis")
+        indices = node.inputs[1].const_value
+        dims = _symbolic_dims(node.inputs[0], depth + 1)
+        if dims is None or indices is None or (axis is not None and axis.as_int() != 0):
+            return None
+        positions = np.asarray(indices.numpy()).astype(np.int64)
+        if positions.ndim != 1 or not np.all((positions >= -len(dims)) & (positions < len(dims))):
+            return None
+        return [dims[int(p)] for p in positions]
+    if node.op_type == "Concat":
+        parts = [_symbolic_dims(part, depth + 1) for part in node.inputs]
+        return None if any(part is None for part in parts) else [dim for part in parts for dim in part]  # type: ignore[union-attr]
+    return None
+
+
+def _same_dim(a: object, b: object) -> bool:
+    if isinstance(a, int) or isinstance(b, int):
+        return a == b
+    return isinstance(a, ir.SymbolicDim) and isinstance(b, ir.SymbolicDim) and a.value is not None and a.value == b.value
+
+
+class ExpandToOwnShapePass(ir.passes.InPlacePass):
+    """``Expand(x, shape)`` where the shape is x's own, dim for dim (equal sizes or the same
+    named symbol): x itself. torchlib's ``index_put`` expands the values to the shape it
+    computes at run time, which for ``index_add`` is the values' shape."""
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        removed = 0
+        for node in list(model.graph):
+            if node.op_type != "Expand" or node.domain not in ("", "ai.onnx") or node.inputs[0] is None:
+                continue
+            source, output = node.inputs[0], node.outputs[0]
+            dims = _symbolic_dims(node.inputs[1])
+            if source.shape is None or dims is None or len(dims) != source.shape.rank() or output.is_graph_output():
+                continue
+            if all(_same_dim(a, b) for a, b in zip(source.shape.dims, dims)):
+                output.replace_all_uses_with(source)
+                removed += 1
+        if removed:
+            ir.passes.common.RemoveUnusedNodesPass()(model)
+            logger.debug("ExpandToOwnShapePass: %d Expand(s) to the input's own shape removed", removed)
+        return ir.passes.PassResult(model, modified=bool(removed))
