@@ -363,23 +363,32 @@ def _may_widen(node: ir.Node, schema: onnx.defs.OpSchema, bound: dict[str, ir.Da
     return True
 
 
-def _float16_gap(node: ir.Node, version: int) -> bool:
-    """A float16 node ONNX Runtime runs by casting it to float32 (it has no float16 kernel)."""
-    if node.domain not in ("", "ai.onnx"):
-        return False
-    schema = _schema(node, version)
-    if schema is None:
-        return False
-    _type_outputs(node, schema)
-    bound = _bindings(node, schema)
-    return bool(bound) and ir.DataType.FLOAT16 in bound.values() and has_cpu_kernel(node.op_type, version, bound) is False
+def _typed_nodes(model: ir.Model, version: int) -> dict[ir.Node, tuple[onnx.defs.OpSchema, dict[str, ir.DataType]]]:
+    """Every standard-domain node with type parameters, in graph order, with its schema and the
+    types bound to them (its outputs typed by the schema on the way)."""
+    typed = {}
+    for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+        if node.domain not in ("", "ai.onnx"):
+            continue
+        schema = _schema(node, version)
+        if schema is None:
+            continue
+        _type_outputs(node, schema)
+        bound = _bindings(node, schema)
+        if bound:
+            typed[node] = (schema, bound)
+    return typed
 
 
-def _float16_chains(model: ir.Model, version: int) -> set[ir.Node]:
-    """The float16 gaps next to another gap or to a Cast: where ONNX Runtime would drop a
-    rounding, since it removes the Casts it inserts around a gap together with any Cast they
-    undo (a float32 result cast to float16 and back, unrounded)."""
-    gaps = {node for node in ir.traversal.RecursiveGraphIterator(model.graph) if _float16_gap(node, version)}
+def _float16_chains(typed: dict[ir.Node, tuple[onnx.defs.OpSchema, dict[str, ir.DataType]]], version: int) -> set[ir.Node]:
+    """The float16 gaps (nodes ONNX Runtime runs by casting them to float32, having no float16
+    kernel) next to another gap or to a Cast: where it would drop a rounding, since it removes
+    the Casts it inserts around a gap together with any Cast they undo (a float32 result cast to
+    float16 and back, unrounded)."""
+    gaps = {
+        node for node, (_, bound) in typed.items()
+        if ir.DataType.FLOAT16 in bound.values() and has_cpu_kernel(node.op_type, version, bound) is False
+    }
     chained = set()
     for node in gaps:
         neighbours = {value.producer() for value in node.inputs if value is not None}
@@ -411,23 +420,17 @@ class KernelGapPass(ir.passes.InPlacePass):
     def _adapt(self, model: ir.Model) -> int:
         version = model.opset_imports.get("", 18)
         changed = 0
-        chained = _float16_chains(model, version)
-        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
-            if node.domain not in ("", "ai.onnx"):
-                continue
-            schema = _schema(node, version)
-            if schema is None:
-                continue
-            _type_outputs(node, schema)
-            bound = _bindings(node, schema)
-            if not bound:
-                continue
-            if ir.DataType.FLOAT16 in bound.values() and node not in chained and _half_reducing_scatter(node, bound) is None:
-                continue
+        # Typed once for the whole round: widening a node keeps its neighbours' types (it casts
+        # its results back), so what is bound here holds for every node until the next round.
+        typed = _typed_nodes(model, version)
+        chained = _float16_chains(typed, version)
+        for node, (schema, bound) in typed.items():
             refused_at_run_time = _half_reducing_scatter(node, bound)
             if refused_at_run_time is not None:
                 _widen(node, schema, refused_at_run_time, bound)
                 changed += 1
+                continue
+            if ir.DataType.FLOAT16 in bound.values() and node not in chained:
                 continue
             if node.op_type in _OVERFLOWING_IN_FLOAT32 and set(bound.values()) == {ir.DataType.FLOAT}:
                 _widen(node, schema, dict.fromkeys(bound, ir.DataType.DOUBLE), bound)
