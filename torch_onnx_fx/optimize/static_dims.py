@@ -63,39 +63,31 @@ class FoldStaticDimsPass(ir.passes.InPlacePass):
 
     @staticmethod
     def _static_value(node: ir.Node) -> np.ndarray | None:
-        if node.domain not in ("", "ai.onnx") or len(node.outputs) != 1:
+        if node.op_type not in ("Shape", "Gather") or node.domain not in ("", "ai.onnx") or len(node.outputs) != 1:
             return None
-        if node.op_type == "Shape":
-            found = _shape_of(node.outputs[0])
-            if found is None:
-                return None
-            source, first, last = found
-            dims = list(source.shape.dims)[first:last]  # type: ignore[union-attr]
-            return np.array(dims, dtype=np.int64) if dims and _static(dims) else None
-        if node.op_type != "Gather" or len(node.inputs) != 2 or node.inputs[1] is None:
+        dims = _symbolic_dims(node.outputs[0])
+        if not dims or not _static(dims):
             return None
-        axis = node.attributes.get("axis")
-        found = _shape_of(node.inputs[0])
-        indices = node.inputs[1].const_value
-        if found is None or indices is None or (axis is not None and axis.as_int() != 0):
-            return None
-        source, first, last = found
-        dims = list(source.shape.dims)[first:last]  # type: ignore[union-attr]
-        positions = np.asarray(indices.numpy()).astype(np.int64)
-        if not np.all((positions >= -len(dims)) & (positions < len(dims))):
-            return None
-        picked = [dims[int(p)] for p in positions.reshape(-1)]
-        return np.array(picked, dtype=np.int64).reshape(positions.shape) if _static(picked) else None
+        scalar = node.op_type == "Gather" and node.inputs[1].const_value.shape.rank() == 0  # type: ignore[union-attr]
+        return np.array(dims[0] if scalar else dims, dtype=np.int64)
+
+
+# Elements a constant may have to count as part of a shape (a rank; ONNX allows far fewer dims).
+_SHAPE_CONSTANT_LIMIT = 64
 
 
 def _symbolic_dims(value: ir.Value | None, depth: int = 0) -> list[object] | None:
-    """The dims a 1-d int64 shape tensor holds, as ints and named symbols, where they follow from
-    ``Shape``, ``Gather`` of constant indices, ``Concat`` and constants; None otherwise."""
+    """The dims a shape tensor (1-d, or a 0-d size) holds, as ints and named symbols, where they
+    follow from ``Shape``, ``Gather`` of constant indices, ``Concat`` and constants; None
+    otherwise."""
     if value is None or depth > 8:
         return None
-    if value.const_value is not None:
-        data = np.asarray(value.const_value.numpy())
-        return [int(item) for item in data.reshape(-1)] if data.ndim <= 1 else None
+    constant = value.const_value
+    if constant is not None:
+        # A shape tensor's constant part: small int64 data only (never a weight's numbers).
+        if constant.dtype != ir.DataType.INT64 or constant.size > _SHAPE_CONSTANT_LIMIT or len(constant.shape) > 1:
+            return None
+        return [int(item) for item in np.asarray(constant.numpy()).reshape(-1)]
     node = value.producer()
     if node is None or node.domain not in ("", "ai.onnx"):
         return None
@@ -109,9 +101,9 @@ def _symbolic_dims(value: ir.Value | None, depth: int = 0) -> list[object] | Non
         if dims is None or indices is None or (axis is not None and axis.as_int() != 0):
             return None
         positions = np.asarray(indices.numpy()).astype(np.int64)
-        if positions.ndim != 1 or not np.all((positions >= -len(dims)) & (positions < len(dims))):
+        if positions.ndim > 1 or not np.all((positions >= -len(dims)) & (positions < len(dims))):
             return None
-        return [dims[int(p)] for p in positions]
+        return [dims[int(p)] for p in positions.reshape(-1)]
     if node.op_type == "Concat":
         parts = [_symbolic_dims(part, depth + 1) for part in node.inputs]
         return None if any(part is None for part in parts) else [dim for part in parts for dim in part]  # type: ignore[union-attr]
