@@ -19,7 +19,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.ops import _tensors as tx
-from torch_onnx_fx.registry import limit_torchlib, register
+from torch_onnx_fx.registry import arg_example, limit_torchlib, register
 
 __all__ = [
     "aten_cross_entropy_probabilities",
@@ -36,7 +36,7 @@ def _full_precision_scores(node: Any) -> bool:
     """float16/bfloat16 scores go to PyTorch's decomposition: ATen rounds log_softmax to the half
     type before nll_loss reads it, which a fused SoftmaxCrossEntropyLoss does not (half of the
     losses an ulp off), and ONNX Runtime's bfloat16 SoftmaxCrossEntropyLoss does not run."""
-    scores = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    scores = arg_example(node)
     return not (isinstance(scores, torch.Tensor) and scores.dtype in (torch.float16, torch.bfloat16))
 
 

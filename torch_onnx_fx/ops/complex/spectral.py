@@ -13,7 +13,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.ops.complex.real_view import _torchlib
-from torch_onnx_fx.registry import register
+from torch_onnx_fx.registry import arg_example, arg_value, register
 
 __all__ = ["aten_stft", "aten_istft_complex", "aten_fft_c2c_complex"]
 
@@ -82,17 +82,15 @@ def aten_stft(
 def _istft_supported(node: torch.fx.Node) -> bool:
     """A one-sided spectrum of known rank back to a real signal, with a length known at export
     or none; anything else goes to PyTorch's decomposition."""
-    names = ("self", "n_fft", "hop_length", "win_length", "window", "center", "normalized", "onesided", "length", "return_complex")
-    bound = dict(zip(names, node.args)) | dict(node.kwargs)
-    spectrum = getattr(bound["self"], "meta", {}).get("val")
+    spectrum = arg_example(node)
     if not isinstance(spectrum, torch.Tensor) or spectrum.dim() not in (2, 3) or not isinstance(spectrum.shape[-2], int):
         return False
-    n_fft = bound["n_fft"]
-    onesided = bound.get("onesided")
+    n_fft = arg_value(node, 1, "n_fft")
+    onesided = arg_value(node, 7, "onesided")
     one_sided = onesided if onesided is not None else spectrum.shape[-2] != n_fft
-    length = bound.get("length")
+    length = arg_value(node, 8, "length")
     return (
-        one_sided and spectrum.shape[-2] == n_fft // 2 + 1 and not bound.get("return_complex", False)
+        one_sided and spectrum.shape[-2] == n_fft // 2 + 1 and not arg_value(node, 9, "return_complex", False)
         and (length is None or isinstance(length, int))
     )
 
