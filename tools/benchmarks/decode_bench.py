@@ -175,8 +175,9 @@ def _mobius(model: Any, folder: Path) -> tuple[Path, int]:
     return folder / "model.onnx", sum(1 for _ in package["model"].graph)
 
 
-def open_sessions(paths: dict[str, Path], threads: int) -> dict[str, Any]:
-    """An ONNX Runtime CPU session per graph, with ``threads`` intra-op threads."""
+def open_sessions(paths: dict[str, Path | bytes], threads: int) -> dict[str, Any]:
+    """An ONNX Runtime CPU session per graph (a file, or a serialized model), with ``threads``
+    intra-op threads."""
     import onnxruntime as ort
 
     sessions = {}
@@ -186,7 +187,8 @@ def open_sessions(paths: dict[str, Path], threads: int) -> dict[str, Any]:
         # Interleaved sessions: a session's pool spinning after its call would take the cores
         # from the next session's call.
         session_options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        sessions[variant] = ort.InferenceSession(str(path), session_options, providers=["CPUExecutionProvider"])
+        model = path if isinstance(path, bytes) else str(path)
+        sessions[variant] = ort.InferenceSession(model, session_options, providers=["CPUExecutionProvider"])
     return sessions
 
 
