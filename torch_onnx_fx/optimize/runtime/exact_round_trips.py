@@ -15,6 +15,8 @@ import logging
 
 import onnx_ir as ir
 
+from torch_onnx_fx.optimize.runtime.rewriting import is_standard
+
 __all__ = ["ExactRoundTripsPass"]
 
 logger = logging.getLogger(__name__)
@@ -29,9 +31,7 @@ _PICKING = frozenset({
 
 
 def _cast_to(node: ir.Node | None) -> ir.DataType | None:
-    if node is None or node.op_type != "Cast" or node.domain not in ("", "ai.onnx"):
-        return None
-    return ir.DataType(node.attributes["to"].as_int())
+    return ir.DataType(node.attributes["to"].as_int()) if is_standard(node, "Cast") else None  # type: ignore[union-attr]
 
 
 class ExactRoundTripsPass(ir.passes.InPlacePass):
