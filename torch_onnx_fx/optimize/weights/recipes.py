@@ -11,8 +11,9 @@ silently changes nothing those constants hold.
 
 :class:`FoldWeightRecipesPass` folds each region of such nodes reading only weights and small
 constants into the initializers it ends in, when that costs no memory (the weights it reads are
-read by nothing else) or little (results of at most ``_SMALL_COPY`` elements), and records on each a JSON recipe (``RECIPE_KEY``) naming the weights it
-is made of, their shapes, the constants and the steps. :func:`remake` runs a recipe on new
+read by nothing else) or little (results of at most ``_SMALL_COPY`` elements), and records on
+each a JSON recipe (``RECIPE_KEY``) naming the weights it is made of, their shapes, the
+constants and the steps. :func:`remake` runs a recipe on new
 weights: ``apply_weights`` uses it. The steps are data movement, exact in every dtype, and the
 floating-point operations IEEE 754 rounds correctly (add, subtract, multiply, divide, square root,
 negation, casts between float16, float32 and float64), which PyTorch computes to the same bits as
@@ -258,9 +259,10 @@ def _reshaped(node: ir.Node, shape: tuple[int, ...]) -> list[int] | None:
 
 class FoldWeightRecipesPass(WeightsPass):
     """Regions of data movement (Slice/Concat/Unsqueeze/Squeeze/Reshape/Transpose/Identity) and
-    exact floating-point arithmetic (Add/Sub/Mul/Div/Sqrt/Neg, float Casts) reading only named weights and
-    small constants become the initializers they compute, each with its recipe, when the weights
-    they read are read by nothing else (so the stored bytes do not grow) or the results are small."""
+    exact floating-point arithmetic (Add/Sub/Mul/Div/Sqrt/Neg, float Casts) reading only named
+    weights and small constants become the initializers they compute, each with its recipe, when
+    the weights they read are read by nothing else (so the stored bytes do not grow) or the
+    results are small."""
 
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         graph = model.graph
