@@ -122,3 +122,60 @@ def test_meta_export_of_eight_bit_weights_is_not_packed() -> None:
         fusion="onnxruntime", verbose=False,
     )
     assert not _nodes(program, "MatMulNBits") and len(_nodes(program, "DequantizeLinear")) == 2
+
+
+class _Projections(torch.nn.Module):
+    """q/k/v-style products of one input, with an optional bias, and one of another input."""
+
+    def __init__(self, bias: bool) -> None:
+        super().__init__()
+        self.q, self.k, self.v = (torch.nn.Linear(64, n, bias=bias) for n in (64, 32, 32))
+        self.out = torch.nn.Linear(64, 16, bias=bias)
+
+    def forward(self, x):
+        q, k, v = self.q(x), self.k(x), self.v(x)
+        return self.out(q * torch.cat([k, v], -1)), v
+
+
+def _quantized_projections(bias: bool, seed: int = 0, device: str = "cpu") -> torch.nn.Module:
+    from torchao.quantization import IntxWeightOnlyConfig, quantize_
+    from torchao.quantization.granularity import PerGroup
+
+    torch.manual_seed(seed)
+    with torch.device(device):
+        model = _Projections(bias).eval()
+    quantize_(model, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)))
+    return model
+
+
+@pytest.mark.parametrize("bias", [False, True], ids=["no-bias", "bias"])
+def test_products_of_one_input_are_one_packed_product(bias) -> None:
+    x = torch.randn(2, 3, 64)
+    model = _quantized_projections(bias)
+    program = assert_matches_eager(model, (x,), opset_version=21, fusion="onnxruntime",
+                                   dynamic_shapes=({0: "batch", 1: "length"},), more_inputs=[((torch.randn(1, 5, 64),), {})])
+    fused = _nodes(program, "MatMulNBits")
+    # q, k and v as one product of 128 rows, split; the output projection reads another input.
+    assert sorted(node.attributes["N"].value for node in fused) == [16, 128] and len(_nodes(program, "Split")) == 1
+    # The packed weights are remade from a new quantized state dict.
+    other = _quantized_projections(bias, seed=5)
+    program.apply_weights(other.state_dict())
+    assert_matches_eager(other, (x,), program=program)
+
+
+def test_meta_export_packs_the_projections_applied_after(tmp_path) -> None:
+    empty = _quantized_projections(True, device="meta")
+    program = torch_onnx_fx.export(empty, (torch.randn(2, 64, device="meta"),), opset_version=21, fusion="onnxruntime",
+                                   verbose=False)
+    assert len(_nodes(program, "MatMulNBits")) == 2
+    real = _quantized_projections(True, seed=2)
+    program.apply_weights(real.state_dict())
+    path = tmp_path / "model.onnx"
+    program.save(path, external_data=True)
+    x = torch.randn(2, 64)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    saved = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+    expected = real(x)
+    assert len(saved) == len(expected)
+    for got, want in zip(saved, expected):
+        torch.testing.assert_close(torch.from_numpy(got), want, rtol=1e-4, atol=1e-5)

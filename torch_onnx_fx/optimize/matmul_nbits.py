@@ -40,7 +40,7 @@ from torch_onnx_fx.optimize.weights.base import plain_data
 from torch_onnx_fx.optimize.weights.recipes import RECIPE_KEY, Recipe, holds_state, remake
 from torch_onnx_fx.optimize.weights.transposes import PERM_KEY
 
-__all__ = ["MatMulNBitsPass", "MS_DOMAIN"]
+__all__ = ["MatMulNBitsPass", "MS_DOMAIN", "weight_source"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ _SMALLEST_BLOCK = 16
 _TORCH_DTYPES = {ir.DataType.INT8: "int8", ir.DataType.UINT8: "uint8", ir.DataType.FLOAT: "float32"}
 
 
-def _source(value: ir.Value) -> Recipe | None:
+def weight_source(value: ir.Value) -> Recipe | None:
     """What apply_weights remakes an initializer from: its stored recipe, or the weight itself;
     None for a constant that is not the model's state."""
     # The weights' dtype goes with them: packing changes the stored one, which apply_weights
@@ -126,7 +126,7 @@ def _store(graph: ir.Graph, name: str, steps: Any, inputs: list[ir.Value], dtype
         tensor = remake(steps(local), tensors).contiguous()  # type: ignore[arg-type]
     stored = ir.Value(name=free_initializer_name(graph, name), type=ir.TensorType(dtype), shape=ir.Shape(tensor.shape))
     stored.const_value = TorchTensor(tensor, name=stored.name)
-    sources = [_source(value) for value in inputs]
+    sources = [weight_source(value) for value in inputs]
     if all(source is not None for source in sources):
         stored.metadata_props[RECIPE_KEY] = json.dumps(steps(sources), separators=(",", ":"))
     graph.register_initializer(stored)
@@ -290,7 +290,7 @@ def _four_bit_product(node: ir.Node) -> tuple[ir.Value, ir.Value, ir.Value, ir.V
         return None
     # Remade by apply_weights all together or not at all: a weight beside a plain constant would
     # leave a packed copy of the old one.
-    if len({_source(value) is None for value in parameters}) != 1:
+    if len({weight_source(value) is None for value in parameters}) != 1:
         return None
     low, high, offset = _FOUR_BITS[weight.dtype]
     # Without a zero point MatMulNBits subtracts 8, DequantizeLinear 0: equal for signed weights.

@@ -7,23 +7,32 @@ pool on its own: one ``MatMul(x, [W_1 | W_2 | ...])`` and a ``Split`` of its col
 dispatch of the same dot products (each column is the same sum over K). The packed weight is
 stored with its recipe (``cat`` of the permuted weights), so ``apply_weights`` remakes it from a
 state dict, and the weights it replaces are read by nothing else (the stored bytes do not grow).
+
+The same holds for 4-bit products (``MatMulNBits``, after ``matmul_nbits.py``): its packed weight,
+scales and zero points are laid out row by row of N, so the rows of several products with one K
+and block are one product's. Each output column is the same block-wise dot product as before, so
+the results are bit for bit those of the separate products (measured on a decode step). At one
+thread this saves 4 % of a ~60 M-parameter Llama's int4 step (q/k/v and gate/up: 57 products
+become 33).
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import TorchTensor
 
+from torch_onnx_fx.optimize.matmul_nbits import MS_DOMAIN, weight_source
 from torch_onnx_fx.optimize.runtime.rewriting import free_initializer_name, initializer, is_standard
 from torch_onnx_fx.optimize.weights.base import plain_data
 from torch_onnx_fx.optimize.weights.recipes import RECIPE_KEY, Recipe
 from torch_onnx_fx.optimize.weights.transposes import PERM_KEY, WEIGHT_KEY
 
-__all__ = ["PackedProjectionsPass"]
+__all__ = ["PackedNBitsPass", "PackedProjectionsPass"]
 
 
 def _recipe(weight: ir.Value) -> Recipe | None:
@@ -72,18 +81,103 @@ class PackedProjectionsPass(ir.passes.InPlacePass):
             {"op": "cat", "axis": 1, "of": [_recipe(weight) for weight in weights]}, separators=(",", ":"),
         )
         graph.register_initializer(stored)
-        sizes = initializer(graph, name + ".widths", np.array(widths, dtype=np.int64))
-        first = nodes[0]
-        product = ir.node("MatMul", [x, stored], metadata_props=dict(first.metadata_props))
-        split = ir.node("Split", [product.outputs[0], sizes], attributes={"axis": -1}, num_outputs=len(nodes),
-                        metadata_props=dict(first.metadata_props))
-        product.outputs[0].name = name + ".product"
-        product.outputs[0].dtype = ir.DataType.FLOAT
-        graph.insert_before(first, [product, split])
-        for node, output in zip(nodes, split.outputs):
-            old = node.outputs[0]
-            output.name, output.type, output.shape = f"{old.name}.split", old.type, old.shape
-            old.replace_all_uses_with(output, replace_graph_outputs=True)
-            graph.remove(node, safe=True)
+        product = ir.node("MatMul", [x, stored], metadata_props=dict(nodes[0].metadata_props))
+        _split_product(graph, product, nodes, widths, name)
         for weight in weights:
             graph.initializers.pop(weight.name)
+
+
+def _split_product(graph: ir.Graph, product: ir.Node, nodes: list[ir.Node], widths: list[int], name: str) -> None:
+    """``product`` (of the columns of ``nodes``' products side by side) and a Split of it in place
+    of ``nodes``, each of whose results the Split's part replaces."""
+    first = nodes[0]
+    sizes = initializer(graph, name + ".widths", np.array(widths, dtype=np.int64))
+    split = ir.node("Split", [product.outputs[0], sizes], attributes={"axis": -1}, num_outputs=len(nodes),
+                    metadata_props=dict(first.metadata_props))
+    product.outputs[0].name = name + ".product"
+    product.outputs[0].dtype = ir.DataType.FLOAT
+    graph.insert_before(first, [product, split])
+    for node, output in zip(nodes, split.outputs):
+        old = node.outputs[0]
+        output.name, output.type, output.shape = f"{old.name}.split", old.type, old.shape
+        old.replace_all_uses_with(output, replace_graph_outputs=True)
+        graph.remove(node, safe=True)
+
+
+class PackedNBitsPass(ir.passes.InPlacePass):
+    """See the module docstring. Taken for ``MatMulNBits`` products of one input whose attributes
+    other than N agree, each with its own initializers (weight, scales, and zero points and bias
+    if any, in all of them or in none), all remade by ``apply_weights`` or none of them."""
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        graph = model.graph
+        groups: dict[tuple[Any, ...], list[ir.Node]] = {}
+        for node in graph:
+            key = _nbits_key(graph, node)
+            if key is not None:
+                groups.setdefault(key, []).append(node)
+        packed = 0
+        for nodes in groups.values():
+            if len(nodes) > 1:
+                self._pack(graph, nodes)
+                packed += 1
+        return ir.passes.PassResult(model, modified=bool(packed))
+
+    @staticmethod
+    def _pack(graph: ir.Graph, nodes: list[ir.Node]) -> None:
+        first = nodes[0]
+        widths = [node.attributes.get_int("N", 0) for node in nodes]
+        name = free_initializer_name(graph, first.inputs[1].name + ".packed")  # type: ignore[union-attr]
+        inputs: list[ir.Value | None] = [first.inputs[0]]
+        for index in range(1, len(first.inputs)):
+            parts = [node.inputs[index] for node in nodes]
+            if parts[0] is None:
+                inputs.append(None)
+                continue
+            inputs.append(_concatenated(graph, f"{name}.{index}", parts))  # type: ignore[arg-type]
+            for part in parts:
+                graph.initializers.pop(part.name)  # type: ignore[union-attr]
+        attributes = {key: attr.value for key, attr in first.attributes.items()}
+        attributes["N"] = sum(widths)
+        product = ir.node("MatMulNBits", inputs, attributes=attributes, domain=MS_DOMAIN,
+                          metadata_props=dict(first.metadata_props))
+        _split_product(graph, product, nodes, widths, name)
+
+
+def _nbits_key(graph: ir.Graph, node: ir.Node) -> tuple[Any, ...] | None:
+    """What a MatMulNBits must share with others to be packed with them, or None if it cannot be."""
+    if node.op_type != "MatMulNBits" or node.domain != MS_DOMAIN or len(node.outputs) != 1 or node.inputs[0] is None:
+        return None
+    if len(node.inputs) > 4 and node.inputs[4] is not None:
+        return None  # g_idx reorders K per product
+    parameters = [value for value in node.inputs[1:] if value is not None]
+    if any(value.name not in graph.initializers or len(value.uses()) != 1 or value.is_graph_output()
+           or value.shape is None for value in parameters):
+        return None
+    sources = {weight_source(value) is None for value in parameters}
+    if len(sources) != 1:
+        return None
+    attributes = tuple(sorted((key, repr(attr.value)) for key, attr in node.attributes.items() if key != "N"))
+    present = tuple(value is not None for value in node.inputs)
+    return (node.inputs[0], attributes, present, sources.pop())
+
+
+def _concatenated(graph: ir.Graph, name: str, parts: list[ir.Value]) -> ir.Value:
+    """An initializer of ``parts`` joined along their first axis (rows of N), with the recipe that
+    remakes it when they have theirs."""
+    tensors = []
+    for part in parts:
+        raw = getattr(part.const_value, "raw", None)
+        if isinstance(raw, torch.Tensor):  # meta tensors too: a weight exported without data
+            tensors.append(raw)
+        else:
+            tensors.append(torch.from_numpy(part.const_value.numpy().copy()))  # type: ignore[union-attr]
+    with torch.no_grad():
+        data = torch.cat(tensors, dim=0)
+    stored = ir.Value(name=free_initializer_name(graph, name), type=parts[0].type, shape=ir.Shape(data.shape))
+    stored.const_value = TorchTensor(data, name=stored.name)
+    sources = [weight_source(part) for part in parts]
+    if all(source is not None for source in sources):
+        stored.metadata_props[RECIPE_KEY] = json.dumps({"op": "cat", "axis": 0, "of": sources}, separators=(",", ":"))
+    graph.register_initializer(stored)
+    return stored

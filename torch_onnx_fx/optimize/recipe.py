@@ -10,7 +10,8 @@
 3. below opset 18, the graph built at 18 rewritten to the requested opset (``downgrade``), and
    finalized again;
 4. with ``fusion="onnxruntime"``, products with 4-bit weights as ONNX Runtime's ``MatMulNBits``
-   (``matmul_nbits``), after the products with dequantized weights are laid out as ``Gemm``;
+   (``matmul_nbits``), after the products with dequantized weights are laid out as ``Gemm``,
+   and those of one input packed into one (``packed_projections``);
 5. integer sums and products ONNX Runtime would compute in double precision made exact
    (``runtime/integer_reductions``), and nodes its CPU provider has no kernel for computed in a
    wider type (``runtime/kernel_gaps``);
@@ -31,6 +32,7 @@ from torch_onnx_fx.optimize import downgrade, fusion, optimizer
 from torch_onnx_fx.optimize.matmul_nbits import MatMulNBitsPass
 from torch_onnx_fx.optimize.module_functions import ModuleFunctionsPass
 from torch_onnx_fx.optimize.ort_fusions import fuse_for_onnxruntime, share_present
+from torch_onnx_fx.optimize.packed_projections import PackedNBitsPass
 from torch_onnx_fx.optimize.quantized_pad import QuantizedPadPass
 from torch_onnx_fx.optimize.runtime.dequantized_weights import DequantizedWeightPass
 from torch_onnx_fx.optimize.runtime.integer_reductions import IntegerReductionsPass
@@ -81,7 +83,9 @@ def optimize_model(
         MatrixVectorPass()(model)
         DequantizedWeightPass()(model)
         if fusion_mode == fusion.ONNXRUNTIME:
-            fused.update(_counted(MatMulNBitsPass()(model).model, "MatMulNBits"))
+            if MatMulNBitsPass()(model).modified:
+                PackedNBitsPass()(model)
+            fused.update(_counted(model, "MatMulNBits"))
         if KernelGapPass()(model).modified and optimize:
             # Weights a widened node reads are cast at every inference; stored cast instead.
             FoldWeightRecipesPass(weights)(model)
