@@ -73,7 +73,11 @@ def optimize_model(
         if optimize:
             optimizer.optimize(model, weights=weights)
             QuantizedPadPass()(model)
-            fused = fuse_for_onnxruntime(model) if fusion_mode == fusion.ONNXRUNTIME else fusion.fuse(model, fusion_mode)
+            if fusion_mode == fusion.ONNXRUNTIME:
+                fused = fuse_for_onnxruntime(model)
+                optimizer.tidy(model, weights)
+            else:
+                fused = fusion.fuse(model, fusion_mode)
         if opset_version < built_at:
             downgrade.DowngradeOpsetPass(opset_version)(model)
             optimizer.finalize(model)
