@@ -135,3 +135,22 @@ def test_float32_max_pooling_keeps_nan_inf_and_signed_zeros(opset):
     for actual, expected in zip(program(x), model(x), strict=True):
         torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
         assert torch.equal(actual.signbit(), expected.signbit())
+
+
+def test_pooling_of_dequantized_integers_needs_no_guard():
+    # (q - zero point) * scale is never NaN: a quantized model's max pooling is left bare, so
+    # ONNX Runtime can pool the integers between DequantizeLinear and QuantizeLinear.
+    import torch.ao.quantization.fx._decomposed  # noqa: F401 - defines torch.ops.quantized_decomposed
+
+    qd = torch.ops.quantized_decomposed
+
+    def model(x, y):
+        q = qd.quantize_per_tensor.default(x, 0.05, 3, 0, 255, torch.uint8)
+        pooled = F.max_pool2d(qd.dequantize_per_tensor.default(q, 0.05, 3, 0, 255, torch.uint8), 3, 2, 1)
+        return qd.quantize_per_tensor.default(pooled, 0.05, 3, 0, 255, torch.uint8), F.max_pool2d(y, 2)
+
+    y = X[None, None].clone()  # a float input keeps its guard
+    program = assert_matches_eager(model, (torch.randn(1, 2, 9, 9) * 4, y), rtol=0, atol=0)
+    nodes = list(program.model.graph)
+    guarded = [n for n in nodes if n.op_type in ("IsNaN", "Sign")]
+    assert len(guarded) == 1 and guarded[0].inputs[0].name == "y", [n.op_type for n in nodes]

@@ -12,6 +12,12 @@ the same operator applied to the input's NaN mask (0/1 in the input's dtype) say
 was reduced, and a ``Where`` puts NaN there (for the arg-reductions: the mask's own first maximum,
 the first NaN's index; for a max-pooling node's indices, the NaN's position). A float32 max-pooling
 node without indices takes a cheaper carrier of the NaN instead (see ``_carries_nan``).
+
+An input that cannot hold a NaN is left as it is: a ``DequantizeLinear`` of integers with finite
+constant scales (``(q - zero point) * scale``). That is every max-pooling of a quantized model,
+where the guard cost more than the pooling (ResNet-50's stem: 0.65 ms of a 19 ms int8 inference)
+and kept ONNX Runtime from running the pooling on the integers between its ``DequantizeLinear``
+and ``QuantizeLinear``.
 """
 
 from __future__ import annotations
@@ -38,6 +44,17 @@ def _scatter_extreme(node: ir.Node) -> bool:
     index_reduce with amax/amin): ONNX Runtime's keeps a number over a NaN there too."""
     reduction = node.attributes.get("reduction")
     return node.op_type in _SCATTERS and reduction is not None and reduction.as_string() in ("max", "min")
+
+
+def _never_nan(x: ir.Value) -> bool:
+    """Whether ``x`` is a DequantizeLinear of integers with finite constant scales."""
+    node = x.producer()
+    if node is None or node.op_type != "DequantizeLinear" or node.domain not in ("", "ai.onnx") or len(node.inputs) < 2:
+        return False
+    data, scale = node.inputs[0], node.inputs[1]
+    if data is None or data.dtype is None or not data.dtype.is_integer() or scale is None or scale.const_value is None:
+        return False
+    return bool(np.isfinite(scale.const_value.numpy()).all())
 
 
 def _nan_mask(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
@@ -165,7 +182,7 @@ class NaNPropagationPass(ir.passes.InPlacePass):
             if node.domain not in ("", "ai.onnx") or not (node.op_type in _VALUE_REDUCTIONS | _INDEX_REDUCTIONS or _scatter_extreme(node)):
                 continue
             x = node.inputs[0] if node.inputs else None
-            if x is None or x.dtype not in _FLOATS:
+            if x is None or x.dtype not in _FLOATS or _never_nan(x):
                 continue
             tape = ir.tape.Tape()
             results = _propagated(tape, node, opset)
