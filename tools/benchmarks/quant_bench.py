@@ -224,7 +224,14 @@ def render(machine: dict[str, Any], records: list[dict[str, Any]]) -> str:
         "| integer kernels (float ones left) | difference | torch.onnx difference | largest step difference |",
         "|---|---|---:|---:|---:|---:|---|---:|---:|---|",
     ]
-    for r in records:
+    def order(record: dict[str, Any]) -> tuple[int, int]:
+        # Rows merged from several runs, in the order the benchmark lists its cases.
+        def rank(names: tuple[str, ...], name: str) -> int:
+            return names.index(name) if name in names else len(names)
+
+        return rank(MODELS, record["model"]), rank(QUANTIZERS, record["quantizer"])
+
+    for r in sorted(records, key=order):
         def diff(key: str, r: dict[str, Any] = r) -> str:
             if f"{key}_error" in r:
                 return "fails: " + r[f"{key}_error"].split(":")[0]
