@@ -13,7 +13,17 @@ from helpers import assert_matches_eager
 def test_pixel_shuffle_of_every_type_is_data_movement(dtype):
     # ONNX Runtime has no integer DepthToSpace/SpaceToDepth beyond uint8: the session was refused.
     x = torch.arange(2 * 8 * 3 * 2).reshape(2, 8, 3, 2).to(dtype)
-    assert_matches_eager(lambda t: (F.pixel_shuffle(t, 2), F.pixel_unshuffle(F.pixel_shuffle(t, 2), 2)), (x,))
+    program = assert_matches_eager(lambda t: (F.pixel_shuffle(t, 2), F.pixel_unshuffle(F.pixel_shuffle(t, 2), 2)), (x,))
+    # Static sizes make the shapes constants, not arithmetic on Shape at run time.
+    assert "Shape" not in {node.op_type for node in program.model.graph}
+
+
+def test_integer_pixel_shuffle_of_dynamic_sizes_reads_them_at_run_time():
+    x = torch.arange(2 * 8 * 3 * 2).reshape(2, 8, 3, 2)
+    assert_matches_eager(
+        lambda t: F.pixel_shuffle(t, 2), (x,), dynamic_shapes=({0: "batch", 2: "height"},),
+        more_inputs=[((torch.arange(3 * 8 * 5 * 2).reshape(3, 8, 5, 2),), {})],
+    )
 
 
 @pytest.mark.parametrize("fn", [torch.sinh, torch.cosh], ids=["sinh", "cosh"])

@@ -29,12 +29,13 @@ import functools
 import logging
 from typing import Callable
 
+import numpy as np
 import onnx
 import onnx_ir as ir
 
 from torch_onnx_fx.optimize.runtime import float64_kernels
 from torch_onnx_fx.optimize.runtime.kernel_table import Kernel, cpu_kernels
-from torch_onnx_fx.optimize.runtime.rewriting import replace
+from torch_onnx_fx.optimize.runtime.rewriting import initializer, replace
 
 __all__ = ["KernelGapPass", "has_cpu_kernel"]
 
@@ -197,29 +198,56 @@ def _vector(tape: ir.tape.Tape, *values: int) -> ir.Value:
     return tape.op("Constant", [], {"value": ir.tensor(list(values), dtype=ir.DataType.INT64)})
 
 
+def _static_dims(x: ir.Value) -> list[int] | None:
+    """N, C, H, W of a 4-d value whose sizes are all known."""
+    if x.shape is None or x.shape.rank() != 4 or not all(isinstance(d, int) for d in x.shape):
+        return None
+    return [int(d) for d in x.shape]
+
+
+def _moved(tape: ir.tape.Tape, node: ir.Node, split: list, order: list[int], joined: list) -> ir.Value:
+    """``x`` reshaped to ``split``, transposed by ``order`` and reshaped to ``joined``: with
+    sizes all known, the shapes are initializers (no shape arithmetic at run time, and none
+    left for a folder, which has already run); otherwise Concats of the sizes read at run time."""
+    def shape(dims: list) -> ir.Value:
+        if all(isinstance(d, int) for d in dims):
+            return initializer(node.graph, f"{node.outputs[0].name or node.op_type}_shape", np.array(dims, dtype=np.int64))
+        return tape.op("Concat", dims, {"axis": 0})
+
+    moved = tape.op("Transpose", [tape.op("Reshape", [node.inputs[0], shape(split)])], {"perm": order})
+    return tape.op("Reshape", [moved, shape(joined)])
+
+
 def _depth_to_space(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
     """DepthToSpace is data movement: the Reshape, Transpose, Reshape of its definition."""
     x, block = node.inputs[0], node.attributes["blocksize"].as_int()
     mode = node.attributes["mode"].as_string() if "mode" in node.attributes else "DCR"
-    n, c, h, w, b = _blocks(tape, x, block)
-    depth = tape.op("Div", [c, tape.op("Mul", [b, b])])
+    static = _static_dims(x)
+    if static is not None:
+        n, c, h, w = static
+        b, depth, high, wide = block, c // (block * block), h * block, w * block
+    else:
+        n, c, h, w, b = _blocks(tape, x, block)
+        depth = tape.op("Div", [c, tape.op("Mul", [b, b])])
+        high, wide = tape.op("Mul", [h, b]), tape.op("Mul", [w, b])
     if mode == "DCR":
         split, order = [n, b, b, depth, h, w], [0, 3, 4, 1, 5, 2]
     else:
         split, order = [n, depth, b, b, h, w], [0, 1, 4, 2, 5, 3]
-    moved = tape.op("Transpose", [tape.op("Reshape", [x, tape.op("Concat", split, {"axis": 0})])], {"perm": order})
-    joined = [n, depth, tape.op("Mul", [h, b]), tape.op("Mul", [w, b])]
-    return tape.op("Reshape", [moved, tape.op("Concat", joined, {"axis": 0})])
+    return _moved(tape, node, split, order, [n, depth, high, wide])
 
 
 def _space_to_depth(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
     x, block = node.inputs[0], node.attributes["blocksize"].as_int()
-    n, c, h, w, b = _blocks(tape, x, block)
-    rows, columns = tape.op("Div", [h, b]), tape.op("Div", [w, b])
-    split = tape.op("Reshape", [x, tape.op("Concat", [n, c, rows, b, columns, b], {"axis": 0})])
-    moved = tape.op("Transpose", [split], {"perm": [0, 3, 5, 1, 2, 4]})
-    depth = tape.op("Mul", [c, tape.op("Mul", [b, b])])
-    return tape.op("Reshape", [moved, tape.op("Concat", [n, depth, rows, columns], {"axis": 0})])
+    static = _static_dims(x)
+    if static is not None:
+        n, c, h, w = static
+        b, rows, columns, depth = block, h // block, w // block, c * block * block
+    else:
+        n, c, h, w, b = _blocks(tape, x, block)
+        rows, columns = tape.op("Div", [h, b]), tape.op("Div", [w, b])
+        depth = tape.op("Mul", [c, tape.op("Mul", [b, b])])
+    return _moved(tape, node, [n, c, rows, b, columns, b], [0, 3, 5, 1, 2, 4], [n, depth, rows, columns])
 
 
 _INTEGER_REWRITES: dict[str, Callable[[ir.tape.Tape, ir.Node], ir.Value | None]] = {
