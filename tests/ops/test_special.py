@@ -204,3 +204,20 @@ def test_bessel_y_of_denormals(dtype):
     tiny = [1e-40, 1e-45, 3e-39, 1e-30] if dtype == torch.float32 else [1e-310, 5e-324, 1e-300, 2e-308]
     x = torch.tensor([*tiny, 0.5, 3.0], dtype=dtype)
     assert_matches_eager(lambda x: (torch.special.bessel_y0(x), torch.special.bessel_y1(x)), (x,), rtol=1e-6, atol=0)
+
+
+def test_float64_erf_erfc_and_gelu_load_and_keep_float64_precision():
+    # ONNX Runtime has no float64 Erf: a float64 model with erf, erfc, ndtr or exact GELU could
+    # not be loaded. Tight tolerances: a float32 detour would be 1e-7 off; erfc keeps its relative
+    # precision far into the tail (erfc(20) is 5e-176), where 1 - erf(x) would be 0.
+    x = torch.cat([dense(-30, 30, torch.float64), torch.linspace(-3, 3, 97, dtype=torch.float64), real_line(torch.float64)])
+    fn = lambda x: (torch.erf(x), torch.erfc(x))
+    program = assert_matches_eager(fn, (x,), rtol=1e-13, atol=0)
+    assert "Erf" not in {node.op_type for node in program.model.graph}
+    # GELU and ndtr are ATen's x / 2 (1 + erf(x / sqrt 2)) and (1 + erf(x / sqrt 2)) / 2, whose
+    # sums cancel for negative x: an ulp of erf becomes ~1e-12 there, in eager's result as in ours.
+    cancelling = lambda x: (torch.nn.functional.gelu(x), S.ndtr(x))
+    program = assert_matches_eager(cancelling, (x,), rtol=1e-11, atol=1e-300)
+    assert "Erf" not in {node.op_type for node in program.model.graph}
+    # An empty float64 tensor goes through the series' padding.
+    assert_matches_eager(lambda x: (*fn(x), *cancelling(x)), (torch.empty(2, 0, dtype=torch.float64),))

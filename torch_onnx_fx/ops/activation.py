@@ -1,17 +1,38 @@
-"""Activations that newer opsets express as a single operator.
+"""Activations that newer opsets express as a single operator, and float64 GELU.
 
 Registered with ``min_opset``: below it, dispatch falls through to torchlib's translation, which
-spells the same function out of elementary ops.
+spells the same function out of elementary ops. float64 GELU is spelled out at every opset, with
+the float64 ``erf`` of ``special/error.py``.
 """
 
 from __future__ import annotations
 
+import math
+from typing import Any
+
 import onnx_ir as ir
+from onnxscript import opset18 as op
 from onnxscript import opset20
 
-from torch_onnx_fx.registry import register
+from torch_onnx_fx.ops.special._series import elementwise
+from torch_onnx_fx.ops.special.error import erf, float64_input
+from torch_onnx_fx.registry import arg_value, register
 
-__all__ = ["aten_gelu_opset20"]
+__all__ = ["aten_gelu_float64", "aten_gelu_opset20"]
+
+
+def _exact_float64(node: Any) -> bool:
+    return float64_input(node) and arg_value(node, 1, "approximate", "none") == "none"
+
+
+# First, so that float64 never reaches ONNX's Gelu, which is Erf inside: ONNX Runtime has no
+# float64 Erf, and a float64 model's session could not be created.
+@register("aten::gelu", supports=_exact_float64)
+def aten_gelu_float64(self: ir.Value, approximate: str = "none") -> ir.Value:
+    """gelu(Tensor self, *, str approximate="none") -> Tensor
+
+    ATen's float64 arithmetic: x * 0.5 * (1 + erf(x * sqrt(1/2)))."""
+    return elementwise(lambda x: op.Mul(op.Mul(x, 0.5), op.Add(1.0, erf(op.Mul(x, math.sqrt(0.5))))), self)
 
 
 @register("aten::gelu", min_opset=20)
