@@ -154,3 +154,13 @@ def test_pooling_of_dequantized_integers_needs_no_guard():
     nodes = list(program.model.graph)
     guarded = [n for n in nodes if n.op_type in ("IsNaN", "Sign")]
     assert len(guarded) == 1 and guarded[0].inputs[0].name == "y", [n.op_type for n in nodes]
+
+
+@pytest.mark.parametrize("opset", [13, 17])
+def test_arg_reductions_below_opset_18(opset):
+    # The pass runs after the graph is brought down to the requested opset: its ReduceMax took
+    # the axes as an input, which ReduceMax has only from opset 18 (an invalid model before).
+    def model(x):
+        return torch.argmax(x, 1), torch.argmin(x, 0, keepdim=True), *torch.max(x, 1), F.adaptive_max_pool1d(x[None], 2)
+
+    assert_matches_eager(model, (X,), rtol=0, atol=0, opset_version=opset)
