@@ -82,3 +82,13 @@ def test_a_reduction_the_old_scatter_lacks_is_declined():
     with pytest.raises(torch_onnx_fx.TranslationError, match="reduction='max', which needs opset 18"):
         torch_onnx_fx.export(Amax(), args, opset_version=17, verbose=False)
     assert_matches_eager(Amax(), args, opset_version=18)
+
+
+@pytest.mark.parametrize("opset", [13, 17])
+def test_reductions_the_runtime_passes_write_take_the_target_form(opset):
+    # The runtime passes run after the downgrade: ONNX Runtime's missing float64
+    # InstanceNormalization is spelled out with ReduceMean, which wrote opset 18's axes input
+    # into an opset 13/17 graph (an invalid model).
+    torch.manual_seed(0)
+    model = torch.nn.InstanceNorm2d(3, affine=True).double().eval()
+    assert_matches_eager(model, (torch.randn(2, 3, 5, 5, dtype=torch.float64),), opset_version=opset)

@@ -24,7 +24,7 @@ import onnx_ir as ir
 
 from torch_onnx_fx.errors import TranslationError
 
-__all__ = ["DowngradeOpsetPass", "BUILD_OPSET", "lowest_opset"]
+__all__ = ["DowngradeOpsetPass", "LateReductionsPass", "BUILD_OPSET", "lowest_opset"]
 
 logger = logging.getLogger(__name__)
 
@@ -325,3 +325,25 @@ class DowngradeOpsetPass(ir.passes.InPlacePass):
         model.opset_imports[""] = target
         logger.debug("DowngradeOpsetPass: %d node(s) rewritten for opset %d", rewritten, target)
         return ir.passes.PassResult(model, modified=True)
+
+
+class LateReductionsPass(ir.passes.InPlacePass):
+    """Reductions written after :class:`DowngradeOpsetPass` (by the runtime passes, which follow
+    it) brought to ``target``'s form: those passes write opset 18's axes input, which ReduceMean
+    and the others take as an attribute before 18 (ReduceSum before 13). A float64
+    InstanceNormalization spelled out in ReduceMean was an invalid model at opset 17."""
+
+    def __init__(self, target: int):
+        super().__init__()
+        self.target = target
+
+    def call(self, model: ir.Model) -> ir.passes.PassResult:
+        count = 0
+        for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+            if node.domain not in ("", "ai.onnx") or len(node.inputs) < 2:
+                continue
+            for changed_in, adapter in _ADAPTERS.get(node.op_type, ()):
+                if adapter is _reduce_axes_to_attribute and self.target < changed_in:
+                    adapter(node, self.target)
+                    count += 1
+        return ir.passes.PassResult(model, modified=bool(count))

@@ -94,6 +94,8 @@ def optimize_model(
             # Weights a widened node reads are cast at every inference; stored cast instead.
             FoldWeightRecipesPass(weights)(model)
         ExactRoundTripsPass()(model)
+        if opset_version < built_at:
+            downgrade.LateReductionsPass(opset_version)(model)
     if module_functions is not False:
         ModuleFunctionsPass(None if module_functions is True else module_functions, weights)(model)
     model.graph.opset_imports.update(extra_opsets or {})
