@@ -32,6 +32,7 @@ __all__ = [
     "arg_example",
     "arg_value",
     "integral_input",
+    "float64_input",
     "has_complex_input",
     "needs_complex",
     "complex_translation",
@@ -130,6 +131,13 @@ def floating_input(node: torch.fx.Node) -> bool:
     """Whether the node's first argument is a real floating-point tensor."""
     example = arg_example(node)
     return isinstance(example, torch.Tensor) and example.dtype.is_floating_point
+
+
+def float64_input(node: torch.fx.Node) -> bool:
+    """Whether the node's first argument is a float64 tensor (translations, or refusals, for what
+    ONNX Runtime has no float64 kernel for)."""
+    example = arg_example(node)
+    return isinstance(example, torch.Tensor) and example.dtype == torch.float64
 
 
 def floating_result(node: torch.fx.Node) -> bool:

@@ -15,8 +15,8 @@ from onnxscript import opset18 as op
 from onnxscript import opset20
 
 from torch_onnx_fx.ops.special._series import elementwise
-from torch_onnx_fx.ops.special.error import erf, float64_input
-from torch_onnx_fx.registry import arg_value, register
+from torch_onnx_fx.ops.special.error import erf
+from torch_onnx_fx.registry import arg_value, float64_input, register
 
 __all__ = ["aten_gelu_float64", "aten_gelu_opset20"]
 

@@ -15,25 +15,19 @@ import operator
 
 import torch
 
-from torch_onnx_fx.registry import limit_torchlib
+from torch_onnx_fx.registry import float64_input, limit_torchlib
 
 __all__: list[str] = []
 
 
-def _float64_input(node: torch.fx.Node) -> bool:
-    first = node.args[0] if node.args else None
-    example = first.meta.get("val") if isinstance(first, torch.fx.Node) else None
-    return isinstance(example, torch.Tensor) and example.dtype == torch.float64
-
-
 def _not_float64(node: torch.fx.Node) -> bool:
-    return not _float64_input(node)
+    return not float64_input(node)
 
 
 def _statistics_exact(node: torch.fx.Node) -> bool:
     """native_layer_norm: its normalized output is computed in float64 by ONNX Runtime; only the
     mean and inverse deviation it also returns are float32."""
-    if not _float64_input(node):
+    if not float64_input(node):
         return True
     return all(user.target is operator.getitem and user.args[1] == 0 for user in node.users)
 

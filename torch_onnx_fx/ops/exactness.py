@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from torch_onnx_fx.errors import TranslationError
-from torch_onnx_fx.registry import arg_example, arg_value, integral_input, register
+from torch_onnx_fx.registry import arg_example, arg_value, float64_input, integral_input, register
 
 __all__: list[str] = []
 
@@ -87,16 +87,11 @@ register(*_WIDE_INTEGER_WINDOWS, supports=_wide_integer_input)(_refusal(
 ))
 
 
-def _float64_weight(node: Any) -> bool:
-    example = arg_example(node)
-    return isinstance(example, torch.Tensor) and example.dtype == torch.float64
-
-
 # torchlib collects the bags in a float32 sequence (after an ONNX Runtime bug with other element
 # types), and torch has no decomposition of embedding_bag to fall back to.
 register(
     "aten::embedding_bag", "aten::embedding_bag.padding_idx", "aten::_embedding_bag", "aten::_embedding_bag_forward_only",
-    supports=_float64_weight,
+    supports=float64_input,
 )(_refusal(
     "refuse_float64_embedding_bag",
     "embedding_bag of float64 weights would be computed in float32 (its translation collects the bags "

@@ -9,17 +9,15 @@ iteration.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import onnx_ir as ir
-import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.ops.complex.real_view import _atan2
 from torch_onnx_fx.ops.linalg import _matrix as mx
 from torch_onnx_fx.ops.linalg.field import REAL, Field, field_of, register_real_and_complex
-from torch_onnx_fx.registry import register, wants_context
+from torch_onnx_fx.registry import float64_input, register, wants_context
 
 __all__ = [
     "aten_linalg_lu_factor_ex",
@@ -279,13 +277,8 @@ def aten_linalg_slogdet(A: ir.Value, *, ctx: OpContext) -> tuple[ir.Value, ir.Va
     return field.leave(sign, A), mx.like(logabsdet, A), field.leave(lu, A), _pivots_out(pivots)
 
 
-def _double_input(node: Any) -> bool:
-    """float64 matrices: ONNX Runtime has no float64 ``Det`` (torchlib's translation of the others)."""
-    example = node.args[0].meta.get("val")
-    return example is not None and example.dtype == torch.float64
-
-
-@register("aten::_linalg_det", supports=_double_input)
+# float64 matrices: ONNX Runtime has no float64 ``Det`` (torchlib's translation of the others).
+@register("aten::_linalg_det", supports=float64_input)
 @register("aten::_linalg_det", complex=True)
 @wants_context
 def aten_linalg_det(A: ir.Value, *, ctx: OpContext) -> tuple[ir.Value, ir.Value, ir.Value]:
@@ -300,7 +293,7 @@ def aten_linalg_det(A: ir.Value, *, ctx: OpContext) -> tuple[ir.Value, ir.Value,
     return field.leave(det, A), field.leave(lu, A), _pivots_out(pivots)
 
 
-@register("aten::linalg_det", "aten::det", supports=_double_input)
+@register("aten::linalg_det", "aten::det", supports=float64_input)
 @wants_context
 def aten_linalg_det_double(A: ir.Value, *, ctx: OpContext) -> ir.Value:
     """linalg_det(Tensor A) -> Tensor of float64 matrices (torchlib's ``Det`` has no float64
@@ -308,7 +301,7 @@ def aten_linalg_det_double(A: ir.Value, *, ctx: OpContext) -> ir.Value:
     return aten_linalg_det(A, ctx=ctx)[0]
 
 
-@register("aten::logdet", supports=_double_input)
+@register("aten::logdet", supports=float64_input)
 @wants_context
 def aten_logdet_double(self: ir.Value, *, ctx: OpContext) -> ir.Value:
     """logdet(Tensor self) -> Tensor of float64 matrices: log(det), NaN for a negative one"""

@@ -4,25 +4,24 @@ of float64.
 erfcx is Laplace's continued fraction above a threshold and exp(x^2) erfc(x) below it; the
 inverses start from Giles' approximation and are refined by Newton steps, which also carry them
 into the tails the approximation was not fitted for. ONNX Runtime has no float64 ``Erf``, so
-float64 uses a series of its own (:func:`_erf`). A float64 model's ``erf`` and ``erfc`` (and
+float64 uses a series of its own (:func:`erf`). A float64 model's ``erf`` and ``erfc`` (and
 ``special.ndtr`` through them) take it too: with ONNX's ``Erf`` the session could not be created.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Sequence
 
 import onnx_ir as ir
-import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.ops.special._series import DOUBLE, INF, NAN, SQRT_PI, elementwise, log1p, sum_of_powers
-from torch_onnx_fx.registry import arg_example, register
+from torch_onnx_fx.registry import float64_input, register
 
 __all__ = [
     "erf", "erfcx", "prims_erf_inv", "prims_ndtri", "aten_erf_float64", "aten_erfc_float64", "aten_special_erfcx",
-    "aten_special_log_ndtr", "float64_input",
+    "aten_special_log_ndtr",
 ]
 
 
@@ -31,7 +30,7 @@ def _polyval(x: ir.Value, coefficients: Sequence[float]) -> ir.Value:
     return sum_of_powers(x, list(reversed(coefficients)))
 
 
-def _erf(x: ir.Value) -> ir.Value:
+def erf(x: ir.Value) -> ir.Value:
     """erf(x). ONNX Runtime has no float64 Erf: there a Maclaurin series (|x| < 2.5) and 1 - erfc."""
     if x.dtype != DOUBLE:
         return op.Erf(x)
@@ -45,11 +44,6 @@ def _erf(x: ir.Value) -> ir.Value:
     return op.Where(small, series, op.Mul(op.Sign(x), op.Sub(1.0, complement)))
 
 
-def erf(x: ir.Value) -> ir.Value:
-    """erf(x) in ``x``'s precision (float64 by the series of :func:`_erf`)."""
-    return _erf(x)
-
-
 def _erfc(x: ir.Value) -> ir.Value:
     """erfc(x) of float64: the continued fraction times exp(-x^2) from 1.5 up, where 1 - erf(x)
     would cancel (erfc(2.4) is 7e-4 and lost 11 bits that way; erfc(6) is 2e-17); 1 - erf(x)
@@ -58,19 +52,13 @@ def _erfc(x: ir.Value) -> ir.Value:
     large = op.Greater(x, 1.5)
     xl = op.Where(large, x, 1.5)
     tail = op.Mul(_erfcx_continued_fraction(xl, 80), op.Exp(op.Neg(op.Mul(xl, xl))))
-    return op.Where(large, tail, op.Sub(1.0, _erf(op.Where(large, 0.0, x))))
-
-
-def float64_input(node: Any) -> bool:
-    """Whether the node's first argument is a float64 tensor."""
-    example = arg_example(node)
-    return isinstance(example, torch.Tensor) and example.dtype == torch.float64
+    return op.Where(large, tail, op.Sub(1.0, erf(op.Where(large, 0.0, x))))
 
 
 @register("aten::erf", supports=float64_input)
 def aten_erf_float64(self: ir.Value) -> ir.Value:
     """erf(Tensor self) -> Tensor"""
-    return elementwise(_erf, self)
+    return elementwise(erf, self)
 
 
 @register("aten::erfc", supports=float64_input)
@@ -95,7 +83,7 @@ def erfcx(x: ir.Value) -> ir.Value:
     ax = op.Abs(x)
     small = op.Less(ax, threshold)
     xs = op.Where(small, ax, 0.0)
-    direct = op.Mul(op.Exp(op.Mul(xs, xs)), op.Sub(1.0, _erf(xs)))
+    direct = op.Mul(op.Exp(op.Mul(xs, xs)), op.Sub(1.0, erf(xs)))
     positive = op.Where(small, direct, _erfcx_continued_fraction(op.Where(small, threshold, ax), depth))
     negative = op.Sub(op.Mul(op.Exp(op.Mul(x, x)), 2.0), positive)
     return op.Where(op.Less(x, 0.0), negative, positive)
@@ -146,7 +134,7 @@ def _inverse_erf(x: ir.Value, w: ir.Value, complement: ir.Value) -> ir.Value:
             y = op.Where(far, upper, y)
             continue
         # Near 0, log(complement) has lost the digits of |x|: Newton on erf(y) = |x| instead.
-        lower = op.Sub(y, op.Mul(op.Sub(_erf(y), magnitude), op.Mul(op.Exp(op.Mul(y, y)), SQRT_PI / 2)))
+        lower = op.Sub(y, op.Mul(op.Sub(erf(y), magnitude), op.Mul(op.Exp(op.Mul(y, y)), SQRT_PI / 2)))
         y = op.Where(op.Less(magnitude, 0.5), lower, upper)
     return op.Mul(op.Sign(x), y)
 
