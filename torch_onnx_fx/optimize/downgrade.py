@@ -346,4 +346,7 @@ class LateReductionsPass(ir.passes.InPlacePass):
                 if adapter is _reduce_axes_to_attribute and self.target < changed_in:
                     adapter(node, self.target)
                     count += 1
+        if count:
+            # The axes constants the attributes replaced.
+            ir.passes.common.RemoveUnusedNodesPass()(model)
         return ir.passes.PassResult(model, modified=bool(count))

@@ -141,14 +141,9 @@ def _propagated(tape: ir.tape.Tape, node: ir.Node, opset: int) -> list[ir.Value]
     first_nan = _same_reduction(tape, node, mask, "ArgMax")
     axis = node.attributes.get("axis")
     keepdims = node.attributes.get("keepdims")
-    dims = [axis.as_int() if axis is not None else 0]
-    keep = {"keepdims": keepdims.as_int() if keepdims is not None else 1}
-    if opset < 18:
-        # This pass runs after the graph is brought down to the requested opset, and before 18
-        # ReduceMax takes its axes as an attribute (an input made the model invalid).
-        seen = tape.op("ReduceMax", [mask], {**keep, "axes": dims})
-    else:
-        seen = tape.op("ReduceMax", [mask, constant(np.array(dims, dtype=np.int64))], keep)
+    axes = constant(np.array([axis.as_int() if axis is not None else 0], dtype=np.int64))
+    # Opset 18's form; below 18, downgrade.LateReductionsPass makes the axes an attribute.
+    seen = tape.op("ReduceMax", [mask, axes], {"keepdims": keepdims.as_int() if keepdims is not None else 1})
     return [tape.op("Where", [tape.op("Cast", [seen], {"to": ir.DataType.BOOL}), first_nan, result])]
 
 
