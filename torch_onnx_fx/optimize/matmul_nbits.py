@@ -40,7 +40,7 @@ from torch_onnx_fx.optimize.weights.base import plain_data
 from torch_onnx_fx.optimize.weights.recipes import RECIPE_KEY, Recipe, holds_state, remake
 from torch_onnx_fx.optimize.weights.transposes import PERM_KEY
 
-__all__ = ["MatMulNBitsPass", "MS_DOMAIN", "weight_source"]
+__all__ = ["MatMulNBitsPass", "MS_DOMAIN", "store_initializer", "weight_source"]
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ def _groups(dequantize: ir.Node, rows: int, columns: int) -> int | None:
     return columns if axis == 0 and shape == [rows] else None
 
 
-def _store(graph: ir.Graph, name: str, steps: Any, inputs: list[ir.Value], dtype: ir.DataType) -> ir.Value:
+def store_initializer(graph: ir.Graph, name: str, steps: Any, inputs: list[ir.Value], dtype: ir.DataType) -> ir.Value:
     """A new initializer ``steps(leaves)`` computes from ``inputs`` (initializers), with the
     recipe that remakes it from the model's weights when the inputs are weights (none of them
     is then a plain constant: the caller checks)."""
@@ -195,12 +195,12 @@ class MatMulNBitsPass(ir.passes.InPlacePass):
 
         inputs = [
             left,
-            _store(graph, f"{weight.name}.nbits", packed, [weight], ir.DataType.UINT8),
-            _store(graph, f"{scale.name}.nbits", scales, [scale], ir.DataType.FLOAT),
+            store_initializer(graph, f"{weight.name}.nbits", packed, [weight], ir.DataType.UINT8),
+            store_initializer(graph, f"{scale.name}.nbits", scales, [scale], ir.DataType.FLOAT),
         ]
         # Without a zero point MatMulNBits subtracts 8: a signed weight's 0 after the offset.
         if zero_point is not None:
-            inputs.append(_store(graph, f"{zero_point.name}.nbits", points, [zero_point], ir.DataType.UINT8))
+            inputs.append(store_initializer(graph, f"{zero_point.name}.nbits", points, [zero_point], ir.DataType.UINT8))
         if bias is not None:
             inputs += [None] * (5 - len(inputs)) + [bias]
         attributes = {"K": columns, "N": rows, "bits": 4, "block_size": block, "accuracy_level": 1}

@@ -26,7 +26,7 @@ import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import TorchTensor
 
-from torch_onnx_fx.optimize.matmul_nbits import MS_DOMAIN, weight_source
+from torch_onnx_fx.optimize.matmul_nbits import MS_DOMAIN, store_initializer, weight_source
 from torch_onnx_fx.optimize.runtime.rewriting import free_initializer_name, initializer, is_standard
 from torch_onnx_fx.optimize.weights.base import plain_data
 from torch_onnx_fx.optimize.weights.recipes import RECIPE_KEY, Recipe
@@ -134,7 +134,8 @@ class PackedNBitsPass(ir.passes.InPlacePass):
             if parts[0] is None:
                 inputs.append(None)
                 continue
-            inputs.append(_concatenated(graph, f"{name}.{index}", parts))  # type: ignore[arg-type]
+            # Rows of N one after another, with the parts' recipes joined the same way.
+            inputs.append(store_initializer(graph, f"{name}.{index}", _rows_joined, parts, parts[0].dtype))  # type: ignore[arg-type]
             for part in parts:
                 graph.initializers.pop(part.name)  # type: ignore[union-attr]
         attributes = {key: attr.value for key, attr in first.attributes.items()}
@@ -142,6 +143,10 @@ class PackedNBitsPass(ir.passes.InPlacePass):
         product = ir.node("MatMulNBits", inputs, attributes=attributes, domain=MS_DOMAIN,
                           metadata_props=dict(first.metadata_props))
         _split_product(graph, product, nodes, widths, name)
+
+
+def _rows_joined(parts: list[Recipe]) -> Recipe:
+    return {"op": "cat", "axis": 0, "of": parts}
 
 
 def _nbits_key(graph: ir.Graph, node: ir.Node) -> tuple[Any, ...] | None:
@@ -160,24 +165,3 @@ def _nbits_key(graph: ir.Graph, node: ir.Node) -> tuple[Any, ...] | None:
     attributes = tuple(sorted((key, repr(attr.value)) for key, attr in node.attributes.items() if key != "N"))
     present = tuple(value is not None for value in node.inputs)
     return (node.inputs[0], attributes, present, sources.pop())
-
-
-def _concatenated(graph: ir.Graph, name: str, parts: list[ir.Value]) -> ir.Value:
-    """An initializer of ``parts`` joined along their first axis (rows of N), with the recipe that
-    remakes it when they have theirs."""
-    tensors = []
-    for part in parts:
-        raw = getattr(part.const_value, "raw", None)
-        if isinstance(raw, torch.Tensor):  # meta tensors too: a weight exported without data
-            tensors.append(raw)
-        else:
-            tensors.append(torch.from_numpy(part.const_value.numpy().copy()))  # type: ignore[union-attr]
-    with torch.no_grad():
-        data = torch.cat(tensors, dim=0)
-    stored = ir.Value(name=free_initializer_name(graph, name), type=parts[0].type, shape=ir.Shape(data.shape))
-    stored.const_value = TorchTensor(data, name=stored.name)
-    sources = [weight_source(part) for part in parts]
-    if all(source is not None for source in sources):
-        stored.metadata_props[RECIPE_KEY] = json.dumps({"op": "cat", "axis": 0, "of": sources}, separators=(",", ":"))
-    graph.register_initializer(stored)
-    return stored
