@@ -12,11 +12,12 @@ float32 first guess and one Newton step in float64, which restores full float64 
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Callable
 
 import onnx_ir as ir
+
+from torch_onnx_fx.optimize.runtime import float64_windows
 
 __all__ = ["REWRITES"]
 
@@ -212,59 +213,6 @@ def _instance_normalization(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     return tape.op("Add", [tape.op("Mul", [scaled, tape.op("Reshape", [scale, per_channel])]), tape.op("Reshape", [bias, per_channel])])
 
 
-def _ints(node: ir.Node, name: str, default: list[int]) -> list[int]:
-    attribute = node.attributes.get(name)
-    return [int(v) for v in attribute.value] if attribute is not None else default
-
-
-def _conv(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
-    """Conv as one float64 ``MatMul`` of the input's patches (im2col): the strided slice of the
-    padded input at each kernel offset, stacked after the channels so that ``[C, kernel]``
-    flattens as the weight's ``[C / group, *kernel]`` does. Needs static kernel and channel sizes;
-    ``auto_pad`` is left to the runtime's error."""
-    x, w = node.inputs[0], node.inputs[1]
-    bias = node.inputs[2] if len(node.inputs) > 2 else None
-    auto_pad = node.attributes.get("auto_pad")
-    if x.shape is None or w.shape is None or (auto_pad is not None and auto_pad.value != "NOTSET"):
-        return None
-    out_channels, group_channels, *kernel = list(w.shape)
-    if not all(isinstance(d, int) for d in [out_channels, group_channels, *kernel]):
-        return None
-    spatial = len(kernel)
-    strides = _ints(node, "strides", [1] * spatial)
-    dilations = _ints(node, "dilations", [1] * spatial)
-    pads = _ints(node, "pads", [0] * 2 * spatial)
-    groups = int(node.attributes["group"].value) if "group" in node.attributes else 1
-
-    def ints(values: list[int]) -> ir.Value:
-        return tape.op("Constant", [], {"value": ir.tensor(values, dtype=ir.DataType.INT64)})
-
-    if any(pads):
-        x = tape.op("Pad", [x, ints([0, 0, *pads[:spatial], 0, 0, *pads[spatial:]])])
-    axes, steps = ints(list(range(2, 2 + spatial))), ints(strides)
-    patches = []
-    for offset in itertools.product(*(range(k) for k in kernel)):
-        starts = [o * d for o, d in zip(offset, dilations)]
-        # The last window ends (kernel - 1 - offset) dilated steps before the end.
-        ends = [-(d * (k - 1 - o)) or _END for o, d, k in zip(offset, dilations, kernel)]
-        patch = tape.op("Slice", [x, ints(starts), ints(ends), axes, steps])
-        patches.append(tape.op("Unsqueeze", [patch, ints([2])]))
-    stacked = tape.op("Concat", patches, {"axis": 2})  # [N, C, kernel volume, *out]
-    columns = group_channels * math.prod(kernel)
-    rows = tape.op("Reshape", [stacked, ints([0, groups, columns, -1])])
-    weights = tape.op("Reshape", [w, ints([groups, out_channels // groups, columns])])
-    product = tape.op("MatMul", [weights, rows])  # [N, groups, out_channels / groups, positions]
-    shape = tape.op("Concat", [tape.op("Shape", [x], {"end": 1}), ints([out_channels]), tape.op("Shape", [patches[0]], {"start": 3})], {"axis": 0})
-    result = tape.op("Reshape", [product, shape])
-    if bias is not None:
-        result = tape.op("Add", [result, tape.op("Reshape", [bias, ints([out_channels] + [1] * spatial)])])
-    return result
-
-
-# Slice's end for "to the end of the axis".
-_END = 2**62
-
-
 def _has_rank(rewrite: Rewrite) -> Rewrite:
     def guarded(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:  # type: ignore[return]
         if node.inputs[0].shape is None:
@@ -279,5 +227,6 @@ REWRITES: dict[str, Rewrite] = {
     "Asinh": _asinh, "Acosh": _acosh, "Atanh": _atanh, "Elu": _elu, "Selu": _selu, "LeakyRelu": _leaky_relu,
     "PRelu": _prelu, "HardSigmoid": _hard_sigmoid, "Softplus": _softplus, "Softsign": _softsign,
     "Mish": _mish, "HardSwish": _hard_swish,
-    "NonZero": _nonzero, "InstanceNormalization": _has_rank(_instance_normalization), "Conv": _conv,
+    "NonZero": _nonzero, "InstanceNormalization": _has_rank(_instance_normalization),
+    **float64_windows.REWRITES,
 }

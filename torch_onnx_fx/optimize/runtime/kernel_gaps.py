@@ -474,7 +474,8 @@ class KernelGapPass(ir.passes.InPlacePass):
             rewrite = float64_kernels.REWRITES.get(node.op_type)
             # An operator the runtime has no kernel of at all (None) is a function it expands
             # into others (Mish into Softplus...), which may lack float64 kernels in turn.
-            if rewrite is not None and set(bound.values()) == {ir.DataType.DOUBLE}:
+            # Keyed on the data input: Resize's scales stay float32 beside a float64 image.
+            if rewrite is not None and node.inputs[0] is not None and node.inputs[0].dtype == ir.DataType.DOUBLE:
                 tape = ir.tape.Tape()
                 result = rewrite(tape, node)
                 if result is not None:
