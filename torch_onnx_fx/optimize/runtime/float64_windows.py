@@ -1,4 +1,4 @@
-"""float64 sliding-window operators ONNX Runtime's CPU provider lacks, in float64 ones it has.
+"""float64 sliding-window and resampling operators ONNX Runtime's CPU provider lacks, in float64 ones it has.
 
 ONNX Runtime registers ``Conv``, ``ConvTranspose`` and ``AveragePool`` for float32 only, so a
 float64 convolution, transposed convolution, average pooling or local response norm (which
@@ -14,6 +14,9 @@ input, one per kernel offset:
 - ``AveragePool`` sums the slices and divides by the number of elements each window covers,
   counted by pooling ones the same way (padding counted or not, windows that ``ceil_mode`` lets run
   past the end clipped as ATen clips them).
+
+- ``Resize`` (float32 and integer kernels only) is one ``Gather`` per axis for nearest
+  neighbours, and gathered neighbours times ATen's float64 weights for linear and cubic modes.
 
 Kernel sizes, channel counts and, for ``ceil_mode``, the spatial sizes must be static; otherwise
 the node is left for the runtime to name at session creation (loud, not wrong).
@@ -253,6 +256,128 @@ def _resize_nearest(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
     return result
 
 
+# Coordinate modes whose source positions are written below; the others are left to the runtime.
+_SOURCE_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+
+
+def _exact_scale(value: float) -> bool:
+    """Whether a float32 scale is surely the double the model was given: ATen computes with the
+    double ``1 / scale_factor``, the graph holds a float32 copy. Short binary fractions (2, 0.5,
+    1.25...) are the same in both; others (1.7) would move every source position by ~1e-8."""
+    return value > 0 and (value * 1024).is_integer()
+
+
+def _source_positions(tape: ir.tape.Tape, size: ir.Value, out: ir.Value, scale: float | None, mode: str, cubic: bool) -> ir.Value:
+    """ATen's source position of each output position along one axis, in float64
+    (``area_pixel_compute_scale`` and ``area_pixel_compute_source_index``); ``size`` and ``out``
+    are float64 scalars, ``scale`` the node's scale where it has one."""
+    zero, one, half = (_double(tape, v) for v in (0.0, 1.0, 0.5))
+    positions = tape.op("Range", [zero, out, one])
+    if mode == "align_corners":
+        spread = tape.op("Div", [tape.op("Sub", [size, one]), tape.op("Sub", [out, one])])
+        ratio = tape.op("Where", [tape.op("Greater", [out, one]), spread, zero])
+        return tape.op("Mul", [ratio, positions])
+    ratio = _double(tape, 1.0 / scale) if scale is not None else tape.op("Div", [size, out])
+    if mode == "asymmetric":
+        return tape.op("Mul", [ratio, positions])
+    source = tape.op("Sub", [tape.op("Mul", [ratio, tape.op("Add", [positions, half])]), half])
+    if mode == "pytorch_half_pixel":
+        source = tape.op("Where", [tape.op("Greater", [out, one]), source, _double(tape, -0.5)])
+    # Linear interpolation starts at the first element; cubic extends past it (clamped indices).
+    return source if cubic else tape.op("Max", [source, zero])
+
+
+def _cubic_weights(tape: ir.tape.Tape, t: ir.Value, a: float) -> list[ir.Value]:
+    """The four cubic-convolution weights of fraction ``t`` (ATen's
+    ``get_cubic_upsample_coefficients``: Keys' kernel with coefficient ``a``)."""
+    a_, a2, a3 = _double(tape, a), _double(tape, a + 2), _double(tape, a + 3)
+    five_a, eight_a, four_a, one = _double(tape, 5 * a), _double(tape, 8 * a), _double(tape, 4 * a), _double(tape, 1.0)
+
+    def near(d: ir.Value) -> ir.Value:  # |d| <= 1: ((a + 2) d - (a + 3)) d d + 1
+        return tape.op("Add", [tape.op("Mul", [tape.op("Mul", [tape.op("Sub", [tape.op("Mul", [a2, d]), a3]), d]), d]), one])
+
+    def far(d: ir.Value) -> ir.Value:  # 1 < |d| < 2: ((a d - 5a) d + 8a) d - 4a
+        inner = tape.op("Add", [tape.op("Mul", [tape.op("Sub", [tape.op("Mul", [a_, d]), five_a]), d]), eight_a])
+        return tape.op("Sub", [tape.op("Mul", [inner, d]), four_a])
+
+    rest = tape.op("Sub", [one, t])
+    return [far(tape.op("Add", [t, one])), near(t), near(rest), far(tape.op("Add", [rest, one]))]
+
+
+def _resize_interpolating(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
+    """Linear and cubic ``Resize`` as ATen computes them: one axis at a time, the last first,
+    each output the weighted sum of the gathered neighbours (two, or four with clamped indices),
+    weights computed in float64 from the sizes. ATen's kernel nests its sums the same way, so
+    the float64 results are ATen's to rounding. Antialiasing, ``exclude_outside``, cropping and
+    scales that are not short binary fractions are left to the runtime."""
+    x = node.inputs[0]
+    attributes = {name: attribute.value for name, attribute in node.attributes.items()}
+    mode = attributes.get("mode", "nearest")
+    coordinates = attributes.get("coordinate_transformation_mode", "half_pixel")
+    if (
+        x.shape is None or mode not in ("linear", "cubic") or attributes.get("antialias", 0)
+        or attributes.get("exclude_outside", 0) or "axes" in attributes or coordinates not in _SOURCE_MODES
+        or attributes.get("keep_aspect_ratio_policy", "stretch") != "stretch"
+    ):
+        return None
+    rank, cubic = x.shape.rank(), mode == "cubic"
+    inputs = list(node.inputs) + [None] * (4 - len(node.inputs))
+    scales, sizes = inputs[2], inputs[3]
+    if sizes is None and (scales is None or scales.const_value is None):
+        return None
+    scale_values = scales.const_value.numpy().tolist() if sizes is None else None
+    if scale_values is not None and not all(_exact_scale(v) for v in scale_values):
+        return None
+    static = list(x.shape)
+    dims = tape.op("Cast", [tape.op("Shape", [x])], {"to": ir.DataType.DOUBLE})
+    out_sizes = tape.op("Cast", [sizes], {"to": ir.DataType.DOUBLE}) if sizes is not None else None
+    result = x
+    for axis in reversed(range(rank)):
+        if scale_values is not None and scale_values[axis] == 1.0:
+            continue
+        if sizes is not None and sizes.const_value is not None and int(sizes.const_value.numpy()[axis]) == static[axis]:
+            continue
+        pick = _int64s(tape, [axis])
+        size = tape.op("Squeeze", [tape.op("Gather", [dims, pick])])
+        scale = scale_values[axis] if scale_values is not None else None
+        if out_sizes is not None:
+            out = tape.op("Squeeze", [tape.op("Gather", [out_sizes, pick])])
+        else:
+            out = tape.op("Floor", [tape.op("Mul", [size, _double(tape, scale)])])
+        source = _source_positions(tape, size, out, scale, coordinates, cubic)
+        last = tape.op("Sub", [size, _double(tape, 1.0)])
+        start = tape.op("Floor", [source])
+        # Weights broadcast along the axis: [out, 1, ...] for the axes after it.
+        along = _int64s(tape, [-1] + [1] * (rank - 1 - axis))
+        if cubic:
+            taps = [tape.op("Add", [start, _double(tape, float(j - 1))]) for j in range(4)]
+            weights = _cubic_weights(tape, tape.op("Sub", [source, start]), attributes.get("cubic_coeff_a", -0.75))
+            taps = [tape.op("Min", [tape.op("Max", [tap, _double(tape, 0.0)]), last]) for tap in taps]
+        else:
+            upper = tape.op("Sub", [source, start])
+            weights = [tape.op("Sub", [_double(tape, 1.0), upper]), upper]
+            taps = [start, tape.op("Min", [tape.op("Add", [start, _double(tape, 1.0)]), last])]
+        terms = [
+            tape.op("Mul", [
+                tape.op("Gather", [result, tape.op("Cast", [tap], {"to": ir.DataType.INT64})], {"axis": axis}),
+                tape.op("Reshape", [weight, along]),
+            ])
+            for tap, weight in zip(taps, weights)
+        ]
+        total = terms[0]
+        for term in terms[1:]:
+            total = tape.op("Add", [total, term])
+        result = total
+    return result
+
+
+def _resize(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
+    mode = node.attributes.get("mode")
+    if mode is None or mode.value == "nearest":
+        return _resize_nearest(tape, node)
+    return _resize_interpolating(tape, node)
+
+
 REWRITES: dict[str, Rewrite] = {
-    "Conv": _conv, "ConvTranspose": _conv_transpose, "AveragePool": _average_pool, "Resize": _resize_nearest,
+    "Conv": _conv, "ConvTranspose": _conv_transpose, "AveragePool": _average_pool, "Resize": _resize,
 }
