@@ -40,7 +40,7 @@ from torch_onnx_fx.ops import nn
 from torch_onnx_fx.registry import arg_example, arg_value, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
-__all__ = ["aten_sdpa_group_query_attention", "MICROSOFT"]
+__all__ = ["aten_sdpa_group_query_attention", "group_query_attention", "MICROSOFT"]
 
 MICROSOFT = "com.microsoft"
 
@@ -94,8 +94,10 @@ def _cache_parts(x: ir.Value) -> tuple[ir.Value, ir.Value] | None:
 
 
 def _plan(query: ir.Value, key: ir.Value, value: ir.Value, attn_mask: ir.Value | None, is_causal: bool,
-          enable_gqa: bool) -> dict[str, Any] | None:
-    """What the kernel is given, or None where it would compute something else (module docstring)."""
+          enable_gqa: bool, any_cache_step: bool = False) -> dict[str, Any] | None:
+    """What the kernel is given, or None where it would compute something else (module docstring).
+    ``any_cache_step``: take a cache whatever the batch and new positions may be (GenAI's graphs,
+    whose runner never feeds the steps the kernel refuses)."""
     if any(v.shape is None or v.shape.rank() != 4 for v in (query, key, value)):
         return None
     batch, heads, length, size = query.shape
@@ -126,7 +128,7 @@ def _plan(query: ir.Value, key: ir.Value, value: ir.Value, attn_mask: ir.Value |
         if keys.shape[2] != length or values.shape[2] != length:
             return None
     else:
-        if is_causal or not (length == 1 or batch == 1):
+        if is_causal or not (any_cache_step or length == 1 or batch == 1):
             return None
         (past_key, new_key), (past_value, new_value) = key_parts, value_parts
         if new_key.shape[2] != length or new_value.shape[2] != length:
@@ -183,7 +185,15 @@ def aten_sdpa_group_query_attention(
 
     One GroupQueryAttention node where it computes what ATen does (module docstring); the
     standard translation otherwise."""
-    plan = _plan(query, key, value, attn_mask, is_causal, enable_gqa)
+    return group_query_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, ctx=ctx)
+
+
+def group_query_attention(
+    query: ir.Value, key: ir.Value, value: ir.Value, attn_mask: ir.Value | None, dropout_p: float, is_causal: bool,
+    scale: float | None, enable_gqa: bool, *, ctx: OpContext, any_cache_step: bool = False,
+) -> ir.Value:
+    """The translation's body, for callers that choose ``any_cache_step`` (see :func:`_plan`)."""
+    plan = _plan(query, key, value, attn_mask, is_causal, enable_gqa, any_cache_step)
     if plan is None:
         standard = nn.aten_sdpa_opset23 if ctx.opset >= 23 else nn.aten_sdpa
         return standard(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
