@@ -72,6 +72,40 @@ def test_genai_generates_eager_tokens(name, fusion, tmp_path):
     assert _generated(folder, prompts, NEW_TOKENS) == eager
 
 
+@pytest.mark.parametrize("name", ["llama", "qwen2", "mistral", "phi3"])
+def test_shared_cache_buffer(name, tmp_path):
+    # GenAI's past_present_share_buffer mode: one cache buffer of the search's maximum length per
+    # layer, written in place by GroupQueryAttention; the graph reads how much of it is filled
+    # from the attention mask. A graph that still read the buffer's length or concatenated it
+    # would generate other tokens or fail to run.
+    config_class, model_class, extra = ARCHITECTURES[name]
+    model = getattr(transformers, model_class)(getattr(transformers, config_class)(**COMMON, **extra)).eval()
+    prompts = torch.randint(3, 100, (2, 7))
+    eager = _eager(model, prompts)
+    folder = export_for_genai(model, tmp_path / name, opset_version=23, fusion="onnxruntime", shared_buffer=True)
+    config = json.loads((tmp_path / name / "genai_config.json").read_text())
+    assert config["search"]["past_present_share_buffer"] is True
+    import onnx
+
+    graph = onnx.load(str(tmp_path / name / "model.onnx"), load_external_data=False).graph
+    assert sum(node.op_type == "GroupQueryAttention" for node in graph.node) == COMMON["num_hidden_layers"]
+    assert not any(node.op_type == "Concat" and node.input[0].startswith("past_key_values") for node in graph.node)
+    assert _generated(folder, prompts, NEW_TOKENS) == eager
+
+
+def test_shared_cache_buffer_refuses_attention_it_cannot_fuse(tmp_path):
+    # Gemma-2 caps its attention logits, so its attention stays the standard graph, whose cache
+    # is concatenated: a shared buffer would be read at its full length. Refused, naming the reader.
+    from torch_onnx_fx.errors import UnsupportedArgumentError
+
+    config_class, model_class, extra = ARCHITECTURES["gemma2"]
+    model = getattr(transformers, model_class)(getattr(transformers, config_class)(**COMMON, **extra)).eval()
+    with pytest.raises(UnsupportedArgumentError, match="past_key_values.0.key is read by Concat"):
+        export_for_genai(model, tmp_path / "gemma2", opset_version=23, fusion="onnxruntime", shared_buffer=True)
+    with pytest.raises(UnsupportedArgumentError, match="fusion='onnxruntime'"):
+        export_for_genai(model, tmp_path / "gemma2", shared_buffer=True)
+
+
 def test_int4_weights_as_matmul_nbits(tmp_path):
     # torchao's int4 weight-only model, its products MatMulNBits at accuracy level 1: GenAI
     # generates the torchao model's greedy tokens.

@@ -20,7 +20,9 @@ from typing import Any
 
 import torch
 
+from torch_onnx_fx.errors import UnsupportedArgumentError
 from torch_onnx_fx.export import export
+from torch_onnx_fx.integrations import shared_cache
 
 __all__ = ["export_for_genai", "genai_config"]
 
@@ -71,7 +73,9 @@ def _example(model: torch.nn.Module, batch: int = 2, sequence: int = 3, past: in
     return (ids, mask, positions, *cache)
 
 
-def genai_config(model: torch.nn.Module, filename: str = "model.onnx", context_length: int | None = None) -> dict[str, Any]:
+def genai_config(
+    model: torch.nn.Module, filename: str = "model.onnx", context_length: int | None = None, shared_buffer: bool = False,
+) -> dict[str, Any]:
     """The ``genai_config.json`` of a folder holding ``filename``: the graph's names, the model's
     sizes and special tokens, greedy search by default."""
     config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
@@ -109,7 +113,7 @@ def genai_config(model: torch.nn.Module, filename: str = "model.onnx", context_l
         "search": {
             "diversity_penalty": 0.0, "do_sample": False, "early_stopping": True, "length_penalty": 1.0,
             "max_length": context, "min_length": 0, "no_repeat_ngram_size": 0, "num_beams": 1,
-            "num_return_sequences": 1, "past_present_share_buffer": False, "repetition_penalty": 1.0,
+            "num_return_sequences": 1, "past_present_share_buffer": shared_buffer, "repetition_penalty": 1.0,
             "temperature": 1.0, "top_k": 1, "top_p": 1.0,
         },
     }
@@ -117,14 +121,25 @@ def genai_config(model: torch.nn.Module, filename: str = "model.onnx", context_l
 
 def export_for_genai(
     model: torch.nn.Module, folder: str | os.PathLike[str], *, tokenizer: Any = None, context_length: int | None = None,
-    opset_version: int | None = None, fusion: str = "standard",
+    opset_version: int | None = None, fusion: str = "standard", shared_buffer: bool = False,
 ) -> str:
     """Export ``model`` (a transformers decoder-only LM) into ``folder`` for ONNX Runtime GenAI:
     ``model.onnx`` and ``model.onnx.data``, ``genai_config.json``, and the tokenizer's files when
     ``tokenizer`` is given (a transformers tokenizer, saved there, or the folder of a saved one,
     whose files are copied). Returns the folder. ``opset_version`` and ``fusion`` are
     ``export``'s (a torchao int4 model with ``opset_version=21, fusion="onnxruntime"`` runs its
-    products as ``MatMulNBits``)."""
+    products as ``MatMulNBits``).
+
+    ``shared_buffer=True`` (with ``fusion="onnxruntime"``) writes a graph for GenAI's
+    ``past_present_share_buffer`` mode: each layer's attention is ``GroupQueryAttention``
+    writing the new keys and values into the cache buffer in place (see
+    :mod:`torch_onnx_fx.integrations.shared_cache`); a model whose attention cannot be is refused
+    with an :class:`~torch_onnx_fx.errors.UnsupportedArgumentError` naming the reader of its cache."""
+    if shared_buffer and fusion != "onnxruntime":
+        raise UnsupportedArgumentError(
+            f"export_for_genai(..., shared_buffer=True) needs fusion='onnxruntime' (got {fusion!r}): only ONNX "
+            "Runtime's GroupQueryAttention writes a cache in place."
+        )
     folder = os.fspath(folder)
     os.makedirs(folder, exist_ok=True)
     layers = _sizes(model.config)[0]
@@ -143,10 +158,13 @@ def export_for_genai(
         fusion=fusion,
         input_names=["input_ids", "attention_mask", "position_ids", *past_names],
         output_names=["logits", *present_names], verbose=False,
+        custom_translation_table={"aten::scaled_dot_product_attention": shared_cache.attention} if shared_buffer else None,
     )
+    if shared_buffer:
+        shared_cache.PastLengthFromMaskPass(past_names)(program.model)
     program.save(os.path.join(folder, "model.onnx"), external_data=True)
     with open(os.path.join(folder, "genai_config.json"), "w", encoding="utf-8") as file:
-        json.dump(genai_config(model, "model.onnx", context_length), file, indent=2)
+        json.dump(genai_config(model, "model.onnx", context_length, shared_buffer), file, indent=2)
     if isinstance(tokenizer, (str, os.PathLike)):
         for name in TOKENIZER_FILES:
             source = os.path.join(os.fspath(tokenizer), name)
