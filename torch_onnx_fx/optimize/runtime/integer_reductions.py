@@ -171,10 +171,25 @@ _REWRITES = {"ReduceSum": _exact_sum, "ReduceProd": _exact_product}
 _SMALL = frozenset({ir.DataType.BOOL, ir.DataType.INT8, ir.DataType.UINT8})
 
 
+def _of_sizes(x: ir.Value) -> bool:
+    """Whether ``x`` holds sizes of one tensor (its ``Shape``, or part of it): their product is
+    that tensor's element count (or a part's), and their sum is no larger, far below the 2**53
+    up to which ONNX Runtime's double accumulator is exact for any tensor that fits in memory."""
+    source = x.producer()
+    while source is not None and source.domain in ("", "ai.onnx") and source.op_type in ("Slice", "Gather"):
+        x = source.inputs[0]
+        source = x.producer()
+    return source is not None and source.domain in ("", "ai.onnx") and source.op_type == "Shape"
+
+
 def _exact_already(node: ir.Node) -> bool:
-    """An int64 ``ReduceSum`` of a cast from a small type: no rewrite needed."""
+    """An int64 ``ReduceSum`` of a cast from a small type, or a reduction of a tensor's sizes:
+    no rewrite needed. (A shape's product, the element count of a reshape or a rotary table, was
+    a ``Loop`` that cost a decode step half a millisecond.)"""
     x = node.inputs[0]
     source = x.producer()
+    if x.dtype == ir.DataType.INT64 and _of_sizes(x):
+        return True
     return (
         node.op_type == "ReduceSum" and x.dtype == ir.DataType.INT64 and source is not None
         and source.op_type == "Cast" and source.inputs[0] is not None and source.inputs[0].dtype in _SMALL
