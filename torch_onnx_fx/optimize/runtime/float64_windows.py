@@ -1,22 +1,15 @@
 """float64 sliding-window and resampling operators ONNX Runtime's CPU provider lacks, in float64 ones it has.
 
-ONNX Runtime registers ``Conv``, ``ConvTranspose`` and ``AveragePool`` for float32 only, so a
-float64 convolution, transposed convolution, average pooling or local response norm (which
-torch writes as an average pooling over channels) exports a graph the runtime refuses. Running
-them in float32 would narrow the model. Each is written here from strided slices of the padded
-input, one per kernel offset:
+ONNX Runtime registers ``Conv``, ``ConvTranspose``, ``AveragePool`` and float ``Resize`` for
+float32 only, so a float64 convolution, transposed convolution, average pooling, local response
+norm (which torch writes as an average pooling over channels) or interpolation exports a graph the
+runtime refuses. Running them in float32 would narrow the model. Here they are rewritten in
+float64 operators it has:
 
-- ``Conv`` stacks the slices (im2col) into one float64 ``MatMul`` with the weights;
-- ``ConvTranspose`` is the ``Conv`` of the input spread out by the stride (zeros between its
-  elements), padded by the kernel's reach less the pads, with the weights flipped and their
-  channel axes swapped: the adjoint of a strided convolution, which is what a transposed
-  convolution is;
-- ``AveragePool`` sums the slices and divides by the number of elements each window covers,
-  counted by pooling ones the same way (padding counted or not, windows that ``ceil_mode`` lets run
-  past the end clipped as ATen clips them).
-
-- ``Resize`` (float32 and integer kernels only) is one ``Gather`` per axis for nearest
-  neighbours, and gathered neighbours times ATen's float64 weights for linear and cubic modes.
+- ``Conv``, ``ConvTranspose`` and ``AveragePool`` from strided slices of the padded input
+  (:mod:`torch_onnx_fx.ops.windows`, shared with the integer translations);
+- ``Resize`` as one ``Gather`` per axis for nearest neighbours, and gathered neighbours times
+  ATen's float64 weights for linear and cubic modes.
 
 Kernel sizes, channel counts and, for ``ceil_mode``, the spatial sizes must be static; otherwise
 the node is left for the runtime to name at session creation (loud, not wrong).
@@ -24,18 +17,16 @@ the node is left for the runtime to name at session creation (loud, not wrong).
 
 from __future__ import annotations
 
-import itertools
 import math
 from typing import Callable
 
 import onnx_ir as ir
 
+from torch_onnx_fx.ops import windows
+
 __all__ = ["REWRITES"]
 
 Rewrite = Callable[[ir.tape.Tape, ir.Node], ir.Value]
-
-# Slice's end for "to the end of the axis".
-_END = 2**62
 
 
 def _ints(node: ir.Node, name: str, default: list[int]) -> list[int]:
@@ -48,10 +39,6 @@ def _int(node: ir.Node, name: str, default: int) -> int:
     return int(attribute.value) if attribute is not None else default
 
 
-def _int64s(tape: ir.tape.Tape, values: list[int]) -> ir.Value:
-    return tape.op("Constant", [], {"value": ir.tensor(values, dtype=ir.DataType.INT64)})
-
-
 def _double(tape: ir.tape.Tape, value: float) -> ir.Value:
     return tape.op("Constant", [], {"value": ir.tensor(value, dtype=ir.DataType.DOUBLE)})
 
@@ -62,51 +49,6 @@ def _explicit_pads(node: ir.Node, spatial: int) -> list[int] | None:
     if auto_pad is not None and auto_pad.value != "NOTSET":
         return None
     return _ints(node, "pads", [0] * 2 * spatial)
-
-
-def _pad(tape: ir.tape.Tape, x: ir.Value, pads: list[int], spatial: int, value: ir.Value | None = None) -> ir.Value:
-    """``x`` [N, C, *spatial] padded (negative pads crop, as ONNX's Pad allows)."""
-    if not any(pads):
-        return x
-    inputs = [x, _int64s(tape, [0, 0, *pads[:spatial], 0, 0, *pads[spatial:]])]
-    return tape.op("Pad", inputs + ([value] if value is not None else []))
-
-
-def _windows(tape: ir.tape.Tape, x: ir.Value, kernel: list[int], strides: list[int], dilations: list[int]) -> list[ir.Value]:
-    """One strided slice of ``x`` (already padded) per kernel offset, in the kernel's row-major
-    order: slice k holds, at each output position, the element under offset k of its window."""
-    spatial = len(kernel)
-    axes, steps = _int64s(tape, list(range(2, 2 + spatial))), _int64s(tape, strides)
-    slices = []
-    for offset in itertools.product(*(range(k) for k in kernel)):
-        starts = [o * d for o, d in zip(offset, dilations)]
-        # The last window ends (kernel - 1 - offset) dilated steps before the end.
-        ends = [-(d * (k - 1 - o)) or _END for o, d, k in zip(offset, dilations, kernel)]
-        slices.append(tape.op("Slice", [x, _int64s(tape, starts), _int64s(tape, ends), axes, steps]))
-    return slices
-
-
-def _patch_product(
-    tape: ir.tape.Tape, x: ir.Value, w: ir.Value, bias: ir.Value | None,
-    weight_shape: list[int], strides: list[int], dilations: list[int], pads: list[int], groups: int,
-) -> ir.Value:
-    """Conv as one float64 ``MatMul`` of the input's patches (im2col): the window slices stacked
-    after the channels, so that ``[C, kernel]`` flattens as the weight's ``[C / group, *kernel]``."""
-    out_channels, group_channels, *kernel = weight_shape
-    spatial = len(kernel)
-    x = _pad(tape, x, pads, spatial)
-    slices = _windows(tape, x, kernel, strides, dilations)
-    stacked = tape.op("Concat", [tape.op("Unsqueeze", [s, _int64s(tape, [2])]) for s in slices], {"axis": 2})
-    columns = group_channels * math.prod(kernel)
-    rows = tape.op("Reshape", [stacked, _int64s(tape, [0, groups, columns, -1])])
-    weights = tape.op("Reshape", [w, _int64s(tape, [groups, out_channels // groups, columns])])
-    product = tape.op("MatMul", [weights, rows])  # [N, groups, out_channels / groups, positions]
-    batch = tape.op("Shape", [x], {"end": 1})
-    positions = tape.op("Shape", [slices[0]], {"start": 2})
-    result = tape.op("Reshape", [product, tape.op("Concat", [batch, _int64s(tape, [out_channels]), positions], {"axis": 0})])
-    if bias is not None:
-        result = tape.op("Add", [result, tape.op("Reshape", [bias, _int64s(tape, [out_channels] + [1] * spatial)])])
-    return result
 
 
 def _static_weight(node: ir.Node) -> list[int] | None:
@@ -122,58 +64,24 @@ def _conv(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
     pads = _explicit_pads(node, spatial)
     if weight_shape is None or pads is None:
         return None
-    return _patch_product(
+    return windows.patch_product(
         tape, node.inputs[0], node.inputs[1], node.inputs[2] if len(node.inputs) > 2 else None, weight_shape,
         _ints(node, "strides", [1] * spatial), _ints(node, "dilations", [1] * spatial), pads, _int(node, "group", 1),
     )
-
-
-def _spread(tape: ir.tape.Tape, x: ir.Value, rank: int, axis: int, stride: int) -> ir.Value:
-    """``x`` with ``stride - 1`` zeros between neighbours along ``axis``: each element gets a row
-    of zeros after it (a new axis padded, then merged), and the last row is cut off."""
-    pads = [0] * 2 * (rank + 1)
-    pads[rank + 1 + axis + 1] = stride - 1
-    grown = tape.op("Pad", [tape.op("Unsqueeze", [x, _int64s(tape, [axis + 1])]), _int64s(tape, pads)])
-    shape = tape.op("Shape", [x])
-    merged = tape.op("Concat", [
-        tape.op("Slice", [shape, _int64s(tape, [0]), _int64s(tape, [axis])]),
-        _int64s(tape, [-1]),
-        tape.op("Slice", [shape, _int64s(tape, [axis + 1]), _int64s(tape, [_END])]),
-    ], {"axis": 0})
-    flat = tape.op("Reshape", [grown, merged])
-    return tape.op("Slice", [flat, _int64s(tape, [0]), _int64s(tape, [-(stride - 1)]), _int64s(tape, [axis])])
 
 
 def _conv_transpose(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
     weight_shape = _static_weight(node)
     if weight_shape is None or "output_shape" in node.attributes:
         return None
-    in_channels, group_out, *kernel = weight_shape
-    spatial = len(kernel)
+    spatial = len(weight_shape) - 2
     pads = _explicit_pads(node, spatial)
     if pads is None:
         return None
-    x, w = node.inputs[0], node.inputs[1]
-    strides, dilations = _ints(node, "strides", [1] * spatial), _ints(node, "dilations", [1] * spatial)
-    extra = _ints(node, "output_padding", [0] * spatial)
-    groups = _int(node, "group", 1)
-    for i, stride in enumerate(strides):
-        if stride > 1:
-            x = _spread(tape, x, 2 + spatial, 2 + i, stride)
-    reach = [d * (k - 1) for d, k in zip(dilations, kernel)]
-    conv_pads = [r - p for r, p in zip(reach, pads[:spatial])] + [r - p + e for r, p, e in zip(reach, pads[spatial:], extra)]
-    # [C_in, C_out / g, *k] -> [C_out, C_in / g, *k], kernel reversed along every spatial axis.
-    per_group = tape.op("Reshape", [w, _int64s(tape, [groups, in_channels // groups, group_out, *kernel])])
-    swapped = tape.op("Transpose", [per_group], {"perm": [0, 2, 1, *range(3, 3 + spatial)]})
-    out_channels = groups * group_out
-    flipped = tape.op("Slice", [
-        tape.op("Reshape", [swapped, _int64s(tape, [out_channels, in_channels // groups, *kernel])]),
-        _int64s(tape, [-1] * spatial), _int64s(tape, [-_END] * spatial),
-        _int64s(tape, list(range(2, 2 + spatial))), _int64s(tape, [-1] * spatial),
-    ])
-    bias = node.inputs[2] if len(node.inputs) > 2 else None
-    return _patch_product(
-        tape, x, flipped, bias, [out_channels, in_channels // groups, *kernel], [1] * spatial, dilations, conv_pads, groups,
+    return windows.transposed_product(
+        tape, node.inputs[0], node.inputs[1], node.inputs[2] if len(node.inputs) > 2 else None, weight_shape,
+        _ints(node, "strides", [1] * spatial), _ints(node, "dilations", [1] * spatial), pads,
+        _ints(node, "output_padding", [0] * spatial), _int(node, "group", 1),
     )
 
 
@@ -190,25 +98,12 @@ def _average_pool(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
         sizes = list(x.shape)[2:]
         if not all(isinstance(s, int) for s in sizes):
             return None
-        for i, (size, k, s, d) in enumerate(zip(sizes, kernel, strides, dilations)):
-            padded, reach = size + pads[i] + pads[spatial + i], d * (k - 1) + 1
-            count = -(-(padded - reach) // s) + 1
-            # ATen's rule: the last window must start inside the input or its left padding.
-            if (count - 1) * s >= size + pads[i]:
-                count -= 1
-            beyond[i] = max(0, (count - 1) * s + reach - padded)
-    counted = _int(node, "count_include_pad", 0)
-    # Windows that ceil_mode runs past the padded input read zeros that neither count nor add.
-    total = _pad(tape, _pad(tape, x, pads, spatial), [0] * spatial + beyond, spatial)
-    sums = tape.op("Sum", _windows(tape, total, kernel, strides, dilations))
+        beyond = windows.ceil_extension(sizes, kernel, strides, dilations, pads)
+    counted = bool(_int(node, "count_include_pad", 0))
+    sums = windows.window_sums(tape, x, kernel, strides, dilations, pads, beyond, integral=False)
     if counted and not any(beyond):
         return tape.op("Div", [sums, _double(tape, float(math.prod(kernel)))])
-    # Only the spatial layout matters for the count: one batch and channel of ones.
-    layout = tape.op("Concat", [_int64s(tape, [1, 1]), tape.op("Shape", [x], {"start": 2})], {"axis": 0})
-    ones = tape.op("ConstantOfShape", [layout], {"value": ir.tensor([1.0], dtype=ir.DataType.DOUBLE)})
-    inside = _pad(tape, ones, pads, spatial, _double(tape, 1.0 if counted else 0.0))
-    inside = _pad(tape, inside, [0] * spatial + beyond, spatial)
-    counts = tape.op("Sum", _windows(tape, inside, kernel, strides, dilations))
+    counts = windows.window_counts(tape, x, kernel, strides, dilations, pads, beyond, counted, ir.DataType.DOUBLE)
     return tape.op("Div", [sums, counts])
 
 
@@ -245,14 +140,14 @@ def _resize_nearest(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
         others = tape.op("Constant", [], {"value": ir.tensor([1 - a for a in alone], dtype=given.dtype)})
         mask = tape.op("Constant", [], {"value": ir.tensor(alone, dtype=given.dtype)})
         one_axis = tape.op("Add", [tape.op("Mul", [given, mask]), others])
-        size = tape.op("Slice", [dims, _int64s(tape, [axis]), _int64s(tape, [axis + 1])])
+        size = tape.op("Slice", [dims, windows.int64s(tape, [axis]), windows.int64s(tape, [axis + 1])])
         count = tape.op("Cast", [tape.op("Squeeze", [size])], {"to": ir.DataType.INT32})
         zero, step = (tape.op("Constant", [], {"value": ir.tensor(v, dtype=ir.DataType.INT32)}) for v in (0, 1))
-        grid_shape = _int64s(tape, [-1 if a else 1 for a in alone])
+        grid_shape = windows.int64s(tape, [-1 if a else 1 for a in alone])
         grid = tape.op("Reshape", [tape.op("Range", [zero, count, step]), grid_shape])
         resize_inputs = [grid, inputs[1]] + ([one_axis, None] if given is scales else [None, one_axis])
         picked = tape.op("Resize", resize_inputs, {**attributes, "mode": "nearest"})
-        result = tape.op("Gather", [result, tape.op("Reshape", [picked, _int64s(tape, [-1])])], {"axis": axis})
+        result = tape.op("Gather", [result, tape.op("Reshape", [picked, windows.int64s(tape, [-1])])], {"axis": axis})
     return result
 
 
@@ -337,7 +232,7 @@ def _resize_interpolating(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
             continue
         if sizes is not None and sizes.const_value is not None and int(sizes.const_value.numpy()[axis]) == static[axis]:
             continue
-        pick = _int64s(tape, [axis])
+        pick = windows.int64s(tape, [axis])
         size = tape.op("Squeeze", [tape.op("Gather", [dims, pick])])
         scale = scale_values[axis] if scale_values is not None else None
         if out_sizes is not None:
@@ -348,7 +243,7 @@ def _resize_interpolating(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
         last = tape.op("Sub", [size, _double(tape, 1.0)])
         start = tape.op("Floor", [source])
         # Weights broadcast along the axis: [out, 1, ...] for the axes after it.
-        along = _int64s(tape, [-1] + [1] * (rank - 1 - axis))
+        along = windows.int64s(tape, [-1] + [1] * (rank - 1 - axis))
         if cubic:
             taps = [tape.op("Add", [start, _double(tape, float(j - 1))]) for j in range(4)]
             weights = _cubic_weights(tape, tape.op("Sub", [source, start]), attributes.get("cubic_coeff_a", -0.75))
