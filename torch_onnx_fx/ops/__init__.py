@@ -14,6 +14,7 @@ from typing import Any
 from torch_onnx_fx.registry import TORCHLIB, Translation, registered_translations, torchlib_limit
 from torch_onnx_fx.ops import (  # noqa: F401
     exactness,  # first: its refusals come before any translation of the same operators
+    integer_windows,  # before pooling's divisor translation, which computes in floating point
     activation,
     affine_quantized,
     arithmetic,

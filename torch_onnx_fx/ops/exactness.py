@@ -54,14 +54,8 @@ register(*_WEIGHTED_INTERPOLATION, supports=integral_input)(_refusal(
 ))
 
 
-# ONNX's Conv, ConvTranspose and AveragePool take floating-point tensors only (ConvInteger is 8-bit
-# into int32), and computing integers through float64 rounds once sums pass 2**53. MaxPool takes
-# 8-bit integers; wider ones would go through float64 and lose int64 values above 2**53.
-_FLOAT_ONLY_WINDOWS = (
-    "aten::convolution", "aten::conv1d", "aten::conv2d", "aten::conv3d",
-    "aten::conv_transpose1d", "aten::conv_transpose2d", "aten::conv_transpose3d.input",
-    "aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d",
-)
+# MaxPool takes 8-bit integers; wider ones would go through float64 and lose int64 values above
+# 2**53. (Integer convolutions and average pooling are computed exactly: ops/integer_windows.py.)
 _WIDE_INTEGER_WINDOWS = (
     "aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d",
     "aten::max_pool2d_with_indices", "aten::max_pool3d_with_indices",
@@ -73,12 +67,6 @@ def _wide_integer_input(node: Any) -> bool:
     return isinstance(example, torch.Tensor) and example.dtype in (torch.int16, torch.int32, torch.int64)
 
 
-register(*_FLOAT_ONLY_WINDOWS, supports=integral_input)(_refusal(
-    "refuse_integer_convolution",
-    "convolutions and average pools of integer tensors have no exact ONNX form (ONNX's Conv and "
-    "AveragePool take floating-point tensors; through float64 the sums would round above 2**53). "
-    "Convert the input to a floating-point dtype in the model.",
-))
 register(*_WIDE_INTEGER_WINDOWS, supports=_wide_integer_input)(_refusal(
     "refuse_wide_integer_max_pool",
     "max pooling of 16-, 32- or 64-bit integers has no exact ONNX form (MaxPool takes floating-point "

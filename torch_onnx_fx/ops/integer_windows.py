@@ -1,0 +1,168 @@
+"""Convolutions and average pooling of integer tensors, exact as ATen computes them.
+
+ONNX's ``Conv``, ``ConvTranspose`` and ``AveragePool`` take floating-point tensors only
+(``ConvInteger`` is 8-bit into int32), and through float64 the sums would round past 2**53.
+ATen convolves integers with wrapping fixed-width arithmetic and averages them as the int64 sum
+of each window divided by its count, truncated toward zero. Here both are computed in int64 from
+the window slices of :mod:`torch_onnx_fx.ops.windows` (one int64 ``MatMul`` per convolution,
+``Add`` for the sums, integer ``Div``) and cast back to the input's type: sums and products wrap
+modulo 2**64 exactly, so the narrowed result is the one ATen's narrower arithmetic wraps to.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import onnx_ir as ir
+import torch
+
+from torch_onnx_fx.errors import TranslationError
+from torch_onnx_fx.ops import windows
+from torch_onnx_fx.registry import integral_input, register, wants_context
+from torch_onnx_fx.translate.op_context import OpContext
+
+__all__ = [
+    "aten_integer_conv", "aten_integer_conv_transpose", "aten_integer_convolution", "aten_integer_avg_pool",
+]
+
+_INT64 = ir.DataType.INT64
+
+
+class _Nodes:
+    """The window functions' builder over a translation's context."""
+
+    def __init__(self, ctx: OpContext):
+        self.ctx = ctx
+
+    def op(self, op_type: str, inputs: Sequence[ir.Value | None], attributes: Any = None) -> Any:
+        return self.ctx.op(op_type, inputs, attributes)
+
+
+def _listed(value: Any, dims: int, default: Sequence[int]) -> list[int]:
+    if value is None or (isinstance(value, (list, tuple)) and not value):
+        return list(default)
+    if isinstance(value, int):
+        return [value] * dims
+    return [int(v) for v in value] * dims if len(value) == 1 else [int(v) for v in value]
+
+
+def _batched(build: _Nodes, x: ir.Value, rank: int, spatial: int) -> tuple[ir.Value, bool]:
+    """``x`` with a batch axis, and whether one was added (ATen takes unbatched inputs too)."""
+    if rank == spatial + 1:
+        return build.op("Unsqueeze", [x, windows.int64s(build, [0])]), True
+    return x, False
+
+
+def _finish(build: _Nodes, ctx: OpContext, result: ir.Value, added_batch: bool) -> ir.Value:
+    if added_batch:
+        result = build.op("Squeeze", [result, windows.int64s(build, [0])])
+    dtype = ctx.result.dtype
+    if dtype != torch.int64:
+        result = ctx.cast(result, _onnx_dtype(dtype))
+    return result
+
+
+def _onnx_dtype(dtype: torch.dtype) -> ir.DataType:
+    from onnx_ir.tensor_adapters import from_torch_dtype
+
+    return from_torch_dtype(dtype)
+
+
+def _weight_shape(ctx: OpContext) -> list[int]:
+    weight = ctx.inputs[1]
+    if not all(isinstance(d, int) for d in weight.shape):
+        raise TranslationError("an integer convolution needs static weight sizes (its kernel is sliced at export)")
+    return [int(d) for d in weight.shape]
+
+
+def _product(
+    ctx: OpContext, input: ir.Value, weight: ir.Value, bias: ir.Value | None, stride: Any, padding: Any,
+    dilation: Any, transposed: bool, output_padding: Any, groups: int,
+) -> ir.Value:
+    build = _Nodes(ctx)
+    weight_shape = _weight_shape(ctx)
+    spatial = len(weight_shape) - 2
+    strides, dilations = _listed(stride, spatial, [1] * spatial), _listed(dilation, spatial, [1] * spatial)
+    if isinstance(padding, str):
+        # ATen's "same" pads the kernel's reach, the odd element at the end; "valid" none.
+        reach = [d * (k - 1) for d, k in zip(dilations, weight_shape[2:])] if padding == "same" else [0] * spatial
+        pads = [r // 2 for r in reach] + [r - r // 2 for r in reach]
+    else:
+        pads = _listed(padding, spatial, [0] * spatial) * 2
+    x, added = _batched(build, ctx.cast(input, _INT64), ctx.inputs[0].dim(), spatial)
+    w = ctx.cast(weight, _INT64)
+    b = ctx.cast(bias, _INT64) if bias is not None else None
+    if transposed:
+        extra = _listed(output_padding, spatial, [0] * spatial)
+        result = windows.transposed_product(build, x, w, b, weight_shape, strides, dilations, pads, extra, groups)
+    else:
+        result = windows.patch_product(build, x, w, b, weight_shape, strides, dilations, pads, groups)
+    return _finish(build, ctx, result, added)
+
+
+@register("aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv1d.padding", "aten::conv2d.padding", "aten::conv3d.padding", supports=integral_input)
+@wants_context
+def aten_integer_conv(
+    input: ir.Value, weight: ir.Value, bias: ir.Value | None = None, stride: Any = 1, padding: Any = 0,
+    dilation: Any = 1, groups: int = 1, *, ctx: OpContext,
+) -> ir.Value:
+    """conv{1,2,3}d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=1, SymInt[]|str padding=0,
+    SymInt[] dilation=1, SymInt groups=1) -> Tensor, of integers"""
+    return _product(ctx, input, weight, bias, stride, padding, dilation, False, 0, groups)
+
+
+@register("aten::conv_transpose1d", "aten::conv_transpose2d.input", "aten::conv_transpose3d.input", supports=integral_input)
+@wants_context
+def aten_integer_conv_transpose(
+    input: ir.Value, weight: ir.Value, bias: ir.Value | None = None, stride: Any = 1, padding: Any = 0,
+    output_padding: Any = 0, groups: int = 1, dilation: Any = 1, *, ctx: OpContext,
+) -> ir.Value:
+    """conv_transpose{1,2,3}d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=1, SymInt[] padding=0,
+    SymInt[] output_padding=0, SymInt groups=1, SymInt[] dilation=1) -> Tensor, of integers"""
+    return _product(ctx, input, weight, bias, stride, padding, dilation, True, output_padding, groups)
+
+
+@register("aten::convolution", supports=integral_input)
+@wants_context
+def aten_integer_convolution(
+    input: ir.Value, weight: ir.Value, bias: ir.Value | None, stride: Any, padding: Any, dilation: Any,
+    transposed: bool, output_padding: Any, groups: int, *, ctx: OpContext,
+) -> ir.Value:
+    """convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation,
+    bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor, of integers"""
+    return _product(ctx, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+
+
+@register("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d", supports=integral_input)
+@wants_context
+def aten_integer_avg_pool(
+    self: ir.Value, kernel_size: Sequence[int], stride: Sequence[int] = (), padding: Any = 0, ceil_mode: bool = False,
+    count_include_pad: bool = True, divisor_override: int | None = None, *, ctx: OpContext,
+) -> ir.Value:
+    """avg_pool{1,2,3}d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, bool ceil_mode=False,
+    bool count_include_pad=True, int? divisor_override=None) -> Tensor, of integers: each window's
+    int64 sum divided by its count (or the divisor), truncated toward zero"""
+    build = _Nodes(ctx)
+    spatial = len(kernel_size) if isinstance(kernel_size, (list, tuple)) else 1
+    kernel = _listed(kernel_size, spatial, [])
+    strides = _listed(stride, spatial, kernel)
+    pads = _listed(padding, spatial, [0] * spatial) * 2
+    dilations = [1] * spatial
+    example = ctx.inputs[0]
+    beyond = [0] * spatial
+    if ceil_mode:
+        sizes = list(example.shape)[example.dim() - spatial:]
+        if not all(isinstance(s, int) for s in sizes):
+            raise TranslationError("an integer average pooling with ceil_mode needs static spatial sizes")
+        beyond = windows.ceil_extension([int(s) for s in sizes], kernel, strides, dilations, pads)
+    x, added = _batched(build, ctx.cast(self, _INT64), example.dim(), spatial)
+    sums = windows.window_sums(build, x, kernel, strides, dilations, pads, beyond, integral=True)
+    if divisor_override:
+        counts = ctx.constant(int(divisor_override), _INT64)
+    elif count_include_pad and not any(beyond):
+        counts = ctx.constant(math.prod(kernel), _INT64)
+    else:
+        counts = windows.window_counts(build, x, kernel, strides, dilations, pads, beyond, bool(count_include_pad), _INT64)
+    return _finish(build, ctx, build.op("Div", [sums, counts]), added)
+
