@@ -1,7 +1,8 @@
-"""ops/integer_windows.py: integer convolutions and average pooling, exact as ATen's.
+"""ops/integer_windows.py: integer convolutions and pooling, exact as ATen's.
 
-ONNX's Conv and AveragePool take floating-point tensors only, and through float64 the sums would
-round past 2**53: these were refused before. Compared bit for bit with eager (integers)."""
+ONNX's Conv and AveragePool take floating-point tensors only, its MaxPool 8-bit integers, and
+through float64 the sums and maxima would round past 2**53: these were refused before. Compared
+bit for bit with eager (integers), indices included."""
 
 from __future__ import annotations
 
@@ -56,6 +57,21 @@ CASES = {
         lambda x, w: F.conv1d(x, w),
         lambda: (_ints(2, 2, 9, low=0, high=256, dtype=torch.uint8), _ints(3, 2, 4, low=0, high=256, dtype=torch.uint8)),
     ),
+    # Maxima past 2**53 (float64 would merge neighbours), ties (the first in the window wins the
+    # index), padding and ceil_mode windows that never win, as ATen's scan has them.
+    "max_pool2d_indices_ties_padding_ceil": (
+        lambda x: F.max_pool2d(x, 3, 2, 1, dilation=1, ceil_mode=True, return_indices=True),
+        lambda: (_ints(2, 3, 7, 8, low=-3, high=3) + HUGE,),
+    ),
+    "max_pool3d_indices_dilated": (
+        lambda x: F.max_pool3d(x, 2, 1, 0, dilation=2, return_indices=True), lambda: (_ints(1, 2, 5, 4, 5, low=-2, high=2),),
+    ),
+    "max_pool2d_int16_unbatched": (
+        lambda x: F.max_pool2d(x, 3, 2, 1), lambda: (_ints(3, 9, 10, low=-(2**15), high=2**15, dtype=torch.int16),),
+    ),
+    "max_pool2d_int32_negative": (
+        lambda x: F.max_pool2d(x, 2, return_indices=True), lambda: (_ints(1, 2, 6, 6, low=-(2**31), high=-(2**31) + 3, dtype=torch.int32),),
+    ),
 }
 
 
@@ -63,7 +79,7 @@ CASES = {
 def test_integer_windows_equal_eager(name):
     fn, make_args = CASES[name]
     program = assert_matches_eager(fn, make_args(), rtol=0, atol=0)
-    assert not {"Conv", "ConvTranspose", "AveragePool", "Cast"} & {
+    assert not {"Conv", "ConvTranspose", "AveragePool", "MaxPool", "Cast"} & {
         n.op_type for n in program.model.graph if n.op_type != "Cast" or n.outputs[0].dtype.is_floating_point()
     }
 

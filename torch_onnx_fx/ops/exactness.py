@@ -54,27 +54,6 @@ register(*_WEIGHTED_INTERPOLATION, supports=integral_input)(_refusal(
 ))
 
 
-# MaxPool takes 8-bit integers; wider ones would go through float64 and lose int64 values above
-# 2**53. (Integer convolutions and average pooling are computed exactly: ops/integer_windows.py.)
-_WIDE_INTEGER_WINDOWS = (
-    "aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d",
-    "aten::max_pool2d_with_indices", "aten::max_pool3d_with_indices",
-)
-
-
-def _wide_integer_input(node: Any) -> bool:
-    example = arg_example(node)
-    return isinstance(example, torch.Tensor) and example.dtype in (torch.int16, torch.int32, torch.int64)
-
-
-register(*_WIDE_INTEGER_WINDOWS, supports=_wide_integer_input)(_refusal(
-    "refuse_wide_integer_max_pool",
-    "max pooling of 16-, 32- or 64-bit integers has no exact ONNX form (MaxPool takes floating-point "
-    "and 8-bit integer tensors; int64 values above 2**53 would round through float64). Convert the "
-    "input to int8/uint8 or a floating-point dtype in the model.",
-))
-
-
 # torchlib collects the bags in a float32 sequence (after an ONNX Runtime bug with other element
 # types), and torch has no decomposition of embedding_bag to fall back to.
 register(

@@ -19,11 +19,12 @@ import torch
 
 from torch_onnx_fx.errors import TranslationError
 from torch_onnx_fx.ops import windows
-from torch_onnx_fx.registry import integral_input, register, wants_context
+from torch_onnx_fx.registry import arg_example, integral_input, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
 __all__ = [
     "aten_integer_conv", "aten_integer_conv_transpose", "aten_integer_convolution", "aten_integer_avg_pool",
+    "aten_integer_max_pool", "aten_integer_max_pool_with_indices",
 ]
 
 _INT64 = ir.DataType.INT64
@@ -57,7 +58,8 @@ def _batched(build: _Nodes, x: ir.Value, rank: int, spatial: int) -> tuple[ir.Va
 def _finish(build: _Nodes, ctx: OpContext, result: ir.Value, added_batch: bool) -> ir.Value:
     if added_batch:
         result = build.op("Squeeze", [result, windows.int64s(build, [0])])
-    dtype = ctx.result.dtype
+    # Every result here has its input's type (a pooling's indices are int64 already).
+    dtype = ctx.inputs[0].dtype
     if dtype != torch.int64:
         result = ctx.cast(result, _onnx_dtype(dtype))
     return result
@@ -166,3 +168,86 @@ def aten_integer_avg_pool(
         counts = windows.window_counts(build, x, kernel, strides, dilations, pads, beyond, bool(count_include_pad), _INT64)
     return _finish(build, ctx, build.op("Div", [sums, counts]), added)
 
+
+
+def _max_windows(
+    ctx: OpContext, self: ir.Value, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool,
+    with_indices: bool,
+) -> Any:
+    """The largest element of each window (padding never wins), and where requested its flat
+    position in the input's spatial plane, the first of equal maxima in the window's row-major
+    order as ATen's scan keeps it."""
+    build = _Nodes(ctx)
+    example = ctx.inputs[0]
+    spatial = len(kernel_size) if isinstance(kernel_size, (list, tuple)) else 1
+    kernel = _listed(kernel_size, spatial, [])
+    strides = _listed(stride, spatial, kernel)
+    pads = _listed(padding, spatial, [0] * spatial) * 2
+    dilations = _listed(dilation, spatial, [1] * spatial)
+    beyond = [0] * spatial
+    if ceil_mode:
+        sizes = list(example.shape)[example.dim() - spatial:]
+        if not all(isinstance(s, int) for s in sizes):
+            raise TranslationError("an integer max pooling with ceil_mode needs static spatial sizes")
+        beyond = windows.ceil_extension([int(s) for s in sizes], kernel, strides, dilations, pads)
+    ends = [0] * spatial + list(beyond)
+    x, added = _batched(build, ctx.cast(self, _INT64), example.dim(), spatial)
+    # Padding holds int64's lowest value: every window covers one element of the input at least
+    # (ATen allows pads up to half the kernel), so it never exceeds the input's largest.
+    lowest = ctx.constant(-(2**63), _INT64)
+    padded = windows.pad(build, windows.pad(build, x, pads, spatial, lowest), ends, spatial, lowest)
+    values = windows.windows(build, padded, kernel, strides, dilations)
+    largest = build.op("Max", values) if len(values) > 1 else values[0]
+    if not with_indices:
+        return _finish(build, ctx, largest, added)
+    # The positions 0 .. H*W-1 of the plane, pooled the same way with -1 for padding.
+    plane = build.op("Shape", [x], {"start": 2})
+    count = build.op("ReduceProd", [plane, windows.int64s(build, [0])], {"keepdims": 0})
+    positions = build.op("Range", [ctx.constant(0, _INT64), count, ctx.constant(1, _INT64)])
+    layout = build.op("Concat", [windows.int64s(build, [1, 1]), plane], {"axis": 0})
+    positions = build.op("Reshape", [positions, layout])
+    none = ctx.constant(-1, _INT64)
+    places = windows.windows(build, windows.pad(build, windows.pad(build, positions, pads, spatial, none), ends, spatial, none), kernel, strides, dilations)
+    best, where = values[0], places[0]
+    for value, place in zip(values[1:], places[1:]):
+        inside = build.op("GreaterOrEqual", [place, ctx.constant(0, _INT64)])
+        first = build.op("Less", [where, ctx.constant(0, _INT64)])
+        take = build.op("And", [inside, build.op("Or", [build.op("Greater", [value, best]), first])])
+        best = build.op("Where", [take, value, best])
+        where = build.op("Where", [take, place, where])
+    # The positions broadcast over batch and channels: expanded to the values' shape.
+    where = build.op("Expand", [where, build.op("Shape", [largest])])
+    if added:
+        where = build.op("Squeeze", [where, windows.int64s(build, [0])])
+    return _finish(build, ctx, largest, added), where
+
+
+def _wide_integer_input(node: torch.fx.Node) -> bool:
+    """int16, int32 and int64: ONNX Runtime's MaxPool takes the 8-bit integer types itself."""
+    example = arg_example(node)
+    return isinstance(example, torch.Tensor) and example.dtype in (torch.int16, torch.int32, torch.int64)
+
+
+@register("aten::max_pool1d", "aten::max_pool2d", "aten::max_pool3d", supports=_wide_integer_input)
+@wants_context
+def aten_integer_max_pool(
+    self: ir.Value, kernel_size: Sequence[int], stride: Sequence[int] = (), padding: Any = 0, dilation: Any = 1,
+    ceil_mode: bool = False, *, ctx: OpContext,
+) -> ir.Value:
+    """max_pool{1,2,3}d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, int[] dilation=1,
+    bool ceil_mode=False) -> Tensor, of 16-, 32- and 64-bit integers"""
+    return _max_windows(ctx, self, kernel_size, stride, padding, dilation, ceil_mode, with_indices=False)
+
+
+@register("aten::max_pool2d_with_indices", "aten::max_pool3d_with_indices", supports=_wide_integer_input)
+@wants_context
+def aten_integer_max_pool_with_indices(
+    self: ir.Value, kernel_size: Sequence[int], stride: Sequence[int] = (), padding: Any = 0, dilation: Any = 1,
+    ceil_mode: bool = False, *, ctx: OpContext,
+) -> tuple[ir.Value, ir.Value | None]:
+    """max_pool{2,3}d_with_indices(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0,
+    int[] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor), of 16-, 32- and 64-bit integers"""
+    wanted = ctx.results_read is None or 1 in ctx.results_read
+    if not wanted:
+        return _max_windows(ctx, self, kernel_size, stride, padding, dilation, ceil_mode, with_indices=False), None
+    return _max_windows(ctx, self, kernel_size, stride, padding, dilation, ceil_mode, with_indices=True)
