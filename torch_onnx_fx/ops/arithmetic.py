@@ -261,3 +261,32 @@ def _not_integral_result(node: torch.fx.Node) -> bool:
 # 2**53 loses bits; 'i->' of int8 [120, 100, -128] is not -140 wrapped as ATen's sum gives): integer
 # einsums are left to torch's decomposition, into products and sums that are exact here.
 limit_torchlib("aten::einsum", _not_integral_result)
+
+
+# Euclid's steps for the worst pair of each type (consecutive Fibonacci numbers), and a margin.
+_EUCLID_STEPS = {torch.int8: 12, torch.uint8: 14, torch.int16: 24, torch.int32: 48, torch.int64: 96}
+
+
+@register("prims::gcd", "aten::gcd")
+@wants_context
+def aten_gcd(self: ir.Value, other: ir.Value, *, ctx: OpContext) -> ir.Value:
+    """gcd(Tensor self, Tensor other) -> Tensor
+
+    ATen's Euclid on the magnitudes, for every element at once: one Loop of ``b, a = a, b % a``
+    while any ``a`` is non-zero, with C's remainder (``fmod=1``) and the type's own wrapping
+    ``abs`` (the lowest value stays negative), so every bit is ATen's."""
+    zero = op.CastLike(op.Constant(value_int=0), self)
+    one = op.CastLike(op.Constant(value_int=1), self)
+    # Both in the broadcast shape, so the loop carries values of one shape (x * 0 is exact).
+    a, b = op.Add(op.Abs(self), op.Mul(other, zero)), op.Add(op.Abs(other), op.Mul(self, zero))
+
+    def step(_: ir.Value, a: ir.Value, b: ir.Value) -> list[ir.Value]:
+        done = op.Equal(a, zero)
+        remainder = op.Mod(b, op.Where(done, one, a), fmod=1)
+        return [op.Where(done, a, remainder), op.Where(done, b, a)]
+
+    def finished(a: ir.Value, b: ir.Value) -> ir.Value:
+        return op.Not(op.Cast(op.ReduceMax(op.Cast(op.Not(op.Equal(a, zero)), to=ir.DataType.INT32), keepdims=0), to=ir.DataType.BOOL))
+
+    steps = _EUCLID_STEPS.get(ctx.inputs[0].dtype, 96)
+    return ctx.loop(steps, [a, b], step, until=finished)[1]
