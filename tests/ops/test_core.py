@@ -25,3 +25,9 @@ def test_broadcast_to_minus_one_on_a_dynamic_dim():
     assert_matches_eager(
         model, (torch.randn(2, 1, 3),), dynamic_shapes=({0: "batch"},), more_inputs=[((torch.randn(5, 1, 3),), {})],
     )
+
+
+def test_cat_of_empty_tensors_only():
+    # torchlib's cat drops empty inputs and then asserts on nothing left (triu_indices of an
+    # empty matrix concatenates two empty index rows).
+    assert_matches_eager(lambda x: (torch.triu_indices(0, 3), torch.cat([x[:0], x[:0]])), (torch.arange(4),))

@@ -530,3 +530,18 @@ def aten_split_symbolic(self: ir.Value, split_size: ir.Value, dim: int = 0, *, c
     last = op.Sub(length, op.Mul(size, op.Constant(value_ints=[count - 1])))
     sizes = op.Concat(op.Expand(size, op.Constant(value_ints=[count - 1])), last, axis=0)
     return list(ctx.op("Split", [self, sizes], {"axis": dim}, num_outputs=count))
+
+
+def _all_empty_concatenation(node: Any) -> bool:
+    """A cat whose result has no elements and static sizes (torchlib's drops empty inputs first
+    and then has nothing left: ``triu_indices`` of an empty matrix)."""
+    result = node.meta.get("val")
+    return isinstance(result, torch.Tensor) and all(isinstance(d, int) for d in result.shape) and result.numel() == 0
+
+
+@register("aten::cat", supports=_all_empty_concatenation)
+@wants_context
+def aten_cat_of_nothing(tensors: Any, dim: int = 0, *, ctx: OpContext) -> ir.Value:
+    """cat(Tensor[] tensors, int dim=0) -> Tensor, of no elements: the empty result, a constant"""
+    dtype = from_torch_dtype(ctx.result.dtype)
+    return ctx.constant(ir.tensor(np.zeros(tuple(ctx.result.shape), dtype=dtype.numpy()), dtype=dtype))
