@@ -48,11 +48,13 @@ def test_layer_norm_statistics_of_float64():
     assert _narrowed(program) == []
 
 
-def test_float64_embedding_bag_is_refused_with_the_reason():
+def test_float64_max_embedding_bag_is_refused_with_the_reason():
+    # Sums and means are computed in float64 (tests/ops/test_embedding_bag.py); max bags are not.
     weight, indices, offsets = torch.randn(10, 3, dtype=torch.float64), torch.tensor([1, 2, 4, 5]), torch.tensor([0, 2])
     with pytest.raises(TranslationError, match="float64 weights would be computed in float32"):
-        torch_onnx_fx.export(lambda w, i, o: F.embedding_bag(i, w, o), (weight, indices, offsets), verbose=False)
-    assert_matches_eager(lambda w, i, o: F.embedding_bag(i, w, o), (weight.float(), indices, offsets))
+        torch_onnx_fx.export(lambda w, i, o: F.embedding_bag(i, w, o, mode="max"), (weight, indices, offsets), verbose=False)
+    assert_matches_eager(lambda w, i, o: F.embedding_bag(i, w, o, mode="max"), (weight.float(), indices, offsets))
+    assert_matches_eager(lambda w, i, o: F.embedding_bag(i, w, o), (weight, indices, offsets), rtol=1e-15, atol=0)
 
 
 def test_float64_log_softmax_of_non_finite_rows():

@@ -23,6 +23,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     core,
     diagonal,
     double_precision,
+    embedding_bag,
     grid_sample,
     histogram,
     indexing,

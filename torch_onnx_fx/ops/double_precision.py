@@ -5,8 +5,8 @@ only; LayerNormalization keeps its mean and inverse deviation in float32). For a
 loss of half the digits, and every value past 3.4e38 becomes an infinity: celu(1e231) was inf.
 A sweep of every OpInfo operator in float64 for float32 values in graphs whose program holds none
 found these; each is limited here to the nodes it computes exactly, and the others decompose into
-operators that stay in float64. (float64 embedding_bag, which torch cannot decompose, is refused
-in :mod:`.exactness`.)
+operators that stay in float64. (float64 embedding_bag, which torch cannot decompose, is computed
+in :mod:`.embedding_bag`.)
 """
 
 from __future__ import annotations

@@ -55,15 +55,20 @@ register(*_WEIGHTED_INTERPOLATION, supports=integral_input)(_refusal(
 
 
 # torchlib collects the bags in a float32 sequence (after an ONNX Runtime bug with other element
-# types), and torch has no decomposition of embedding_bag to fall back to.
+# types), and torch has no decomposition of embedding_bag to fall back to. float64 sums and means
+# are computed in float64 (ops/embedding_bag.py); max bags are refused.
+def _float64_max_bags(node: Any) -> bool:
+    return float64_input(node) and arg_value(node, 4, "mode", 0) == 2
+
+
 register(
     "aten::embedding_bag", "aten::embedding_bag.padding_idx", "aten::_embedding_bag", "aten::_embedding_bag_forward_only",
-    supports=float64_input,
+    supports=_float64_max_bags,
 )(_refusal(
     "refuse_float64_embedding_bag",
-    "embedding_bag of float64 weights would be computed in float32 (its translation collects the bags "
-    "in a float32 sequence): half the digits lost, values beyond 3.4e38 infinite. Use float32 "
-    "weights, or nn.Embedding followed by a sum, mean or max over each bag, which stay in float64.",
+    "embedding_bag(mode='max') of float64 weights would be computed in float32 (its translation collects the bags "
+    "in a float32 sequence): half the digits lost, values beyond 3.4e38 infinite. Use float32 weights, or "
+    "nn.Embedding followed by a max over each bag, which stays in float64.",
 ))
 
 
