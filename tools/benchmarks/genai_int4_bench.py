@@ -69,6 +69,28 @@ def _generate(og: Any, model: Any, prompt: Any, tokens: int) -> tuple[list[int],
     return [int(t) for t in generator.get_sequence(0)], (produced - 1) / elapsed
 
 
+def _greedy(model: Any, prompt: Any, tokens: int) -> tuple[list[int], int]:
+    """Eager ``generate``'s greedy tokens after ``prompt``, and an end token they never hold (set
+    as the model's, so that every run generates all the tokens asked for)."""
+    import torch
+
+    with torch.no_grad():
+        expected = model.generate(
+            input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=tokens, do_sample=False,
+            eos_token_id=None, pad_token_id=0,
+        )[0].tolist()
+    return expected, next(t for t in range(3, 32000) if t not in expected)
+
+
+def _interleaved(og: Any, models: dict[str, Any], prompt: Any, tokens: int, rounds: int) -> dict[str, float]:
+    """Each model's median tokens per second over ``rounds``, the models alternating."""
+    rates: dict[str, list[float]] = {v: [] for v in models}
+    for _ in range(rounds):
+        for variant, model in models.items():
+            rates[variant].append(_generate(og, model, prompt, tokens)[1])
+    return {variant: statistics.median(r) for variant, r in rates.items()}
+
+
 def _save_float(model: Any, folder: Path) -> None:
     """The float32 model as a transformers folder, with a word-level stand-in tokenizer (the
     builder requires one; generation here feeds token ids)."""
@@ -102,13 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     int4_model = weight_only_bench._quantized(float_model)
     prompt = torch.randint(3, 32000, (1, PROMPT), generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        expected = int4_model.generate(
-            input_ids=prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=options.tokens, do_sample=False,
-            eos_token_id=None, pad_token_id=0,
-        )[0].tolist()
-    # An end token the model never produces: every run generates all the tokens asked for.
-    unused = next(t for t in range(3, 32000) if t not in expected)
+    expected, unused = _greedy(int4_model, prompt, options.tokens)
     for model in (float_model, int4_model):
         model.generation_config.eos_token_id = unused
     header = machine_info("python tools/benchmarks/genai_int4_bench.py " + " ".join(sys.argv[1:] if argv is None else argv))
@@ -126,13 +142,10 @@ def main(argv: list[str] | None = None) -> int:
                 _configure(folder, threads, unused)
                 models[variant] = og.Model(str(folder))
             same = _generate(og, models["int4 MatMulNBits"], prompt, options.tokens)[0] == expected
-            rates: dict[str, list[float]] = {v: [] for v in models}
-            for _ in range(options.rounds):
-                for variant, model in models.items():
-                    rates[variant].append(_generate(og, model, prompt, options.tokens)[1])
-            base = statistics.median(rates["float32"])
+            rates = _interleaved(og, models, prompt, options.tokens, options.rounds)
+            base = rates["float32"]
             for variant in models:
-                rate = statistics.median(rates[variant])
+                rate = rates[variant]
                 records.append({
                     "variant": variant, "threads": threads, "tokens": options.tokens, "tokens_per_s": round(rate, 1),
                     "ratio": round(rate / base, 2), "tokens_equal_torchao": same if variant == "int4 MatMulNBits" else None,
