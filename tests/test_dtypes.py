@@ -250,18 +250,16 @@ def test_bool_isclose_and_addr_are_valid_and_exact(tolerances):
     onnx.checker.check_model(program.model_proto, full_check=True)
 
 
-@pytest.mark.parametrize("case", ["conv", "avg_pool", "max_pool_int32"])
-def test_integer_windows_without_an_exact_onnx_form_are_refused(case):
-    import torch_onnx_fx
-
+@pytest.mark.parametrize("case", ["conv", "avg_pool", "max_pool_int32", "max_pool_uint8"])
+def test_integer_windows_export_exactly(case):
+    """Integer convolutions and pooling, once refused for want of an ONNX form, are computed in
+    integer arithmetic (ops/integer_windows.py); 8-bit max pooling is ONNX's own MaxPool."""
     image = torch.randint(0, 9, (1, 1, 4, 4))
     functions = {
         "conv": (lambda x, w: torch.nn.functional.conv2d(x, w), (image, torch.randint(0, 9, (1, 1, 2, 2)))),
         "avg_pool": (lambda x: torch.nn.functional.avg_pool2d(x, 2), (image,)),
         "max_pool_int32": (lambda x: torch.nn.functional.max_pool2d(x, 2), (image.int(),)),
+        "max_pool_uint8": (lambda x: torch.nn.functional.max_pool2d(x, 2), (image.to(torch.uint8),)),
     }
     function, args = functions[case]
-    with pytest.raises(torch_onnx_fx.TranslationError, match="no exact ONNX form"):
-        torch_onnx_fx.export(function, args, verbose=False)
-    # 8-bit max pooling is ONNX's own.
-    assert_matches_eager(lambda x: torch.nn.functional.max_pool2d(x, 2), (image.to(torch.uint8),), rtol=0, atol=0)
+    assert_matches_eager(function, args, rtol=0, atol=0)
