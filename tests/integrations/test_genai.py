@@ -106,9 +106,11 @@ def test_shared_cache_buffer_refuses_attention_it_cannot_fuse(tmp_path):
         export_for_genai(model, tmp_path / "gemma2", shared_buffer=True)
 
 
-def test_int4_weights_as_matmul_nbits(tmp_path):
+@pytest.mark.parametrize("shared_buffer", [False, True], ids=["concatenated", "shared_buffer"])
+def test_int4_weights_as_matmul_nbits(shared_buffer, tmp_path):
     # torchao's int4 weight-only model, its products MatMulNBits at accuracy level 1: GenAI
-    # generates the torchao model's greedy tokens.
+    # generates the torchao model's greedy tokens, with the cache concatenated or in GenAI's
+    # shared buffer (what GenAI's model builder writes for int4).
     quantization = pytest.importorskip("torchao.quantization")
     granularity = pytest.importorskip("torchao.quantization.granularity")
     torch.manual_seed(0)
@@ -116,7 +118,7 @@ def test_int4_weights_as_matmul_nbits(tmp_path):
     quantization.quantize_(model, quantization.IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=granularity.PerGroup(32)))
     prompts = torch.randint(3, 100, (2, 7))
     eager = _eager(model, prompts)
-    folder = export_for_genai(model, tmp_path / "int4", opset_version=21, fusion="onnxruntime")
+    folder = export_for_genai(model, tmp_path / "int4", opset_version=21, fusion="onnxruntime", shared_buffer=shared_buffer)
     import onnx
 
     graph = onnx.load(str(tmp_path / "int4" / "model.onnx"), load_external_data=False).graph

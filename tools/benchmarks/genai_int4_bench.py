@@ -3,11 +3,12 @@
 The ~60 M-parameter Llama of ``weight_only_bench.py`` (hidden 768, 8 layers, random weights) is
 exported by ``export_for_genai`` as it is (float32, default opset) and after
 ``quantize_(model, IntxWeightOnlyConfig(torch.int4, PerGroup(32)))`` with ``opset_version=21,
-fusion="onnxruntime"`` (every product a ``MatMulNBits`` at accuracy level 1). GenAI then
+fusion="onnxruntime"`` (every product a ``MatMulNBits`` at accuracy level 1), and once more with
+``shared_buffer=True`` (GenAI's shared cache buffer, as its model builder's int4 folders). GenAI then
 generates ``--tokens`` tokens greedily after a 16-token prompt from each folder, alternating
 folders ``--rounds`` times, at the intra-op thread counts given. Reported: tokens per second of
 the generation loop (the prompt's step excluded), median over rounds, and the ratio int4 / float32.
-Whether the int4 folder's tokens equal the torchao model's own greedy ones is checked first.
+Whether the int4 folders' tokens equal the torchao model's own greedy ones is checked first.
 
     python tools/benchmarks/genai_int4_bench.py [--tokens 128] [--rounds 5] [--threads 1,2] [--builder FOLDER]
 
@@ -39,6 +40,7 @@ from tools._common import machine_info, merge_results  # noqa: E402
 from tools.benchmarks import weight_only_bench  # noqa: E402
 
 RESULTS = REPO / "tools" / "results" / "genai_int4.jsonl"
+SHARED = "int4 MatMulNBits, shared buffer"
 PROMPT = 16
 
 
@@ -133,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         folders = {
             "float32": Path(export_for_genai(float_model, Path(scratch) / "float32")),
             "int4 MatMulNBits": Path(export_for_genai(int4_model, Path(scratch) / "int4", opset_version=21, fusion="onnxruntime")),
+            SHARED: Path(export_for_genai(int4_model, Path(scratch) / "int4-shared", opset_version=21, fusion="onnxruntime", shared_buffer=True)),
         }
         if options.builder:
             folders["GenAI builder int4 (level 4)"] = options.builder
@@ -141,14 +144,14 @@ def main(argv: list[str] | None = None) -> int:
             for variant, folder in folders.items():
                 _configure(folder, threads, unused)
                 models[variant] = og.Model(str(folder))
-            same = _generate(og, models["int4 MatMulNBits"], prompt, options.tokens)[0] == expected
+            same = {v: _generate(og, models[v], prompt, options.tokens)[0] == expected for v in ("int4 MatMulNBits", SHARED)}
             rates = _interleaved(og, models, prompt, options.tokens, options.rounds)
             base = rates["float32"]
             for variant in models:
                 rate = rates[variant]
                 records.append({
                     "variant": variant, "threads": threads, "tokens": options.tokens, "tokens_per_s": round(rate, 1),
-                    "ratio": round(rate / base, 2), "tokens_equal_torchao": same if variant == "int4 MatMulNBits" else None,
+                    "ratio": round(rate / base, 2), "tokens_equal_torchao": same.get(variant),
                 })
     records = merge_results(RESULTS, header, records, key=("variant", "threads"))
     print("| folder | threads | tokens/s | ratio to float32 | greedy tokens equal torchao's |")
