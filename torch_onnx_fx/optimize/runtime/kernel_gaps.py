@@ -33,6 +33,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from torch_onnx_fx.ops.windows import int64s
 from torch_onnx_fx.optimize.runtime import float64_kernels
 from torch_onnx_fx.optimize.runtime.kernel_table import Kernel, cpu_kernels
 from torch_onnx_fx.optimize.runtime.rewriting import initializer, replace
@@ -190,12 +191,8 @@ def _integer_gemm(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
 def _blocks(tape: ir.tape.Tape, x: ir.Value, block: int) -> tuple[ir.Value, ...]:
     """N, C, H, W of a 4-d value, each a 1-element vector, and the block size as one."""
     shape = tape.op("Shape", [x])
-    dims = [tape.op("Slice", [shape, _vector(tape, i), _vector(tape, i + 1)]) for i in range(4)]
-    return (*dims, _vector(tape, block))
-
-
-def _vector(tape: ir.tape.Tape, *values: int) -> ir.Value:
-    return tape.op("Constant", [], {"value": ir.tensor(list(values), dtype=ir.DataType.INT64)})
+    dims = [tape.op("Slice", [shape, int64s(tape, [i]), int64s(tape, [i + 1])]) for i in range(4)]
+    return (*dims, int64s(tape, [block]))
 
 
 def _static_dims(x: ir.Value) -> list[int] | None:
