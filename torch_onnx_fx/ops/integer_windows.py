@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import onnx_ir as ir
 import torch
 
+from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.errors import TranslationError
 from torch_onnx_fx.ops import windows
 from torch_onnx_fx.registry import arg_example, integral_input, register, wants_context
@@ -30,45 +31,41 @@ __all__ = [
 _INT64 = ir.DataType.INT64
 
 
-class _Nodes:
-    """The window functions' builder over a translation's context."""
-
-    def __init__(self, ctx: OpContext):
-        self.ctx = ctx
-
-    def op(self, op_type: str, inputs: Sequence[ir.Value | None], attributes: Any = None) -> Any:
-        return self.ctx.op(op_type, inputs, attributes)
-
-
-def _listed(value: Any, dims: int, default: Sequence[int]) -> list[int]:
-    if value is None or (isinstance(value, (list, tuple)) and not value):
-        return list(default)
-    if isinstance(value, int):
-        return [value] * dims
-    return [int(v) for v in value] * dims if len(value) == 1 else [int(v) for v in value]
-
-
-def _batched(build: _Nodes, x: ir.Value, rank: int, spatial: int) -> tuple[ir.Value, bool]:
+def _batched(ctx: OpContext, x: ir.Value, rank: int, spatial: int) -> tuple[ir.Value, bool]:
     """``x`` with a batch axis, and whether one was added (ATen takes unbatched inputs too)."""
     if rank == spatial + 1:
-        return build.op("Unsqueeze", [x, windows.int64s(build, [0])]), True
+        return ctx.op("Unsqueeze", [x, windows.int64s(ctx, [0])]), True
     return x, False
 
 
-def _finish(build: _Nodes, ctx: OpContext, result: ir.Value, added_batch: bool) -> ir.Value:
+def _finish(ctx: OpContext, result: ir.Value, added_batch: bool) -> ir.Value:
     if added_batch:
-        result = build.op("Squeeze", [result, windows.int64s(build, [0])])
+        result = ctx.op("Squeeze", [result, windows.int64s(ctx, [0])])
     # Every result here has its input's type (a pooling's indices are int64 already).
     dtype = ctx.inputs[0].dtype
     if dtype != torch.int64:
-        result = ctx.cast(result, _onnx_dtype(dtype))
+        result = ctx.cast(result, onnx_dtype(dtype))
     return result
 
 
-def _onnx_dtype(dtype: torch.dtype) -> ir.DataType:
-    from onnx_ir.tensor_adapters import from_torch_dtype
-
-    return from_torch_dtype(dtype)
+def _pooling(
+    ctx: OpContext, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool, what: str,
+) -> tuple[int, list[int], list[int], list[int], list[int], list[int]]:
+    """A pooling's spatial rank, kernel, strides, pads (begin then end), dilations and how far
+    ``ceil_mode``'s last windows reach past the padded input."""
+    spatial = len(kernel_size) if isinstance(kernel_size, (list, tuple)) else 1
+    kernel = windows.per_axis(kernel_size, spatial, [])
+    strides = windows.per_axis(stride, spatial, kernel)
+    pads = windows.per_axis(padding, spatial, [0] * spatial) * 2
+    dilations = windows.per_axis(dilation, spatial, [1] * spatial)
+    beyond = [0] * spatial
+    if ceil_mode:
+        example = ctx.inputs[0]
+        sizes = list(example.shape)[example.dim() - spatial:]
+        if not all(isinstance(s, int) for s in sizes):
+            raise TranslationError(f"an integer {what} with ceil_mode needs static spatial sizes")
+        beyond = windows.ceil_extension([int(s) for s in sizes], kernel, strides, dilations, pads)
+    return spatial, kernel, strides, pads, dilations, beyond
 
 
 def _weight_shape(ctx: OpContext) -> list[int]:
@@ -82,25 +79,24 @@ def _product(
     ctx: OpContext, input: ir.Value, weight: ir.Value, bias: ir.Value | None, stride: Any, padding: Any,
     dilation: Any, transposed: bool, output_padding: Any, groups: int,
 ) -> ir.Value:
-    build = _Nodes(ctx)
     weight_shape = _weight_shape(ctx)
     spatial = len(weight_shape) - 2
-    strides, dilations = _listed(stride, spatial, [1] * spatial), _listed(dilation, spatial, [1] * spatial)
+    strides, dilations = windows.per_axis(stride, spatial, [1] * spatial), windows.per_axis(dilation, spatial, [1] * spatial)
     if isinstance(padding, str):
         # ATen's "same" pads the kernel's reach, the odd element at the end; "valid" none.
         reach = [d * (k - 1) for d, k in zip(dilations, weight_shape[2:])] if padding == "same" else [0] * spatial
         pads = [r // 2 for r in reach] + [r - r // 2 for r in reach]
     else:
-        pads = _listed(padding, spatial, [0] * spatial) * 2
-    x, added = _batched(build, ctx.cast(input, _INT64), ctx.inputs[0].dim(), spatial)
+        pads = windows.per_axis(padding, spatial, [0] * spatial) * 2
+    x, added = _batched(ctx, ctx.cast(input, _INT64), ctx.inputs[0].dim(), spatial)
     w = ctx.cast(weight, _INT64)
     b = ctx.cast(bias, _INT64) if bias is not None else None
     if transposed:
-        extra = _listed(output_padding, spatial, [0] * spatial)
-        result = windows.transposed_product(build, x, w, b, weight_shape, strides, dilations, pads, extra, groups)
+        extra = windows.per_axis(output_padding, spatial, [0] * spatial)
+        result = windows.transposed_product(ctx, x, w, b, weight_shape, strides, dilations, pads, extra, groups)
     else:
-        result = windows.patch_product(build, x, w, b, weight_shape, strides, dilations, pads, groups)
-    return _finish(build, ctx, result, added)
+        result = windows.patch_product(ctx, x, w, b, weight_shape, strides, dilations, pads, groups)
+    return _finish(ctx, result, added)
 
 
 @register("aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv1d.padding", "aten::conv2d.padding", "aten::conv3d.padding", supports=integral_input)
@@ -145,29 +141,16 @@ def aten_integer_avg_pool(
     """avg_pool{1,2,3}d(Tensor self, int[] kernel_size, int[] stride=[], int[] padding=0, bool ceil_mode=False,
     bool count_include_pad=True, int? divisor_override=None) -> Tensor, of integers: each window's
     int64 sum divided by its count (or the divisor), truncated toward zero"""
-    build = _Nodes(ctx)
-    spatial = len(kernel_size) if isinstance(kernel_size, (list, tuple)) else 1
-    kernel = _listed(kernel_size, spatial, [])
-    strides = _listed(stride, spatial, kernel)
-    pads = _listed(padding, spatial, [0] * spatial) * 2
-    dilations = [1] * spatial
-    example = ctx.inputs[0]
-    beyond = [0] * spatial
-    if ceil_mode:
-        sizes = list(example.shape)[example.dim() - spatial:]
-        if not all(isinstance(s, int) for s in sizes):
-            raise TranslationError("an integer average pooling with ceil_mode needs static spatial sizes")
-        beyond = windows.ceil_extension([int(s) for s in sizes], kernel, strides, dilations, pads)
-    x, added = _batched(build, ctx.cast(self, _INT64), example.dim(), spatial)
-    sums = windows.window_sums(build, x, kernel, strides, dilations, pads, beyond, integral=True)
+    spatial, kernel, strides, pads, dilations, beyond = _pooling(ctx, kernel_size, stride, padding, 1, ceil_mode, "average pooling")
+    x, added = _batched(ctx, ctx.cast(self, _INT64), ctx.inputs[0].dim(), spatial)
+    sums = windows.window_sums(ctx, x, kernel, strides, dilations, pads, beyond, integral=True)
     if divisor_override:
         counts = ctx.constant(int(divisor_override), _INT64)
     elif count_include_pad and not any(beyond):
         counts = ctx.constant(math.prod(kernel), _INT64)
     else:
-        counts = windows.window_counts(build, x, kernel, strides, dilations, pads, beyond, bool(count_include_pad), _INT64)
-    return _finish(build, ctx, build.op("Div", [sums, counts]), added)
-
+        counts = windows.window_counts(ctx, x, kernel, strides, dilations, pads, beyond, bool(count_include_pad), _INT64)
+    return _finish(ctx, ctx.op("Div", [sums, counts]), added)
 
 
 def _max_windows(
@@ -177,49 +160,37 @@ def _max_windows(
     """The largest element of each window (padding never wins), and where requested its flat
     position in the input's spatial plane, the first of equal maxima in the window's row-major
     order as ATen's scan keeps it."""
-    build = _Nodes(ctx)
-    example = ctx.inputs[0]
-    spatial = len(kernel_size) if isinstance(kernel_size, (list, tuple)) else 1
-    kernel = _listed(kernel_size, spatial, [])
-    strides = _listed(stride, spatial, kernel)
-    pads = _listed(padding, spatial, [0] * spatial) * 2
-    dilations = _listed(dilation, spatial, [1] * spatial)
-    beyond = [0] * spatial
-    if ceil_mode:
-        sizes = list(example.shape)[example.dim() - spatial:]
-        if not all(isinstance(s, int) for s in sizes):
-            raise TranslationError("an integer max pooling with ceil_mode needs static spatial sizes")
-        beyond = windows.ceil_extension([int(s) for s in sizes], kernel, strides, dilations, pads)
-    ends = [0] * spatial + list(beyond)
-    x, added = _batched(build, ctx.cast(self, _INT64), example.dim(), spatial)
+    spatial, kernel, strides, pads, dilations, beyond = _pooling(ctx, kernel_size, stride, padding, dilation, ceil_mode, "max pooling")
+    padding_ends = windows.with_ceil_ends(pads, beyond)
+    x, added = _batched(ctx, ctx.cast(self, _INT64), ctx.inputs[0].dim(), spatial)
     # Padding holds int64's lowest value: every window covers one element of the input at least
     # (ATen allows pads up to half the kernel), so it never exceeds the input's largest.
     lowest = ctx.constant(-(2**63), _INT64)
-    padded = windows.pad(build, windows.pad(build, x, pads, spatial, lowest), ends, spatial, lowest)
-    values = windows.windows(build, padded, kernel, strides, dilations)
-    largest = build.op("Max", values) if len(values) > 1 else values[0]
+    padded = windows.pad(ctx, x, padding_ends, spatial, lowest)
+    values = windows.windows(ctx, padded, kernel, strides, dilations)
+    largest = ctx.op("Max", values) if len(values) > 1 else values[0]
     if not with_indices:
-        return _finish(build, ctx, largest, added)
+        return _finish(ctx, largest, added)
     # The positions 0 .. H*W-1 of the plane, pooled the same way with -1 for padding.
-    plane = build.op("Shape", [x], {"start": 2})
-    count = build.op("ReduceProd", [plane, windows.int64s(build, [0])], {"keepdims": 0})
-    positions = build.op("Range", [ctx.constant(0, _INT64), count, ctx.constant(1, _INT64)])
-    layout = build.op("Concat", [windows.int64s(build, [1, 1]), plane], {"axis": 0})
-    positions = build.op("Reshape", [positions, layout])
+    plane = ctx.op("Shape", [x], {"start": 2})
+    count = ctx.op("ReduceProd", [plane, windows.int64s(ctx, [0])], {"keepdims": 0})
+    positions = ctx.op("Range", [ctx.constant(0, _INT64), count, ctx.constant(1, _INT64)])
+    layout = ctx.op("Concat", [windows.int64s(ctx, [1, 1]), plane], {"axis": 0})
+    positions = ctx.op("Reshape", [positions, layout])
     none = ctx.constant(-1, _INT64)
-    places = windows.windows(build, windows.pad(build, windows.pad(build, positions, pads, spatial, none), ends, spatial, none), kernel, strides, dilations)
+    places = windows.windows(ctx, windows.pad(ctx, positions, padding_ends, spatial, none), kernel, strides, dilations)
     best, where = values[0], places[0]
     for value, place in zip(values[1:], places[1:]):
-        inside = build.op("GreaterOrEqual", [place, ctx.constant(0, _INT64)])
-        first = build.op("Less", [where, ctx.constant(0, _INT64)])
-        take = build.op("And", [inside, build.op("Or", [build.op("Greater", [value, best]), first])])
-        best = build.op("Where", [take, value, best])
-        where = build.op("Where", [take, place, where])
+        inside = ctx.op("GreaterOrEqual", [place, ctx.constant(0, _INT64)])
+        first = ctx.op("Less", [where, ctx.constant(0, _INT64)])
+        take = ctx.op("And", [inside, ctx.op("Or", [ctx.op("Greater", [value, best]), first])])
+        best = ctx.op("Where", [take, value, best])
+        where = ctx.op("Where", [take, place, where])
     # The positions broadcast over batch and channels: expanded to the values' shape.
-    where = build.op("Expand", [where, build.op("Shape", [largest])])
+    where = ctx.op("Expand", [where, ctx.op("Shape", [largest])])
     if added:
-        where = build.op("Squeeze", [where, windows.int64s(build, [0])])
-    return _finish(build, ctx, largest, added), where
+        where = ctx.op("Squeeze", [where, windows.int64s(ctx, [0])])
+    return _finish(ctx, largest, added), where
 
 
 def _wide_integer_input(node: torch.fx.Node) -> bool:

@@ -20,6 +20,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.ops.windows import per_axis
 from torch_onnx_fx.registry import arg_example, register
 
 __all__ = ["aten_adaptive_max_pool", "aten_adaptive_avg_pool_general", "aten_avg_pool_divisor_override"]
@@ -127,14 +128,6 @@ def _divisor_override(node: Any) -> bool:
     return node.kwargs.get("divisor_override", args[6]) is not None
 
 
-def _expand(value: Any, dims: int, default: Sequence[int]) -> list[int]:
-    if value is None or (isinstance(value, (list, tuple)) and not value):
-        return list(default)
-    if isinstance(value, int):
-        return [value] * dims
-    return list(value) * dims if len(value) == 1 else list(value)
-
-
 @register("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d", supports=_divisor_override)
 def aten_avg_pool_divisor_override(
     self: ir.Value,
@@ -147,9 +140,9 @@ def aten_avg_pool_divisor_override(
 ) -> ir.Value:
     """avg_pool{1,2,3}d(..., int? divisor_override) with a divisor: window sums / divisor"""
     dims = len(kernel_size) if isinstance(kernel_size, (list, tuple)) else 1
-    kernel = _expand(kernel_size, dims, [])
-    strides = _expand(stride, dims, kernel)
-    pads = _expand(padding, dims, [0] * dims)
+    kernel = per_axis(kernel_size, dims, [])
+    strides = per_axis(stride, dims, kernel)
+    pads = per_axis(padding, dims, [0] * dims)
     rank = self.shape.rank()
     ends = list(pads)
     if ceil_mode:

@@ -28,8 +28,8 @@ from typing import Any, Protocol, Sequence
 import onnx_ir as ir
 
 __all__ = [
-    "Builder", "END", "int64s", "pad", "windows", "patch_product", "transposed_product", "window_sums",
-    "ceil_extension", "window_counts",
+    "Builder", "END", "per_axis", "int64s", "pad", "windows", "patch_product", "transposed_product",
+    "ceil_extension", "with_ceil_ends", "window_sums", "window_counts",
 ]
 
 # Slice's end for "to the end of the axis".
@@ -38,6 +38,16 @@ END = 2**62
 
 class Builder(Protocol):
     def op(self, op_type: str, inputs: Sequence[ir.Value | None], attributes: Any = None) -> Any: ...
+
+
+def per_axis(value: Any, dims: int, default: Sequence[int]) -> list[int]:
+    """An ATen size argument (``kernel_size``, ``stride``...) as one entry per spatial axis: an int
+    or a single entry repeated, ``default`` when left out or empty."""
+    if value is None or (isinstance(value, (list, tuple)) and not value):
+        return list(default)
+    if isinstance(value, int):
+        return [value] * dims
+    return list(value) * dims if len(value) == 1 else list(value)
 
 
 def int64s(build: Builder, values: Sequence[int]) -> ir.Value:
@@ -158,13 +168,18 @@ def _total(build: Builder, values: list[ir.Value], integral: bool) -> ir.Value:
     return total
 
 
+def with_ceil_ends(pads: Sequence[int], beyond: Sequence[int]) -> list[int]:
+    """``pads`` (begin then end) with ``ceil_mode``'s reach past the end added to the ends."""
+    spatial = len(beyond)
+    return list(pads[:spatial]) + [p + b for p, b in zip(pads[spatial:], beyond)]
+
+
 def window_sums(
     build: Builder, x: ir.Value, kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
     pads: Sequence[int], beyond: Sequence[int], integral: bool,
 ) -> ir.Value:
     """The sum of each window of ``x``, padded with zeros (and ``beyond`` more at the end)."""
-    spatial = len(kernel)
-    padded = pad(build, pad(build, x, pads, spatial), [0] * spatial + list(beyond), spatial)
+    padded = pad(build, x, with_ceil_ends(pads, beyond), len(kernel))
     return _total(build, windows(build, padded, kernel, strides, dilations), integral)
 
 
