@@ -1,9 +1,14 @@
-"""Process-wide state: whether an export is under way, the package version and its folder."""
+"""Process-wide state: whether an export is under way, the package version, its folder and its
+cache folder."""
 
 from __future__ import annotations
 
 import functools
 import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 IN_ONNX_EXPORT = False
 
@@ -24,3 +29,47 @@ def version() -> str:
         return metadata.version("torch_onnx_fx")
     except metadata.PackageNotFoundError:
         return "0+unknown"
+
+
+def cache_path(name: str) -> Path | None:
+    """A file of the user's cache folder for torch_onnx_fx (``$XDG_CACHE_HOME`` or ``~/.cache``,
+    folder ``torch_onnx_fx``): for what depends only on the installed libraries and costs an
+    export time to work out. None where there is no home to cache in."""
+    from pathlib import Path
+
+    try:
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    except (OSError, RuntimeError):
+        return None
+    return root / "torch_onnx_fx" / name
+
+
+def read_json(path: Path) -> Any:
+    """A cached JSON file's content, or None when it cannot be read (never trusted half-read)."""
+    import json
+
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def write_json(path: Path, data: Any) -> bool:
+    """Write ``data`` to ``path`` atomically (a reader sees the old file or the new one, never a
+    part); False when the cache cannot be written, which only costs the next process the work."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    temporary: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as handle:
+            temporary = handle.name
+            json.dump(data, handle)
+        os.replace(temporary, path)
+        return True
+    except OSError:
+        if temporary is not None:
+            Path(temporary).unlink(missing_ok=True)
+        return False

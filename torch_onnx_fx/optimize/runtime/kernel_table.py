@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import logging
-import os
-import tempfile
 from pathlib import Path
+
+from torch_onnx_fx._state import cache_path, read_json, write_json
 
 __all__ = ["Kernel", "cpu_kernels", "cache_file"]
 
@@ -47,11 +46,10 @@ def cache_file() -> Path | None:
         return None
     try:
         stat = library.stat()
-        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    except (OSError, RuntimeError):  # no home directory to cache in
+    except OSError:
         return None
     key = hashlib.sha256(f"{_FORMAT}|{library.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:16]
-    return root / "torch_onnx_fx" / f"ort_cpu_kernels_{key}.json"
+    return cache_path(f"ort_cpu_kernels_{key}.json")
 
 
 def _from_runtime() -> dict[str, list[Kernel]]:
@@ -71,13 +69,13 @@ def _from_runtime() -> dict[str, list[Kernel]]:
 
 def _read(path: Path) -> dict[str, list[Kernel]] | None:
     try:
-        data = json.loads(path.read_text())
+        data = read_json(path)
         return {
             op: [(int(since), int(until), {name: frozenset(types) for name, types in constraints.items()})
                  for since, until, constraints in kernels]
             for op, kernels in data["kernels"].items()
         }
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
         logger.debug("kernel table cache %s unreadable (%s); asking ONNX Runtime", path, error)
         return None
 
@@ -87,17 +85,8 @@ def _write(path: Path, table: dict[str, list[Kernel]]) -> None:
     data = {
         "kernels": {op: [[since, until, {n: sorted(t) for n, t in c.items()}] for since, until, c in kernels] for op, kernels in table.items()},
     }
-    temporary: str | None = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as handle:
-            temporary = handle.name
-            json.dump(data, handle)
-        os.replace(temporary, path)
-    except OSError as error:
-        logger.debug("kernel table not cached at %s: %s", path, error)
-        if temporary is not None:
-            Path(temporary).unlink(missing_ok=True)
+    if not write_json(path, data):
+        logger.debug("kernel table not cached at %s", path)
 
 
 def cpu_kernels() -> dict[str, list[Kernel]]:
