@@ -20,6 +20,7 @@ import torch
 from torch_onnx_fx.errors import UnsupportedArgumentError
 
 __all__ = [
+    "Deferred",
     "Translation",
     "TranslationTable",
     "target_key",
@@ -46,10 +47,21 @@ TORCHLIB = "torchlib"
 
 
 @dataclasses.dataclass(frozen=True)
+class Deferred:
+    """A translation function loaded when a node first needs it: torchlib's, whose import compiles
+    its scripted functions (about 0.4 s of a process's first export), where most graphs use ours
+    only. ``name`` is what errors show before it is loaded."""
+
+    name: str
+    load: Callable[[], Callable[..., Any]]
+
+
+@dataclasses.dataclass(frozen=True)
 class Translation:
     """One candidate translation of a target."""
 
-    function: Callable[..., Any]
+    # The function, or a Deferred that loads it: read it through ``callable``.
+    function: Callable[..., Any] | Deferred
     source: str
     complex: bool = False
     # The lowest ONNX opset the translation's body is valid for.
@@ -70,11 +82,18 @@ class Translation:
         return self.supports is None or node is None or bool(self.supports(node))
 
     @functools.cached_property
+    def callable(self) -> Callable[..., Any]:
+        """The function itself, loaded first if it is deferred."""
+        return self.function.load() if isinstance(self.function, Deferred) else self.function
+
+    @functools.cached_property
     def signature(self) -> ir.schemas.OpSignature | None:
-        return getattr(self.function, "op_signature", None)
+        return getattr(self.callable, "op_signature", None)
 
     @property
     def name(self) -> str:
+        if isinstance(self.function, Deferred):
+            return self.function.name
         return getattr(self.function, "name", None) or getattr(self.function, "__name__", repr(self.function))
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from torch_onnx_fx.registry import TORCHLIB, Translation, registered_translations, torchlib_limit
+from torch_onnx_fx.registry import TORCHLIB, Deferred, Translation, registered_translations, torchlib_limit
+from torch_onnx_fx.ops.deferred_torchlib import torchlib_function, torchlib_index
 from torch_onnx_fx.ops import (  # noqa: F401
     exactness,  # first: its refusals come before any translation of the same operators
     integer_windows,  # before pooling's divisor translation, which computes in floating point
@@ -53,16 +54,20 @@ __all__ = ["builtin_table"]
 
 @functools.lru_cache(maxsize=1)
 def builtin_table() -> dict[Any, tuple[Translation, ...]]:
-    """torch_onnx_fx ops first, then torchlib: built once per process."""
-    from onnxscript.function_libs.torch_lib import registration
-    import onnxscript.function_libs.torch_lib.ops  # noqa: F401 - fills the registry
-
+    """torch_onnx_fx ops first, then torchlib's (deferred: loaded by the first node that takes
+    one): built once per process."""
     table: dict[Any, list[Translation]] = {}
     for key, translations in registered_translations().items():
         table.setdefault(key, []).extend(translations)
-    for name, overloaded in registration.default_registry.items():
+    for name, (real, complex_) in torchlib_index().items():
         entries = table.setdefault(name, [])
         limit = torchlib_limit(name)
-        entries.extend(Translation(f, TORCHLIB, supports=limit) for f in overloaded.overloads)
-        entries.extend(Translation(f, TORCHLIB, complex=True, supports=limit) for f in overloaded.complex)
+        for count, is_complex in ((real, False), (complex_, True)):
+            entries.extend(
+                Translation(
+                    Deferred(f"{name} (torchlib)", torchlib_function(name, i, is_complex)), TORCHLIB,
+                    complex=is_complex, supports=limit,
+                )
+                for i in range(count)
+            )
     return {k: tuple(v) for k, v in table.items()}

@@ -18,7 +18,6 @@ import numpy as np
 import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
-from onnxscript.function_libs.torch_lib.ops import core as torchlib_core
 
 from torch_onnx_fx.errors import TranslationError
 from torch_onnx_fx.ops._tensors import ints
@@ -89,7 +88,10 @@ def aten_as_strided_of_laid_out_storage(
     example = ctx.inputs[0]
     if starts_its_storage_in_order(example):
         # as_strided_copy of a tensor that is its own storage in order (torchlib has no
-        # as_strided_copy; the normalize stage may have given it the base of a view).
+        # as_strided_copy; the normalize stage may have given it the base of a view). Imported
+        # here: torchlib's translations load only when a graph needs one (ops/deferred_torchlib.py).
+        from onnxscript.function_libs.torch_lib.ops import core as torchlib_core
+
         return torchlib_core.aten_as_strided(self, size, stride, storage_offset)
     indices = storage_gather(example, size, stride, storage_offset)
     if isinstance(indices, str):

@@ -367,9 +367,9 @@ def _call(ctx: TranslationContext, node: torch.fx.Node) -> None:
     call = call_adapters.Call(target, translation, args, example_args, node.meta.get("val"), ctx.tracer)
     for adapter in call_adapters.ADAPTERS:
         adapter.before(call)
-    if getattr(translation.function, "_torch_onnx_fx_wants_context", False):
+    if getattr(translation.callable, "_torch_onnx_fx_wants_context", False):
         kwargs["ctx"] = _op_context(ctx, node, target, example_args, example_kwargs)
-    result = ctx.tracer.call(translation.function, call.args, kwargs)
+    result = ctx.tracer.call(translation.callable, call.args, kwargs)
     for adapter in reversed(call_adapters.ADAPTERS):
         result = adapter.after(call, result)
     _bind_result(ctx, node, result)
