@@ -47,6 +47,11 @@ from torch_onnx_fx.ops import (  # noqa: F401
     symbolic,
     view_scatter,
     vision,
+    # last: general translations of everyday operators, which every more particular translation
+    # above (an exact integer form, a shape it can skip) comes before
+    elementwise,
+    layers,
+    layout,
 )
 
 __all__ = ["builtin_table"]

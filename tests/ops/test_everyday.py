@@ -1,0 +1,115 @@
+"""The everyday operators' own translations (ops/elementwise.py, layout.py, layers.py): each case
+runs in ONNX Runtime against eager PyTorch and must be translated by torch_onnx_fx, not torchlib."""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, Callable, Iterator
+
+import pytest
+import torch
+
+from helpers import Fn, assert_matches_eager
+from torch_onnx_fx.registry import OURS, TORCHLIB
+from torch_onnx_fx.translate import walk
+
+
+@pytest.fixture
+def sources(monkeypatch: pytest.MonkeyPatch) -> Iterator[collections.Counter]:
+    """Which table layer each translated node's translation came from, by target."""
+    chosen: collections.Counter = collections.Counter()
+    choose = walk.choose
+
+    def spy(candidates: Any, args: Any, kwargs: Any) -> Any:
+        translation = choose(candidates, args, kwargs)
+        chosen[translation.source] += 1
+        return translation
+
+    monkeypatch.setattr(walk, "choose", spy)
+    yield chosen
+
+
+f32 = lambda *shape: torch.randn(*shape)  # noqa: E731
+f16 = lambda *shape: torch.randn(*shape).half()  # noqa: E731
+i64 = lambda *shape: torch.randint(-5, 6, shape)  # noqa: E731
+
+CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
+    "add_alpha": (lambda x, y: torch.add(x, y, alpha=3), (f32(2, 3), f32(3))),
+    "add_scalar_int": (lambda x: x + 7, (i64(4),)),
+    "add_bool": (lambda x, y: torch.add(x, y), (i64(5) > 0, i64(5) < 0)),
+    "sub_alpha_int": (lambda x, y: torch.sub(x, y, alpha=2), (i64(4), i64(4))),
+    "mul_bool": (lambda x, y: x * y, (i64(6) > 0, i64(6) > -2)),
+    "mul_half_scalar": (lambda x: x * 0.5, (f16(3, 2),)),
+    "neg_int": (lambda x: -x, (i64(5),)),
+    "float_functions": (lambda x: (x.cos(), x.sin(), x.tanh(), (x * x + 0.1).rsqrt()), (f32(3, 4),)),
+    "silu_half": (torch.nn.functional.silu, (f16(4, 4),)),
+    "pow_scalar": (lambda x: (x.pow(2), (x * x).pow(0.5), x.pow(-1)), (f32(5),)),
+    "comparisons": (lambda x, y: (x == y, x != y, x <= y, x >= y, x < 0.5, x > -1), (f32(6), f32(6))),
+    "comparisons_int": (lambda x: (x == 2, x != 2, x <= 1, x >= -1), (i64(7),)),
+    "eq_bool": (lambda x, y: x == y, (i64(5) > 0, i64(5) < 2)),
+    "view_reshape": (lambda x: (x.view(3, -1), x.reshape(-1), x.view(12, 1)), (f32(3, 4),)),
+    "view_empty": (lambda x: x.view(0, 4), (f32(0, 2, 2),)),
+    "expand": (lambda x: x.expand(3, -1, 4), (f32(1, 2, 1),)),
+    "unsqueeze_transpose": (lambda x: x.unsqueeze(-1).transpose(0, -2), (f32(2, 3),)),
+    "slices": (lambda x: (x[1:], x[:, ::2], x[-3:-1], x[:, 5:]), (f32(4, 5),)),
+    "select": (lambda x: (x[1], x[:, -1]), (f32(3, 4),)),
+    "cat": (lambda x, y: torch.cat([x, y, x], dim=-1), (f32(2, 3), f32(2, 1))),
+    "new_ones_and_cast": (lambda x: (x.new_ones(2, 3, dtype=torch.int64), x.to(torch.int32), (x > 0).long()), (f32(2, 2),)),
+    "arange": (lambda x: torch.arange(x.shape[0]) + torch.arange(2, 2 + x.shape[0]) * torch.arange(1, 3 * x.shape[0], 3), (f32(5),)),
+    "gather": (lambda x, i: torch.gather(x, 1, i), (f32(3, 4), torch.randint(0, 4, (3, 2)))),
+    "relu_abs_log_div": (lambda x, y: (torch.relu(x), x.abs(), (x * x + 1).log(), x / y, x / 4), (f32(3, 3), f32(3, 3))),
+    "abs_int": (lambda x: x.abs(), (i64(6),)),
+    "where": (lambda c, x, y: (torch.where(c, x, y), torch.where(c, x, 0.5), torch.where(c, 2, y)), (i64(4) > 0, f32(4), f32(4))),
+    "permute_contiguous_type_as": (lambda x, i: (x.permute(2, -3, 1).contiguous(), i.type_as(x)), (f32(2, 3, 4), i64(5))),
+    "split_chunk": (lambda x: (*x.split(2, dim=-1), *x.chunk(2), *x.split([1, 4], dim=1)), (f32(4, 5),)),
+    "addmm": (lambda b, m1, m2: (torch.addmm(b, m1, m2), torch.addmm(b, m1, m2, beta=0.5, alpha=2)), (f32(4), f32(3, 5), f32(5, 4))),
+    "fills": (lambda x, b: (torch.zeros(2, 3), torch.zeros_like(x), torch.ones_like(b), torch.full_like(x, 2.5), torch.full_like(b, True), torch.zeros(2, dtype=torch.int64)), (f32(2, 2), i64(3) > 0)),
+    "cumsum_mean": (lambda x: (x.cumsum(1), x.mean(-1), x.mean([0, 1], keepdim=True), torch.arange(6).cumsum(0)), (f32(3, 4),)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_function_matches_eager_with_our_translations(name: str, sources: collections.Counter) -> None:
+    fn, args = CASES[name]
+    torch.manual_seed(0)
+    assert_matches_eager(Fn(fn), args)
+    assert sources[OURS] and not sources[TORCHLIB], dict(sources)
+
+
+class _Block(torch.nn.Module):
+    """An embedding, linear layers with and without bias over 2-D and 3-D inputs, layer norms with
+    and without a scale, and inference dropout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Embedding(10, 8, padding_idx=0)
+        self.up = torch.nn.Linear(8, 16)
+        self.down = torch.nn.Linear(16, 8, bias=False)
+        self.norm = torch.nn.LayerNorm(8)
+        self.bare_norm = torch.nn.LayerNorm(8, elementwise_affine=False)
+        self.drop = torch.nn.Dropout(0.3)
+
+    def forward(self, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        hidden = self.drop(self.norm(self.embed(ids)))
+        hidden = self.bare_norm(hidden + self.down(torch.nn.functional.silu(self.up(hidden))))
+        return hidden, self.up(hidden[:, 0])
+
+
+def test_layers_match_eager_with_our_translations(sources: collections.Counter) -> None:
+    torch.manual_seed(0)
+    assert_matches_eager(_Block().eval(), (torch.randint(0, 10, (2, 5)),))
+    assert sources[OURS] and not sources[TORCHLIB], dict(sources)
+
+
+def test_dynamic_sizes_reach_views_slices_and_aranges(sources: collections.Counter) -> None:
+    def fn(x: torch.Tensor) -> Any:
+        n = x.shape[1]
+        positions = torch.arange(n).unsqueeze(0).expand(x.shape[0], -1)
+        return x.reshape(x.shape[0], n, 1)[:, 1 : n - 1], positions, x.new_ones(x.shape[0], n)
+
+    batch, length = torch.export.Dim("batch"), torch.export.Dim("length", min=3)
+    torch.manual_seed(0)
+    assert_matches_eager(
+        Fn(fn), (f32(2, 6),), dynamic_shapes=(({0: batch, 1: length},),), more_inputs=[((f32(3, 9),), {})],
+    )
+    assert sources[OURS] and not sources[TORCHLIB], dict(sources)

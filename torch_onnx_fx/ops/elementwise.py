@@ -1,0 +1,248 @@
+"""Element-wise arithmetic, comparisons and the float functions every model uses.
+
+These are the nodes of nearly every graph (a Llama's adds, products, rsqrt and silu; a BERT's
+comparisons and tanh). torchlib translates them too, but loading torchlib costs a process ~0.4 s
+(``ops/deferred_torchlib.py``): with these, a transformer's graph needs none of its functions.
+Each computes what ATen computes for the nodes its ``supports=`` accepts, and leaves the others
+(other dtypes, forms ATen promotes differently) to the later translations of the same target.
+
+Type promotion is done before translation (``normalize/promotion.py``): the tensors of a node
+arrive in its computation dtype, and a Python number beside them is made a constant of that
+dtype by the tracer, as ONNX's type constraints bind it to the tensor's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import onnx_ir as ir
+import torch
+from onnxscript import opset18 as op
+
+from torch_onnx_fx.registry import arg_example, arg_value, register
+
+__all__ = [
+    "aten_add", "aten_sub", "aten_mul", "aten_neg", "aten_silu", "aten_pow_float_scalar", "aten_eq", "aten_ne",
+    "aten_relu", "aten_abs", "aten_log", "aten_div", "aten_where",
+]
+
+_FLOAT_TYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+# Neg has no unsigned kernels in ONNX: uint8 negation (which wraps in ATen) is left to the others.
+_SIGNED_TYPES = (*_FLOAT_TYPES, torch.int8, torch.int16, torch.int32, torch.int64)
+
+
+def _self_dtype_in(*dtypes: torch.dtype) -> Any:
+    """A ``supports=`` predicate: ``self`` is a real tensor of one of ``dtypes``, and so is
+    ``other`` when it is a tensor (promotion made them one dtype)."""
+
+    def accepts(node: torch.fx.Node) -> bool:
+        example = arg_example(node)
+        if not isinstance(example, torch.Tensor) or example.dtype not in dtypes:
+            return False
+        other = arg_example(node, 1)
+        return not isinstance(other, torch.Tensor) or other.dtype == example.dtype
+
+    return accepts
+
+
+def _scaled(other: Any, alpha: Any) -> Any:
+    return other if alpha == 1 else op.Mul(other, op.CastLike(alpha, other))
+
+
+_ARITHMETIC = _self_dtype_in(*_SIGNED_TYPES, torch.uint8, torch.bool)
+
+
+@register("aten::add.Tensor", supports=_ARITHMETIC)
+def aten_add(self: ir.Value, other: Any, alpha: Any = 1) -> ir.Value:
+    """add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+
+    Booleans add as a logical or (ATen's bool sum saturates at True); ``alpha`` scales
+    ``other`` first, and a zero ``alpha`` leaves ``self``."""
+    if self.dtype == ir.DataType.BOOL:
+        return op.Identity(self) if not alpha else op.Or(self, other)
+    return op.Add(self, _scaled(other, alpha))
+
+
+@register("aten::sub.Tensor", supports=_self_dtype_in(*_SIGNED_TYPES, torch.uint8))
+def aten_sub(self: ir.Value, other: Any, alpha: Any = 1) -> ir.Value:
+    """sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"""
+    return op.Sub(self, _scaled(other, alpha))
+
+
+@register("aten::mul.Tensor", supports=_ARITHMETIC)
+def aten_mul(self: ir.Value, other: Any) -> ir.Value:
+    """mul.Tensor(Tensor self, Tensor other) -> Tensor; booleans multiply as a logical and."""
+    if self.dtype == ir.DataType.BOOL:
+        return op.And(self, other)
+    return op.Mul(self, other)
+
+
+@register("aten::neg", supports=_self_dtype_in(*_SIGNED_TYPES))
+def aten_neg(self: ir.Value) -> ir.Value:
+    """neg(Tensor self) -> Tensor"""
+    return op.Neg(self)
+
+
+def _float_to_float(node: torch.fx.Node) -> bool:
+    """A float input with a result of its own dtype (integers are promoted to a float result)."""
+    example, result = arg_example(node), node.meta.get("val")
+    return (
+        isinstance(example, torch.Tensor) and example.dtype in _FLOAT_TYPES
+        and isinstance(result, torch.Tensor) and result.dtype == example.dtype
+    )
+
+
+_FLOAT_FUNCTIONS = {
+    "aten::cos": lambda x: op.Cos(x),
+    "aten::sin": lambda x: op.Sin(x),
+    "aten::tanh": lambda x: op.Tanh(x),
+    # ATen's rsqrt is 1 / sqrt(x) in the input's dtype: Reciprocal(Sqrt) rounds as it does.
+    "aten::rsqrt": lambda x: op.Reciprocal(op.Sqrt(x)),
+}
+
+
+def _float_function(name: str) -> Any:
+    function = _FLOAT_FUNCTIONS[name]
+
+    def translation(self: ir.Value) -> ir.Value:
+        return function(self)
+
+    translation.__name__ = f"aten_{name.removeprefix('aten::')}"
+    translation.__doc__ = f"{name.removeprefix('aten::')}(Tensor self) -> Tensor of floats"
+    return translation
+
+
+for _name in _FLOAT_FUNCTIONS:
+    register(_name, supports=_float_to_float)(_float_function(_name))
+
+
+@register("aten::silu", supports=_float_to_float)
+def aten_silu(self: ir.Value) -> ir.Value:
+    """silu(Tensor self) -> Tensor"""
+    return op.Mul(self, op.Sigmoid(self))
+
+
+def _float_power(node: torch.fx.Node) -> bool:
+    exponent = arg_value(node, 1, "exponent")
+    return _float_to_float(node) and isinstance(exponent, (int, float)) and not isinstance(exponent, bool)
+
+
+@register("aten::pow.Tensor_Scalar", supports=_float_power)
+def aten_pow_float_scalar(self: ir.Value, exponent: float) -> ir.Value:
+    """pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor of floats: the exponent in the
+    input's dtype, as ATen casts it."""
+    return op.Pow(self, ir.tensor(exponent, dtype=self.dtype))
+
+
+def _comparable(allow_bool: bool) -> Any:
+    """Comparison nodes whose operands are one real dtype: two tensors (promoted alike), or a
+    tensor and a number ATen compares in the tensor's dtype (an integral number, or any number
+    beside floats: a float beside an integer tensor compares in float, left to the others)."""
+
+    def accepts(node: torch.fx.Node) -> bool:
+        example, other = arg_example(node), arg_value(node, 1, "other")
+        allowed = (*_SIGNED_TYPES, torch.uint8) + ((torch.bool,) if allow_bool else ())
+        if not isinstance(example, torch.Tensor) or example.dtype not in allowed:
+            return False
+        if isinstance(other, torch.Tensor):
+            return other.dtype == example.dtype
+        if isinstance(other, bool):
+            return example.dtype == torch.bool
+        if isinstance(other, int):
+            return example.dtype != torch.bool
+        return isinstance(other, float) and example.dtype in _FLOAT_TYPES
+
+    return accepts
+
+
+@register("aten::eq.Tensor", "aten::eq.Scalar", supports=_comparable(allow_bool=True))
+def aten_eq(self: ir.Value, other: Any) -> ir.Value:
+    """eq.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return op.Equal(self, other)
+
+
+@register("aten::ne.Tensor", "aten::ne.Scalar", supports=_comparable(allow_bool=True))
+def aten_ne(self: ir.Value, other: Any) -> ir.Value:
+    """ne.Tensor(Tensor self, Tensor other) -> Tensor"""
+    return op.Not(op.Equal(self, other))
+
+
+_ORDERINGS = {"le": op.LessOrEqual, "ge": op.GreaterOrEqual, "lt": op.Less, "gt": op.Greater}
+
+
+def _ordering(kind: str) -> Any:
+    compare = _ORDERINGS[kind]
+
+    def translation(self: ir.Value, other: Any) -> ir.Value:
+        return compare(self, other)
+
+    translation.__name__ = f"aten_{kind}"
+    translation.__doc__ = f"{kind}.Tensor(Tensor self, Tensor other) -> Tensor of numbers (not bools)"
+    return translation
+
+
+for _kind in _ORDERINGS:
+    register(f"aten::{_kind}.Tensor", f"aten::{_kind}.Scalar", supports=_comparable(allow_bool=False))(_ordering(_kind))
+
+
+def _same_dtype_in_and_out(*dtypes: torch.dtype) -> Any:
+    """``self`` of one of ``dtypes``, ``other`` (if a tensor) and the result of the same dtype."""
+    operands = _self_dtype_in(*dtypes)
+
+    def accepts(node: torch.fx.Node) -> bool:
+        result = node.meta.get("val")
+        return operands(node) and isinstance(result, torch.Tensor) and result.dtype == arg_example(node).dtype
+
+    return accepts
+
+
+@register("aten::relu", supports=_same_dtype_in_and_out(*_FLOAT_TYPES))
+def aten_relu(self: ir.Value) -> ir.Value:
+    """relu(Tensor self) -> Tensor of floats"""
+    return op.Relu(self)
+
+
+@register("aten::abs", supports=_same_dtype_in_and_out(*_SIGNED_TYPES))
+def aten_abs(self: ir.Value) -> ir.Value:
+    """abs(Tensor self) -> Tensor (the most negative integer stays itself, as in ATen)"""
+    return op.Abs(self)
+
+
+@register("aten::log", supports=_same_dtype_in_and_out(*_FLOAT_TYPES))
+def aten_log(self: ir.Value) -> ir.Value:
+    """log(Tensor self) -> Tensor of floats"""
+    return op.Log(self)
+
+
+@register("aten::div.Tensor", supports=_same_dtype_in_and_out(*_FLOAT_TYPES))
+def aten_div(self: ir.Value, other: Any) -> ir.Value:
+    """div.Tensor(Tensor self, Tensor other) -> Tensor of floats (integers divide in a promoted
+    float dtype, or with a rounding mode: ops/arithmetic.py)"""
+    return op.Div(self, other)
+
+
+def _where_of_one_dtype(node: torch.fx.Node) -> bool:
+    """A selection between values of the result's real dtype (tensors promoted alike, or numbers
+    the result's dtype holds as ATen converts them)."""
+    result = node.meta.get("val")
+    if not isinstance(result, torch.Tensor) or result.is_complex():
+        return False
+    # Two numbers would make constants of Python's own types before the result's cast.
+    if not any(isinstance(arg_value(node, i, n), torch.Tensor) for i, n in ((1, "self"), (2, "other"))):
+        return False
+    for index, name in ((1, "self"), (2, "other")):
+        value = arg_value(node, index, name)
+        if isinstance(value, torch.Tensor):
+            if value.dtype != result.dtype:
+                return False
+        elif isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        elif isinstance(value, float) and not result.dtype.is_floating_point:
+            return False
+    return True
+
+
+@register("aten::where.self", "aten::where.ScalarOther", "aten::where.ScalarSelf", "aten::where.Scalar", supports=_where_of_one_dtype)
+def aten_where(condition: ir.Value, self: Any, other: Any) -> ir.Value:
+    """where.self(Tensor condition, Tensor self, Tensor other) -> Tensor (and its Scalar forms)"""
+    return op.Where(condition, self, other)

@@ -1,0 +1,111 @@
+"""Linear layers, layer norms, inference dropout, means and running sums, as transformers use them.
+
+With ``ops/elementwise.py`` and ``ops/layout.py``, these keep a transformer's graph free of
+torchlib's functions (whose import costs a process ~0.4 s). Half-precision inputs reach them
+already widened where ATen accumulates in float32 (``normalize/half_precision.py``); forms these
+do not take are left to the later translations of the same target.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import onnx_ir as ir
+import torch
+from onnxscript import opset18 as op
+
+from torch_onnx_fx.registry import arg_example, arg_value, floating_input, register
+
+__all__ = ["aten_linear", "aten_layer_norm", "aten_dropout_inference", "aten_mean_dim", "aten_cumsum", "aten_addmm"]
+
+
+def _matrix_weight(node: torch.fx.Node) -> bool:
+    weight = arg_example(node, 1)
+    return floating_input(node) and isinstance(weight, torch.Tensor) and weight.dim() == 2
+
+
+@register("aten::linear", supports=_matrix_weight)
+def aten_linear(input: ir.Value, weight: ir.Value, bias: ir.Value | None = None) -> ir.Value:
+    """linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor
+
+    A matrix input is one Gemm; other ranks multiply by the transposed weight, which ONNX
+    Runtime's MatMul and the optimizer's projection packing read as one product."""
+    if len(input.shape) == 2:
+        return op.Gemm(input, weight, bias, transB=1)
+    product = op.MatMul(input, op.Transpose(weight, perm=[1, 0]))
+    return product if bias is None else op.Add(product, bias)
+
+
+@register("aten::layer_norm", supports=floating_input)
+def aten_layer_norm(
+    input: ir.Value, normalized_shape: Sequence[int], weight: ir.Value | None = None, bias: ir.Value | None = None,
+    eps: float = 1e-5, cudnn_enable: bool = True,
+) -> ir.Value:
+    """layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05, bool cudnn_enable=True) -> Tensor"""
+    axis = -len(normalized_shape)
+    if weight is None:
+        # LayerNormalization takes a scale; without one the normalized values are scaled by 1.
+        weight = op.Expand(op.CastLike(op.Constant(value_float=1.0), input), op.Shape(input, start=axis))
+    normalized, _, _ = op.LayerNormalization(input, weight, bias, axis=axis, epsilon=eps)
+    return normalized
+
+
+def _inference(node: torch.fx.Node) -> bool:
+    return arg_value(node, 2, "train") is False
+
+
+@register("aten::dropout", supports=_inference)
+def aten_dropout_inference(input: ir.Value, p: float, train: bool) -> ir.Value:
+    """dropout(Tensor input, float p, bool? train) -> Tensor, not training: the input itself."""
+    return op.Identity(input)
+
+
+def _mean_over_dims(node: torch.fx.Node) -> bool:
+    """A float mean over listed dims of a tensor with dims, in its own dtype (no ``dtype=``)."""
+    dims = arg_value(node, 1, "dim")
+    example, result = arg_example(node), node.meta.get("val")
+    return (
+        floating_input(node) and example.dim() > 0 and isinstance(dims, (list, tuple)) and len(dims) > 0
+        and all(isinstance(d, int) for d in dims) and "dtype" not in node.kwargs
+        and isinstance(result, torch.Tensor) and result.dtype == example.dtype
+    )
+
+
+@register("aten::mean.dim", supports=_mean_over_dims)
+def aten_mean_dim(self: ir.Value, dim: Sequence[int], keepdim: bool = False, **kwargs: Any) -> ir.Value:
+    """mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    return op.ReduceMean(self, list(dim), keepdims=int(keepdim))
+
+
+def _running_sum_in_own_dtype(node: torch.fx.Node) -> bool:
+    """A cumsum whose result has its input's dtype: ATen sums integers below int64 in int64, a
+    change of dtype left to the others."""
+    example, result = arg_example(node), node.meta.get("val")
+    return (
+        isinstance(example, torch.Tensor) and not example.is_complex() and example.dim() > 0
+        and example.dtype != torch.bool and "dtype" not in node.kwargs
+        and isinstance(result, torch.Tensor) and result.dtype == example.dtype
+    )
+
+
+@register("aten::cumsum", supports=_running_sum_in_own_dtype)
+def aten_cumsum(self: ir.Value, dim: int, **kwargs: Any) -> ir.Value:
+    """cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"""
+    return op.CumSum(self, dim)
+
+
+def _float_matrices_kept_bias(node: torch.fx.Node) -> bool:
+    """Float addmm whose ``self`` counts (beta != 0): with beta 0 ATen ignores ``self``, NaNs
+    included, where Gemm would multiply them by 0."""
+    mat1, mat2 = arg_example(node, 1), arg_example(node, 2)
+    beta = node.kwargs.get("beta", 1)
+    return (
+        floating_input(node) and isinstance(mat1, torch.Tensor) and isinstance(mat2, torch.Tensor)
+        and mat1.dtype == mat2.dtype == arg_example(node).dtype and isinstance(beta, (int, float)) and beta != 0
+    )
+
+
+@register("aten::addmm", supports=_float_matrices_kept_bias)
+def aten_addmm(self: ir.Value, mat1: ir.Value, mat2: ir.Value, beta: float = 1.0, alpha: float = 1.0) -> ir.Value:
+    """addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
+    return op.Gemm(mat1, mat2, self, alpha=float(alpha), beta=float(beta))

@@ -1,0 +1,316 @@
+"""Views, reshapes, slices, concatenation, conversions and lookups: the data movement of every
+model.
+
+Like ``ops/elementwise.py``, these keep a transformer's graph free of torchlib's functions (whose
+import costs a process ~0.4 s); each takes the nodes its ``supports=`` accepts and leaves the
+rest (legacy empty concatenation, floating aranges, 0-d gathers) to the later translations.
+Sizes arrive as Python lists of ints and symbolic sizes (0-d INT64 values); the tracer makes such
+a list one INT64 vector where an ONNX input takes one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import onnx_ir as ir
+import torch
+from onnxscript import opset18 as op
+
+from torch_onnx_fx.dtypes import onnx_dtype
+from torch_onnx_fx.registry import arg_example, arg_value, register, wants_context
+from torch_onnx_fx.translate.op_context import OpContext
+
+__all__ = [
+    "aten_alias", "aten_view", "aten_reshape", "aten_expand", "aten_unsqueeze", "aten_transpose",
+    "aten_slice", "aten_select", "aten_cat", "aten_new_ones", "prims_convert_element_type",
+    "aten_arange", "aten_arange_start", "aten_arange_start_step", "aten_gather", "aten_embedding",
+    "aten_contiguous", "aten_type_as", "aten_permute", "aten_split_static", "aten_zeros", "aten_zeros_like",
+    "aten_full_like",
+]
+
+_INT64_MAX = 2**63 - 1
+
+
+def _real_tensor(node: torch.fx.Node) -> bool:
+    """The node's first argument and its result are real tensors (complex ones have their own
+    translations, on their real view)."""
+    example, result = arg_example(node), node.meta.get("val")
+    return (
+        isinstance(example, torch.Tensor) and not example.is_complex()
+        and isinstance(result, torch.Tensor) and not result.is_complex()
+    )
+
+
+@register("aten::alias", supports=_real_tensor)
+def aten_alias(self: ir.Value) -> ir.Value:
+    """alias(Tensor(a) self) -> Tensor(a)"""
+    return op.Identity(self)
+
+
+def _has_literal_zero(size: Sequence[Any]) -> bool:
+    return any(isinstance(s, int) and s == 0 for s in size)
+
+
+@register("aten::view", "aten::_unsafe_view", supports=_real_tensor)
+def aten_view(self: ir.Value, size: Sequence[Any]) -> ir.Value:
+    """view(Tensor(a) self, SymInt[] size) -> Tensor(a)
+
+    ``allowzero``: a size of 0 is an empty dim, as in ATen, not ONNX's "copy the input's dim"."""
+    return op.Reshape(self, list(size), allowzero=1)
+
+
+@register("aten::reshape", supports=_real_tensor)
+def aten_reshape(self: ir.Value, shape: Sequence[Any]) -> ir.Value:
+    """reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)"""
+    if _has_literal_zero(shape):
+        return op.Reshape(self, list(shape), allowzero=1)
+    return op.Reshape(self, list(shape))
+
+
+@register("aten::expand", supports=_real_tensor)
+def aten_expand(self: ir.Value, size: Sequence[Any], implicit: bool = False) -> ir.Value:
+    """expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)
+
+    ATen's -1 keeps the input's size; ONNX's Expand keeps it for a 1 (the larger of the two)."""
+    return op.Expand(self, [1 if isinstance(s, int) and s == -1 else s for s in size])
+
+
+@register("aten::unsqueeze", supports=_real_tensor)
+def aten_unsqueeze(self: ir.Value, dim: int) -> ir.Value:
+    """unsqueeze(Tensor(a) self, int dim) -> Tensor(a)"""
+    return op.Unsqueeze(self, [dim])
+
+
+@register("aten::transpose.int", supports=_real_tensor)
+@wants_context
+def aten_transpose(self: ir.Value, dim0: int, dim1: int, *, ctx: OpContext) -> ir.Value:
+    """transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)"""
+    rank = ctx.inputs[0].dim()
+    if rank == 0:
+        return op.Identity(self)
+    perm = list(range(rank))
+    perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+    return op.Transpose(self, perm=perm)
+
+
+def _forward_slice(node: torch.fx.Node) -> bool:
+    step = arg_value(node, 4, "step", 1)
+    return _real_tensor(node) and arg_example(node).dim() > 0 and not (isinstance(step, int) and step <= 0)
+
+
+@register("aten::slice.Tensor", supports=_forward_slice)
+def aten_slice(self: ir.Value, dim: int = 0, start: Any = None, end: Any = None, step: Any = 1) -> ir.Value:
+    """slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) -> Tensor(a)
+
+    ONNX's Slice clamps the bounds to the dim as ATen does, negative ones counted from its end."""
+    return op.Slice(
+        self, [0 if start is None else start], [_INT64_MAX if end is None else end], [dim], [1 if step is None else step],
+    )
+
+
+def _select_of_tensor(node: torch.fx.Node) -> bool:
+    return _real_tensor(node) and arg_example(node).dim() > 0
+
+
+@register("aten::select.int", supports=_select_of_tensor)
+def aten_select(self: ir.Value, dim: int, index: Any) -> ir.Value:
+    """select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a): a 0-d index drops the dim."""
+    return op.Gather(self, index, axis=dim)
+
+
+def _concatenation(node: torch.fx.Node) -> bool:
+    """Every input of the result's rank and dtype: ATen's legacy 1-D empty inputs, which it skips
+    beside tensors of any rank, and mixed dtypes are left to the others."""
+    tensors, result = node.args[0], node.meta.get("val")
+    if not isinstance(result, torch.Tensor) or result.is_complex() or not isinstance(tensors, (list, tuple)) or not tensors:
+        return False
+    examples = [t.meta.get("val") if isinstance(t, torch.fx.Node) else None for t in tensors]
+    return all(
+        isinstance(e, torch.Tensor) and e.dim() == result.dim() and e.dtype == result.dtype for e in examples
+    ) and result.dim() > 0
+
+
+@register("aten::cat", supports=_concatenation)
+def aten_cat(tensors: Sequence[ir.Value], dim: int = 0) -> ir.Value:
+    """cat(Tensor[] tensors, int dim=0) -> Tensor"""
+    if len(tensors) == 1:
+        return op.Identity(tensors[0])
+    return op.Concat(*tensors, axis=dim)
+
+
+def _real_result(node: torch.fx.Node) -> bool:
+    result = node.meta.get("val")
+    return isinstance(result, torch.Tensor) and not result.is_complex()
+
+
+@register("aten::new_ones", supports=_real_result)
+@wants_context
+def aten_new_ones(self: ir.Value, size: Sequence[Any], *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
+    """new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    one = op.Constant(value=ir.tensor(1, dtype=onnx_dtype(ctx.result.dtype)))
+    return op.Expand(one, list(size))
+
+
+def _real_conversion(node: torch.fx.Node) -> bool:
+    return _real_tensor(node) and isinstance(arg_value(node, 1, "dtype"), torch.dtype)
+
+
+@register("prims::convert_element_type", supports=_real_conversion)
+def prims_convert_element_type(a: ir.Value, dtype: int) -> ir.Value:
+    """convert_element_type(Tensor a, ScalarType dtype) -> Tensor (the walk gives dtypes as ONNX's)"""
+    return op.Cast(a, to=dtype)
+
+
+def _integral_arange(*names: str) -> Any:
+    """An arange of int64 from integer bounds (symbolic ones included): ONNX's Range computes it
+    exactly. Floating bounds or results, whose length ATen computes in double, are left to the
+    others."""
+
+    def accepts(node: torch.fx.Node) -> bool:
+        result = node.meta.get("val")
+        if not isinstance(result, torch.Tensor) or result.dtype != torch.int64:
+            return False
+        bounds = [arg_value(node, i, name, 1 if name == "step" else 0) for i, name in enumerate(names)]
+        return all(isinstance(b, (int, torch.SymInt)) and not isinstance(b, bool) for b in bounds)
+
+    return accepts
+
+
+def _range(start: Any, end: Any, step: Any) -> ir.Value:
+    def scalar(value: Any) -> Any:
+        return op.Constant(value=ir.tensor(value, dtype=ir.DataType.INT64)) if isinstance(value, int) else value
+
+    return op.Range(scalar(start), scalar(end), scalar(step))
+
+
+@register("aten::arange", supports=_integral_arange("end"))
+def aten_arange(end: Any, *args: Any, **kwargs: Any) -> ir.Value:
+    """arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return _range(0, end, 1)
+
+
+@register("aten::arange.start", supports=_integral_arange("start", "end"))
+def aten_arange_start(start: Any, end: Any, *args: Any, **kwargs: Any) -> ir.Value:
+    """arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _range(start, end, 1)
+
+
+@register("aten::arange.start_step", supports=_integral_arange("start", "end", "step"))
+def aten_arange_start_step(start: Any, end: Any, step: Any = 1, *args: Any, **kwargs: Any) -> ir.Value:
+    """arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _range(start, end, step)
+
+
+def _gather_of_tensors(node: torch.fx.Node) -> bool:
+    index = arg_example(node, 2)
+    return _real_tensor(node) and arg_example(node).dim() > 0 and isinstance(index, torch.Tensor) and index.dim() > 0
+
+
+@register("aten::gather", supports=_gather_of_tensors)
+def aten_gather(self: ir.Value, dim: int, index: ir.Value, sparse_grad: bool = False) -> ir.Value:
+    """gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor"""
+    if index.dtype not in (ir.DataType.INT64, ir.DataType.INT32):
+        # GatherElements indexes with int32 or int64 only (ATen takes an empty uint8 index too).
+        index = op.Cast(index, to=ir.DataType.INT64)
+    return op.GatherElements(self, index, axis=dim)
+
+
+@register("aten::embedding", supports=_real_tensor)
+def aten_embedding(weight: ir.Value, indices: ir.Value, *args: Any, **kwargs: Any) -> ir.Value:
+    """embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, bool scale_grad_by_freq=False, bool sparse=False) -> Tensor
+
+    ``padding_idx`` and ``scale_grad_by_freq`` change the gradient only."""
+    return op.Gather(weight, indices)
+
+
+@register("aten::contiguous", supports=_real_tensor)
+def aten_contiguous(self: ir.Value, *args: Any, **kwargs: Any) -> ir.Value:
+    """contiguous(Tensor(a) self, *, MemoryFormat memory_format=contiguous_format) -> Tensor(a):
+    values have no layout in ONNX."""
+    return op.Identity(self)
+
+
+def _real_type_as(node: torch.fx.Node) -> bool:
+    other = arg_example(node, 1)
+    return _real_tensor(node) and isinstance(other, torch.Tensor) and not other.is_complex()
+
+
+@register("aten::type_as", supports=_real_type_as)
+def aten_type_as(self: ir.Value, other: ir.Value) -> ir.Value:
+    """type_as(Tensor self, Tensor other) -> Tensor"""
+    return op.CastLike(self, other)
+
+
+@register("aten::permute", supports=_real_tensor)
+@wants_context
+def aten_permute(self: ir.Value, dims: Sequence[int], *, ctx: OpContext) -> ir.Value:
+    """permute(Tensor(a) self, int[] dims) -> Tensor(a); ONNX's perm counts dims from the front."""
+    rank = ctx.inputs[0].dim()
+    if rank == 0:
+        return op.Identity(self)
+    return op.Transpose(self, perm=[d % rank for d in dims])
+
+
+def _static_pieces(node: torch.fx.Node) -> bool:
+    """A split into pieces whose sizes along the dim are known at export."""
+    pieces, dim = node.meta.get("val"), arg_value(node, 2, "dim", 0)
+    return (
+        _real_tensor_input(node) and isinstance(pieces, (list, tuple)) and len(pieces) > 0
+        and all(isinstance(p, torch.Tensor) and isinstance(p.shape[dim], int) for p in pieces)
+    )
+
+
+def _real_tensor_input(node: torch.fx.Node) -> bool:
+    example = arg_example(node)
+    return isinstance(example, torch.Tensor) and not example.is_complex() and example.dim() > 0
+
+
+@register("aten::split.Tensor", "aten::chunk", "aten::split_with_sizes", supports=_static_pieces)
+@wants_context
+def aten_split_static(self: ir.Value, size: Any, dim: int = 0, *, ctx: OpContext) -> tuple[ir.Value, ...]:
+    """split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[] (and chunk,
+    split_with_sizes): one Split into the pieces' sizes, which the FX example gives."""
+    sizes = [int(piece.shape[dim]) for piece in ctx.result]
+    if len(sizes) == 1:
+        return (op.Identity(self),)
+    return tuple(op.Split(self, op.Constant(value_ints=sizes), axis=dim))
+
+
+def _fill_fits(node: torch.fx.Node, fill: Any) -> bool:
+    """A fill value of the result's kind (a bool for bools, an int for integers, a number for
+    floats): converting across kinds (2.7 into an integer tensor) is left to the others."""
+    result = node.meta.get("val")
+    if not isinstance(result, torch.Tensor) or result.is_complex():
+        return False
+    if result.dtype == torch.bool:
+        return isinstance(fill, bool)
+    if isinstance(fill, bool) or not isinstance(fill, (int, float)):
+        return False
+    return result.dtype.is_floating_point or isinstance(fill, int)
+
+
+def _fill(ctx: OpContext, value: Any, shape: Any) -> ir.Value:
+    return op.Expand(op.Constant(value=ir.tensor(value, dtype=onnx_dtype(ctx.result.dtype))), shape)
+
+
+@register("aten::zeros", supports=lambda node: _fill_fits(node, 0) or _fill_fits(node, False))
+@wants_context
+def aten_zeros(size: Sequence[Any], *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
+    """zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return _fill(ctx, False if ctx.result.dtype == torch.bool else 0, list(size))
+
+
+@register("aten::zeros_like", "aten::ones_like", supports=lambda node: _fill_fits(node, 0) or _fill_fits(node, False))
+@wants_context
+def aten_zeros_like(self: ir.Value, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
+    """zeros_like(Tensor self, *, ScalarType? dtype=None, ...) -> Tensor (and ones_like)"""
+    one = ctx.target == "aten::ones_like"
+    value = one if ctx.result.dtype == torch.bool else int(one)
+    return _fill(ctx, value, op.Shape(self))
+
+
+@register("aten::full_like", supports=lambda node: _fill_fits(node, arg_value(node, 1, "fill_value")))
+@wants_context
+def aten_full_like(self: ir.Value, fill_value: Any, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
+    """full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _fill(ctx, fill_value, op.Shape(self))
