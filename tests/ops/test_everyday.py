@@ -64,6 +64,15 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
     "split_chunk": (lambda x: (*x.split(2, dim=-1), *x.chunk(2), *x.split([1, 4], dim=1)), (f32(4, 5),)),
     "addmm": (lambda b, m1, m2: (torch.addmm(b, m1, m2), torch.addmm(b, m1, m2, beta=0.5, alpha=2)), (f32(4), f32(3, 5), f32(5, 4))),
     "fills": (lambda x, b: (torch.zeros(2, 3), torch.zeros_like(x), torch.ones_like(b), torch.full_like(x, 2.5), torch.full_like(b, True), torch.zeros(2, dtype=torch.int64)), (f32(2, 2), i64(3) > 0)),
+    "clone_new_zeros_masked_fill": (lambda x, m: (x.clone(), x.new_zeros(2, 2), x.masked_fill(m, -1.5), (x > 0).masked_fill(m, True)), (f32(3, 4), i64(3, 4) > 1)),
+    "matmul": (lambda a, b, v: (a @ b, v @ b, a @ b[:, 0], torch.matmul(a.expand(2, 3, 4), b)), (f32(3, 4), f32(4, 5), f32(4))),
+    "convolutions": (
+        lambda x, w1, w2: (
+            torch.nn.functional.conv1d(x, w1, stride=2, padding=1),
+            torch.nn.functional.conv2d(x.unsqueeze(-1).expand(1, 4, 9, 3), w2, padding=(1, 0), dilation=(2, 1), groups=2),
+        ),
+        (f32(1, 4, 9), f32(6, 4, 3), f32(4, 2, 3, 2)),
+    ),
     "cumsum_mean": (lambda x: (x.cumsum(1), x.mean(-1), x.mean([0, 1], keepdim=True), torch.arange(6).cumsum(0)), (f32(3, 4),)),
 }
 

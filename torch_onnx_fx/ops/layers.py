@@ -16,7 +16,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.registry import arg_example, arg_value, floating_input, register
 
-__all__ = ["aten_linear", "aten_layer_norm", "aten_dropout_inference", "aten_mean_dim", "aten_cumsum", "aten_addmm"]
+__all__ = ["aten_linear", "aten_layer_norm", "aten_dropout_inference", "aten_mean_dim", "aten_cumsum", "aten_addmm", "aten_matmul"]
 
 
 def _matrix_weight(node: torch.fx.Node) -> bool:
@@ -109,3 +109,60 @@ def _float_matrices_kept_bias(node: torch.fx.Node) -> bool:
 def aten_addmm(self: ir.Value, mat1: ir.Value, mat2: ir.Value, beta: float = 1.0, alpha: float = 1.0) -> ir.Value:
     """addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor"""
     return op.Gemm(mat1, mat2, self, alpha=float(alpha), beta=float(beta))
+
+
+def _float_matrices(node: torch.fx.Node) -> bool:
+    other = arg_example(node, 1)
+    return (
+        floating_input(node) and isinstance(other, torch.Tensor) and other.dtype == arg_example(node).dtype
+        and arg_example(node).dim() > 0 and other.dim() > 0
+    )
+
+
+@register("aten::matmul", supports=_float_matrices)
+def aten_matmul(self: ir.Value, other: ir.Value) -> ir.Value:
+    """matmul(Tensor self, Tensor other) -> Tensor: ONNX's MatMul broadcasts and drops 1-D
+    operands' dims as torch.matmul does."""
+    return op.MatMul(self, other)
+
+
+def _batched_convolution(spatial: int) -> Any:
+    """A float convolution of a batched input with numeric padding (``"same"``/``"valid"``
+    strings and unbatched inputs are left to the others)."""
+
+    def accepts(node: torch.fx.Node) -> bool:
+        example, weight = arg_example(node), arg_example(node, 1)
+        padding = arg_value(node, 4, "padding", 0)
+        return (
+            floating_input(node) and example.dim() == spatial + 2 and isinstance(weight, torch.Tensor)
+            and weight.dtype == example.dtype and not isinstance(padding, str)
+        )
+
+    return accepts
+
+
+def _per_axis(value: Any, spatial: int) -> list[int]:
+    return [int(v) for v in value] if isinstance(value, (list, tuple)) else [int(value)] * spatial
+
+
+def _convolution(spatial: int) -> Any:
+    def translation(
+        input: ir.Value, weight: ir.Value, bias: ir.Value | None = None, stride: Any = 1, padding: Any = 0,
+        dilation: Any = 1, groups: int = 1,
+    ) -> ir.Value:
+        pads = _per_axis(padding, spatial)
+        return op.Conv(
+            input, weight, bias, strides=_per_axis(stride, spatial), pads=pads + pads,
+            dilations=_per_axis(dilation, spatial), group=int(groups),
+        )
+
+    translation.__name__ = f"aten_conv{spatial}d"
+    translation.__doc__ = (
+        f"conv{spatial}d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[{spatial}] stride=1, "
+        f"SymInt[{spatial}] padding=0, SymInt[{spatial}] dilation=1, SymInt groups=1) -> Tensor"
+    )
+    return translation
+
+
+for _spatial in (1, 2, 3):
+    register(f"aten::conv{_spatial}d", supports=_batched_convolution(_spatial))(_convolution(_spatial))

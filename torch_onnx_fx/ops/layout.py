@@ -25,7 +25,7 @@ __all__ = [
     "aten_slice", "aten_select", "aten_cat", "aten_new_ones", "prims_convert_element_type",
     "aten_arange", "aten_arange_start", "aten_arange_start_step", "aten_gather", "aten_embedding",
     "aten_contiguous", "aten_type_as", "aten_permute", "aten_split_static", "aten_zeros", "aten_zeros_like",
-    "aten_full_like",
+    "aten_full_like", "aten_clone", "aten_new_zeros", "aten_masked_fill",
 ]
 
 _INT64_MAX = 2**63 - 1
@@ -314,3 +314,31 @@ def aten_zeros_like(self: ir.Value, *args: Any, ctx: OpContext, **kwargs: Any) -
 def aten_full_like(self: ir.Value, fill_value: Any, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
     """full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, ...) -> Tensor"""
     return _fill(ctx, fill_value, op.Shape(self))
+
+
+@register("aten::clone", supports=_real_tensor)
+def aten_clone(self: ir.Value, *args: Any, **kwargs: Any) -> ir.Value:
+    """clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor"""
+    return op.Identity(self)
+
+
+@register("aten::new_zeros", supports=lambda node: _fill_fits(node, 0) or _fill_fits(node, False))
+@wants_context
+def aten_new_zeros(self: ir.Value, size: Sequence[Any], *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
+    """new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _fill(ctx, False if ctx.result.dtype == torch.bool else 0, list(size))
+
+
+def _masked_fill_fits(node: torch.fx.Node) -> bool:
+    mask = arg_example(node, 1)
+    return (
+        _real_tensor(node) and isinstance(mask, torch.Tensor) and mask.dtype == torch.bool
+        and _fill_fits(node, arg_value(node, 2, "value"))
+    )
+
+
+@register("aten::masked_fill.Scalar", supports=_masked_fill_fits)
+@wants_context
+def aten_masked_fill(self: ir.Value, mask: ir.Value, value: Any, *, ctx: OpContext) -> ir.Value:
+    """masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor"""
+    return op.Where(mask, op.Constant(value=ir.tensor(value, dtype=onnx_dtype(ctx.result.dtype))), self)
