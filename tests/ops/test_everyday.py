@@ -73,6 +73,14 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
         ),
         (f32(1, 4, 9), f32(6, 4, 3), f32(4, 2, 3, 2)),
     ),
+    "max_pools": (
+        lambda x: (
+            torch.nn.functional.max_pool1d(x, 3, stride=2, padding=1),
+            torch.nn.functional.max_pool2d(x.unsqueeze(-1).expand(1, 2, 9, 5), (3, 2), ceil_mode=True),
+            torch.nn.functional.max_pool2d((x * 10).to(torch.uint8).unsqueeze(-1).expand(1, 2, 9, 4), 2, dilation=(2, 1)),
+        ),
+        (f32(1, 2, 9),),
+    ),
     "cumsum_mean": (lambda x: (x.cumsum(1), x.mean(-1), x.mean([0, 1], keepdim=True), torch.arange(6).cumsum(0)), (f32(3, 4),)),
 }
 

@@ -166,3 +166,43 @@ def _convolution(spatial: int) -> Any:
 
 for _spatial in (1, 2, 3):
     register(f"aten::conv{_spatial}d", supports=_batched_convolution(_spatial))(_convolution(_spatial))
+
+
+def _batched_pooling(spatial: int) -> Any:
+    """Max pooling of a batched float or uint8 input (the wider integers have exact translations
+    in ops/integer_windows.py; unbatched inputs are left to the others)."""
+
+    def accepts(node: torch.fx.Node) -> bool:
+        example = arg_example(node)
+        return (
+            isinstance(example, torch.Tensor) and example.dim() == spatial + 2
+            and (example.dtype.is_floating_point or example.dtype == torch.uint8)
+        )
+
+    return accepts
+
+
+def _max_pool(spatial: int) -> Any:
+    def translation(
+        self: ir.Value, kernel_size: Any, stride: Any = (), padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False,
+    ) -> ir.Value:
+        kernel = _per_axis(kernel_size, spatial)
+        # An empty stride is ATen's "the kernel's size".
+        strides = _per_axis(stride, spatial) if stride not in ((), [], None) else kernel
+        pads = _per_axis(padding, spatial)
+        pooled, _ = op.MaxPool(
+            self, kernel_shape=kernel, strides=strides, pads=pads + pads, dilations=_per_axis(dilation, spatial),
+            ceil_mode=int(bool(ceil_mode)),
+        )
+        return pooled
+
+    translation.__name__ = f"aten_max_pool{spatial}d"
+    translation.__doc__ = (
+        f"max_pool{spatial}d(Tensor self, int[{spatial}] kernel_size, int[{spatial}] stride=[], int[{spatial}] padding=0, "
+        f"int[{spatial}] dilation=1, bool ceil_mode=False) -> Tensor"
+    )
+    return translation
+
+
+for _spatial in (1, 2, 3):
+    register(f"aten::max_pool{_spatial}d", supports=_batched_pooling(_spatial))(_max_pool(_spatial))
