@@ -81,6 +81,15 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
         ),
         (f32(1, 2, 9),),
     ),
+    "third_batch": (
+        lambda x, i, b, j: (
+            x.sigmoid(), torch.multiply(x, x), ~b, ~i, x.detach(), x.to(torch.float64), i.to(torch.float32),
+            x[:1].expand_as(x), x.index_select(1, j), x.index_select(0, j[1]),
+            torch.stack([x, x * 2], dim=-1), torch.bmm(x.unsqueeze(0), x.transpose(0, 1).unsqueeze(0)),
+            torch.mm(x, x.transpose(0, 1)), x.softmax(-1), x.sum([0]), x.sum([-1, 0], keepdim=True),
+        ),
+        (f32(3, 4), i64(5), i64(3) > 0, torch.tensor([2, 0, 3, 3])),
+    ),
     "cumsum_mean": (lambda x: (x.cumsum(1), x.mean(-1), x.mean([0, 1], keepdim=True), torch.arange(6).cumsum(0)), (f32(3, 4),)),
 }
 

@@ -23,7 +23,7 @@ from torch_onnx_fx.registry import arg_example, arg_value, register
 
 __all__ = [
     "aten_add", "aten_sub", "aten_mul", "aten_neg", "aten_silu", "aten_pow_float_scalar", "aten_eq", "aten_ne",
-    "aten_relu", "aten_abs", "aten_log", "aten_div", "aten_where",
+    "aten_relu", "aten_abs", "aten_log", "aten_div", "aten_where", "aten_bitwise_not",
 ]
 
 _FLOAT_TYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -69,7 +69,7 @@ def aten_sub(self: ir.Value, other: Any, alpha: Any = 1) -> ir.Value:
     return op.Sub(self, _scaled(other, alpha))
 
 
-@register("aten::mul.Tensor", supports=_ARITHMETIC)
+@register("aten::mul.Tensor", "aten::multiply.Tensor", supports=_ARITHMETIC)
 def aten_mul(self: ir.Value, other: Any) -> ir.Value:
     """mul.Tensor(Tensor self, Tensor other) -> Tensor; booleans multiply as a logical and."""
     if self.dtype == ir.DataType.BOOL:
@@ -96,6 +96,7 @@ _FLOAT_FUNCTIONS = {
     "aten::cos": lambda x: op.Cos(x),
     "aten::sin": lambda x: op.Sin(x),
     "aten::tanh": lambda x: op.Tanh(x),
+    "aten::sigmoid": lambda x: op.Sigmoid(x),
     # ATen's rsqrt is 1 / sqrt(x) in the input's dtype: Reciprocal(Sqrt) rounds as it does.
     "aten::rsqrt": lambda x: op.Reciprocal(op.Sqrt(x)),
 }
@@ -246,3 +247,11 @@ def _where_of_one_dtype(node: torch.fx.Node) -> bool:
 def aten_where(condition: ir.Value, self: Any, other: Any) -> ir.Value:
     """where.self(Tensor condition, Tensor self, Tensor other) -> Tensor (and its Scalar forms)"""
     return op.Where(condition, self, other)
+
+
+@register("aten::bitwise_not", supports=_same_dtype_in_and_out(*_SIGNED_TYPES[4:], torch.uint8, torch.bool))
+def aten_bitwise_not(self: ir.Value) -> ir.Value:
+    """bitwise_not(Tensor self) -> Tensor of integers or bools (a logical not)"""
+    if self.dtype == ir.DataType.BOOL:
+        return op.Not(self)
+    return op.BitwiseNot(self)

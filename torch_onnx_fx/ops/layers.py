@@ -16,7 +16,8 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.registry import arg_example, arg_value, floating_input, register
 
-__all__ = ["aten_linear", "aten_layer_norm", "aten_dropout_inference", "aten_mean_dim", "aten_cumsum", "aten_addmm", "aten_matmul"]
+__all__ = ["aten_linear", "aten_layer_norm", "aten_dropout_inference", "aten_mean_dim", "aten_cumsum", "aten_addmm", "aten_matmul",
+           "aten_softmax", "aten_sum_dim"]
 
 
 def _matrix_weight(node: torch.fx.Node) -> bool:
@@ -119,7 +120,7 @@ def _float_matrices(node: torch.fx.Node) -> bool:
     )
 
 
-@register("aten::matmul", supports=_float_matrices)
+@register("aten::matmul", "aten::bmm", "aten::mm", supports=_float_matrices)
 def aten_matmul(self: ir.Value, other: ir.Value) -> ir.Value:
     """matmul(Tensor self, Tensor other) -> Tensor: ONNX's MatMul broadcasts and drops 1-D
     operands' dims as torch.matmul does."""
@@ -206,3 +207,30 @@ def _max_pool(spatial: int) -> Any:
 
 for _spatial in (1, 2, 3):
     register(f"aten::max_pool{_spatial}d", supports=_batched_pooling(_spatial))(_max_pool(_spatial))
+
+
+def _float_softmax(node: torch.fx.Node) -> bool:
+    """A softmax of float32 or float64 in its own dtype (half precision, which ATen computes in
+    float32, and ``dtype=`` are left to the others)."""
+    example, result = arg_example(node), node.meta.get("val")
+    return (
+        isinstance(example, torch.Tensor) and example.dtype in (torch.float32, torch.float64) and example.dim() > 0
+        and arg_value(node, 2, "dtype") is None and isinstance(result, torch.Tensor) and result.dtype == example.dtype
+    )
+
+
+@register("aten::softmax.int", supports=_float_softmax)
+def aten_softmax(self: ir.Value, dim: int, dtype: Any = None) -> ir.Value:
+    """softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
+    return op.Softmax(self, axis=dim)
+
+
+def _float_sum_over_dims(node: torch.fx.Node) -> bool:
+    """A float sum over listed dims in its own dtype: an empty list is ATen's "every dim"."""
+    return _mean_over_dims(node)
+
+
+@register("aten::sum.dim_IntList", supports=_float_sum_over_dims)
+def aten_sum_dim(self: ir.Value, dim: Sequence[int], keepdim: bool = False, **kwargs: Any) -> ir.Value:
+    """sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
+    return op.ReduceSum(self, list(dim), keepdims=int(keepdim))

@@ -25,7 +25,8 @@ __all__ = [
     "aten_slice", "aten_select", "aten_cat", "aten_new_ones", "prims_convert_element_type",
     "aten_arange", "aten_arange_start", "aten_arange_start_step", "aten_gather", "aten_embedding",
     "aten_contiguous", "aten_type_as", "aten_permute", "aten_split_static", "aten_zeros", "aten_zeros_like",
-    "aten_full_like", "aten_clone", "aten_new_zeros", "aten_masked_fill",
+    "aten_full_like", "aten_clone", "aten_new_zeros", "aten_masked_fill", "aten_detach", "aten_to_copy",
+    "aten_expand_as", "aten_index_select", "aten_stack",
 ]
 
 _INT64_MAX = 2**63 - 1
@@ -342,3 +343,58 @@ def _masked_fill_fits(node: torch.fx.Node) -> bool:
 def aten_masked_fill(self: ir.Value, mask: ir.Value, value: Any, *, ctx: OpContext) -> ir.Value:
     """masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor"""
     return op.Where(mask, op.Constant(value=ir.tensor(value, dtype=onnx_dtype(ctx.result.dtype))), self)
+
+
+@register("aten::detach", supports=_real_tensor)
+def aten_detach(self: ir.Value) -> ir.Value:
+    """detach(Tensor(a) self) -> Tensor(a)"""
+    return op.Identity(self)
+
+
+def _real_copy(node: torch.fx.Node) -> bool:
+    dtype = node.kwargs.get("dtype")
+    return _real_tensor(node) and (dtype is None or isinstance(dtype, torch.dtype))
+
+
+@register("aten::_to_copy", supports=_real_copy)
+def aten_to_copy(self: ir.Value, *args: Any, dtype: int | None = None, **kwargs: Any) -> ir.Value:
+    """_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor
+
+    Only the dtype changes anything in ONNX (the walk gives it as ONNX's)."""
+    return op.Identity(self) if dtype is None else op.Cast(self, to=dtype)
+
+
+@register("aten::expand_as", supports=_real_tensor)
+def aten_expand_as(self: ir.Value, other: ir.Value) -> ir.Value:
+    """expand_as(Tensor(a) self, Tensor other) -> Tensor(a)"""
+    return op.Expand(self, op.Shape(other))
+
+
+def _index_select_of_tensor(node: torch.fx.Node) -> bool:
+    index = arg_example(node, 2)
+    return _select_of_tensor(node) and isinstance(index, torch.Tensor) and index.dim() <= 1
+
+
+@register("aten::index_select", supports=_index_select_of_tensor)
+def aten_index_select(self: ir.Value, dim: int, index: ir.Value) -> ir.Value:
+    """index_select(Tensor self, int dim, Tensor index) -> Tensor: a 0-d index selects as a 1-D one
+    (the dim is kept)."""
+    if index.dtype not in (ir.DataType.INT64, ir.DataType.INT32):
+        index = op.Cast(index, to=ir.DataType.INT64)
+    return op.Gather(self, op.Reshape(index, op.Constant(value_ints=[-1])), axis=dim)
+
+
+def _stack_of_one_dtype(node: torch.fx.Node) -> bool:
+    tensors, result = node.args[0], node.meta.get("val")
+    if not isinstance(result, torch.Tensor) or result.is_complex() or not isinstance(tensors, (list, tuple)) or not tensors:
+        return False
+    examples = [t.meta.get("val") if isinstance(t, torch.fx.Node) else None for t in tensors]
+    return all(isinstance(e, torch.Tensor) and e.dtype == result.dtype for e in examples)
+
+
+@register("aten::stack", supports=_stack_of_one_dtype)
+def aten_stack(tensors: Sequence[ir.Value], dim: int = 0) -> ir.Value:
+    """stack(Tensor[] tensors, int dim=0) -> Tensor: a negative dim counts in the result's rank,
+    as Unsqueeze's and Concat's axes do."""
+    pieces = [op.Unsqueeze(t, [dim]) for t in tensors]
+    return op.Identity(pieces[0]) if len(pieces) == 1 else op.Concat(*pieces, axis=dim)
