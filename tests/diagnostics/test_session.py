@@ -23,7 +23,7 @@ def test_report_on_success_has_every_section(tmp_path):
     text = open(path).read()
     for section in ("## Phases", "## Capture strategies", "## Model", "## Operators", "## Verification", "## Profile"):
         assert section in text, section
-    assert "aten::linear" in text and "torchlib" in text
+    assert "| `aten::linear` | 1 | torch_onnx_fx |" in text  # each operator with its translation's source
     assert "Inputs:" in text and "FLOAT[2, 4]" in text
     assert "| True |" in text  # verification passed
 

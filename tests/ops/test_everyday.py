@@ -64,6 +64,7 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
     "split_chunk": (lambda x: (*x.split(2, dim=-1), *x.chunk(2), *x.split([1, 4], dim=1)), (f32(4, 5),)),
     "addmm": (lambda b, m1, m2: (torch.addmm(b, m1, m2), torch.addmm(b, m1, m2, beta=0.5, alpha=2)), (f32(4), f32(3, 5), f32(5, 4))),
     "fills": (lambda x, b: (torch.zeros(2, 3), torch.zeros_like(x), torch.ones_like(b), torch.full_like(x, 2.5), torch.full_like(b, True), torch.zeros(2, dtype=torch.int64)), (f32(2, 2), i64(3) > 0)),
+    "fills_wrap_as_in_torch": (lambda x: (torch.full_like(x, -9), x.masked_fill(x > 3, -2)), (torch.arange(6, dtype=torch.uint8),)),
     "clone_new_zeros_masked_fill": (lambda x, m: (x.clone(), x.new_zeros(2, 2), x.masked_fill(m, -1.5), (x > 0).masked_fill(m, True)), (f32(3, 4), i64(3, 4) > 1)),
     "matmul": (lambda a, b, v: (a @ b, v @ b, a @ b[:, 0], torch.matmul(a.expand(2, 3, 4), b)), (f32(3, 4), f32(4, 5), f32(4))),
     "convolutions": (

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 import onnx_ir as ir
 import torch
+from onnx_ir.tensor_adapters import TorchTensor
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.dtypes import onnx_dtype
@@ -290,8 +291,14 @@ def _fill_fits(node: torch.fx.Node, fill: Any) -> bool:
     return result.dtype.is_floating_point or isinstance(fill, int)
 
 
+def _scalar_of(value: Any, dtype: torch.dtype) -> ir.Value:
+    """``value`` converted to ``dtype`` as ATen converts a fill value: by torch itself, so that
+    -9 into uint8 wraps to 247 and 0.1 into bfloat16 rounds as it does."""
+    return op.Constant(value=TorchTensor(torch.full((), value, dtype=dtype)))
+
+
 def _fill(ctx: OpContext, value: Any, shape: Any) -> ir.Value:
-    return op.Expand(op.Constant(value=ir.tensor(value, dtype=onnx_dtype(ctx.result.dtype))), shape)
+    return op.Expand(_scalar_of(value, ctx.result.dtype), shape)
 
 
 @register("aten::zeros", supports=lambda node: _fill_fits(node, 0) or _fill_fits(node, False))
@@ -342,7 +349,7 @@ def _masked_fill_fits(node: torch.fx.Node) -> bool:
 @wants_context
 def aten_masked_fill(self: ir.Value, mask: ir.Value, value: Any, *, ctx: OpContext) -> ir.Value:
     """masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor"""
-    return op.Where(mask, op.Constant(value=ir.tensor(value, dtype=onnx_dtype(ctx.result.dtype))), self)
+    return op.Where(mask, _scalar_of(value, ctx.result.dtype), self)
 
 
 @register("aten::detach", supports=_real_tensor)
