@@ -45,6 +45,21 @@ def _self_dtype_in(*dtypes: torch.dtype) -> Any:
     return accepts
 
 
+def _same_dtype_in_and_out(*dtypes: torch.dtype) -> Any:
+    """``self`` of one of ``dtypes``, ``other`` (if a tensor) and the result of the same dtype."""
+    operands = _self_dtype_in(*dtypes)
+
+    def accepts(node: torch.fx.Node) -> bool:
+        result = node.meta.get("val")
+        return operands(node) and isinstance(result, torch.Tensor) and result.dtype == arg_example(node).dtype
+
+    return accepts
+
+
+# A float input with a result of its own dtype (integers are promoted to a float result).
+_FLOAT_TO_FLOAT = _same_dtype_in_and_out(*_FLOAT_TYPES)
+
+
 def _scaled(other: Any, alpha: Any) -> Any:
     return other if alpha == 1 else op.Mul(other, op.CastLike(alpha, other))
 
@@ -83,15 +98,6 @@ def aten_neg(self: ir.Value) -> ir.Value:
     return op.Neg(self)
 
 
-def _float_to_float(node: torch.fx.Node) -> bool:
-    """A float input with a result of its own dtype (integers are promoted to a float result)."""
-    example, result = arg_example(node), node.meta.get("val")
-    return (
-        isinstance(example, torch.Tensor) and example.dtype in _FLOAT_TYPES
-        and isinstance(result, torch.Tensor) and result.dtype == example.dtype
-    )
-
-
 _FLOAT_FUNCTIONS = {
     "aten::cos": lambda x: op.Cos(x),
     "aten::sin": lambda x: op.Sin(x),
@@ -114,10 +120,10 @@ def _float_function(name: str) -> Any:
 
 
 for _name in _FLOAT_FUNCTIONS:
-    register(_name, supports=_float_to_float)(_float_function(_name))
+    register(_name, supports=_FLOAT_TO_FLOAT)(_float_function(_name))
 
 
-@register("aten::silu", supports=_float_to_float)
+@register("aten::silu", supports=_FLOAT_TO_FLOAT)
 def aten_silu(self: ir.Value) -> ir.Value:
     """silu(Tensor self) -> Tensor"""
     return op.Mul(self, op.Sigmoid(self))
@@ -125,7 +131,7 @@ def aten_silu(self: ir.Value) -> ir.Value:
 
 def _float_power(node: torch.fx.Node) -> bool:
     exponent = arg_value(node, 1, "exponent")
-    return _float_to_float(node) and isinstance(exponent, (int, float)) and not isinstance(exponent, bool)
+    return _FLOAT_TO_FLOAT(node) and isinstance(exponent, (int, float)) and not isinstance(exponent, bool)
 
 
 @register("aten::pow.Tensor_Scalar", supports=_float_power)
@@ -186,18 +192,7 @@ for _kind in _ORDERINGS:
     register(f"aten::{_kind}.Tensor", f"aten::{_kind}.Scalar", supports=_comparable(allow_bool=False))(_ordering(_kind))
 
 
-def _same_dtype_in_and_out(*dtypes: torch.dtype) -> Any:
-    """``self`` of one of ``dtypes``, ``other`` (if a tensor) and the result of the same dtype."""
-    operands = _self_dtype_in(*dtypes)
-
-    def accepts(node: torch.fx.Node) -> bool:
-        result = node.meta.get("val")
-        return operands(node) and isinstance(result, torch.Tensor) and result.dtype == arg_example(node).dtype
-
-    return accepts
-
-
-@register("aten::relu", supports=_same_dtype_in_and_out(*_FLOAT_TYPES))
+@register("aten::relu", supports=_FLOAT_TO_FLOAT)
 def aten_relu(self: ir.Value) -> ir.Value:
     """relu(Tensor self) -> Tensor of floats"""
     return op.Relu(self)
@@ -209,13 +204,13 @@ def aten_abs(self: ir.Value) -> ir.Value:
     return op.Abs(self)
 
 
-@register("aten::log", supports=_same_dtype_in_and_out(*_FLOAT_TYPES))
+@register("aten::log", supports=_FLOAT_TO_FLOAT)
 def aten_log(self: ir.Value) -> ir.Value:
     """log(Tensor self) -> Tensor of floats"""
     return op.Log(self)
 
 
-@register("aten::div.Tensor", supports=_same_dtype_in_and_out(*_FLOAT_TYPES))
+@register("aten::div.Tensor", supports=_FLOAT_TO_FLOAT)
 def aten_div(self: ir.Value, other: Any) -> ir.Value:
     """div.Tensor(Tensor self, Tensor other) -> Tensor of floats (integers divide in a promoted
     float dtype, or with a rounding mode: ops/arithmetic.py)"""

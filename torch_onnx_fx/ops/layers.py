@@ -14,6 +14,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.ops.windows import per_axis
 from torch_onnx_fx.registry import arg_example, arg_value, floating_input, register
 
 __all__ = ["aten_linear", "aten_layer_norm", "aten_dropout_inference", "aten_mean_dim", "aten_cumsum", "aten_addmm", "aten_matmul",
@@ -61,8 +62,9 @@ def aten_dropout_inference(input: ir.Value, p: float, train: bool) -> ir.Value:
     return op.Identity(input)
 
 
-def _mean_over_dims(node: torch.fx.Node) -> bool:
-    """A float mean over listed dims of a tensor with dims, in its own dtype (no ``dtype=``)."""
+def _float_reduction_over_dims(node: torch.fx.Node) -> bool:
+    """A float mean or sum over listed dims of a tensor with dims, in its own dtype (no ``dtype=``;
+    an empty list, ATen's "every dim", is left to the others)."""
     dims = arg_value(node, 1, "dim")
     example, result = arg_example(node), node.meta.get("val")
     return (
@@ -72,7 +74,7 @@ def _mean_over_dims(node: torch.fx.Node) -> bool:
     )
 
 
-@register("aten::mean.dim", supports=_mean_over_dims)
+@register("aten::mean.dim", supports=_float_reduction_over_dims)
 def aten_mean_dim(self: ir.Value, dim: Sequence[int], keepdim: bool = False, **kwargs: Any) -> ir.Value:
     """mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
     return op.ReduceMean(self, list(dim), keepdims=int(keepdim))
@@ -142,19 +144,15 @@ def _batched_convolution(spatial: int) -> Any:
     return accepts
 
 
-def _per_axis(value: Any, spatial: int) -> list[int]:
-    return [int(v) for v in value] if isinstance(value, (list, tuple)) else [int(value)] * spatial
-
-
 def _convolution(spatial: int) -> Any:
     def translation(
         input: ir.Value, weight: ir.Value, bias: ir.Value | None = None, stride: Any = 1, padding: Any = 0,
         dilation: Any = 1, groups: int = 1,
     ) -> ir.Value:
-        pads = _per_axis(padding, spatial)
+        pads = per_axis(padding, spatial, [0] * spatial)
         return op.Conv(
-            input, weight, bias, strides=_per_axis(stride, spatial), pads=pads + pads,
-            dilations=_per_axis(dilation, spatial), group=int(groups),
+            input, weight, bias, strides=per_axis(stride, spatial, [1] * spatial), pads=pads + pads,
+            dilations=per_axis(dilation, spatial, [1] * spatial), group=int(groups),
         )
 
     translation.__name__ = f"aten_conv{spatial}d"
@@ -187,13 +185,12 @@ def _max_pool(spatial: int) -> Any:
     def translation(
         self: ir.Value, kernel_size: Any, stride: Any = (), padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False,
     ) -> ir.Value:
-        kernel = _per_axis(kernel_size, spatial)
+        kernel = per_axis(kernel_size, spatial, [])
+        pads = per_axis(padding, spatial, [0] * spatial)
         # An empty stride is ATen's "the kernel's size".
-        strides = _per_axis(stride, spatial) if stride not in ((), [], None) else kernel
-        pads = _per_axis(padding, spatial)
         pooled, _ = op.MaxPool(
-            self, kernel_shape=kernel, strides=strides, pads=pads + pads, dilations=_per_axis(dilation, spatial),
-            ceil_mode=int(bool(ceil_mode)),
+            self, kernel_shape=kernel, strides=per_axis(stride, spatial, kernel), pads=pads + pads,
+            dilations=per_axis(dilation, spatial, [1] * spatial), ceil_mode=int(bool(ceil_mode)),
         )
         return pooled
 
@@ -225,12 +222,7 @@ def aten_softmax(self: ir.Value, dim: int, dtype: Any = None) -> ir.Value:
     return op.Softmax(self, axis=dim)
 
 
-def _float_sum_over_dims(node: torch.fx.Node) -> bool:
-    """A float sum over listed dims in its own dtype: an empty list is ATen's "every dim"."""
-    return _mean_over_dims(node)
-
-
-@register("aten::sum.dim_IntList", supports=_float_sum_over_dims)
+@register("aten::sum.dim_IntList", supports=_float_reduction_over_dims)
 def aten_sum_dim(self: ir.Value, dim: Sequence[int], keepdim: bool = False, **kwargs: Any) -> ir.Value:
     """sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor"""
     return op.ReduceSum(self, list(dim), keepdims=int(keepdim))

@@ -17,7 +17,6 @@ import torch
 from onnx_ir.tensor_adapters import TorchTensor
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.registry import arg_example, arg_value, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
@@ -145,12 +144,21 @@ def _real_result(node: torch.fx.Node) -> bool:
     return isinstance(result, torch.Tensor) and not result.is_complex()
 
 
+def _scalar_of(value: Any, dtype: torch.dtype) -> ir.Value:
+    """``value`` converted to ``dtype`` as ATen converts a fill value: by torch itself, so that
+    -9 into uint8 wraps to 247 and 0.1 into bfloat16 rounds as it does."""
+    return op.Constant(value=TorchTensor(torch.full((), value, dtype=dtype)))
+
+
+def _fill(ctx: OpContext, value: Any, shape: Any) -> ir.Value:
+    return op.Expand(_scalar_of(value, ctx.result.dtype), shape)
+
+
 @register("aten::new_ones", supports=_real_result)
 @wants_context
 def aten_new_ones(self: ir.Value, size: Sequence[Any], *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
     """new_ones(Tensor self, SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
-    one = op.Constant(value=ir.tensor(1, dtype=onnx_dtype(ctx.result.dtype)))
-    return op.Expand(one, list(size))
+    return _fill(ctx, 1, list(size))
 
 
 def _real_conversion(node: torch.fx.Node) -> bool:
@@ -291,30 +299,23 @@ def _fill_fits(node: torch.fx.Node, fill: Any) -> bool:
     return result.dtype.is_floating_point or isinstance(fill, int)
 
 
-def _scalar_of(value: Any, dtype: torch.dtype) -> ir.Value:
-    """``value`` converted to ``dtype`` as ATen converts a fill value: by torch itself, so that
-    -9 into uint8 wraps to 247 and 0.1 into bfloat16 rounds as it does."""
-    return op.Constant(value=TorchTensor(torch.full((), value, dtype=dtype)))
+def _zero_fits(node: torch.fx.Node) -> bool:
+    """A zero (or one) fill of a real result: 0 for numbers, False for bools."""
+    return _fill_fits(node, 0) or _fill_fits(node, False)
 
 
-def _fill(ctx: OpContext, value: Any, shape: Any) -> ir.Value:
-    return op.Expand(_scalar_of(value, ctx.result.dtype), shape)
-
-
-@register("aten::zeros", supports=lambda node: _fill_fits(node, 0) or _fill_fits(node, False))
+@register("aten::zeros", supports=_zero_fits)
 @wants_context
 def aten_zeros(size: Sequence[Any], *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
     """zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
-    return _fill(ctx, False if ctx.result.dtype == torch.bool else 0, list(size))
+    return _fill(ctx, 0, list(size))
 
 
-@register("aten::zeros_like", "aten::ones_like", supports=lambda node: _fill_fits(node, 0) or _fill_fits(node, False))
+@register("aten::zeros_like", "aten::ones_like", supports=_zero_fits)
 @wants_context
 def aten_zeros_like(self: ir.Value, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
     """zeros_like(Tensor self, *, ScalarType? dtype=None, ...) -> Tensor (and ones_like)"""
-    one = ctx.target == "aten::ones_like"
-    value = one if ctx.result.dtype == torch.bool else int(one)
-    return _fill(ctx, value, op.Shape(self))
+    return _fill(ctx, int(ctx.target == "aten::ones_like"), op.Shape(self))
 
 
 @register("aten::full_like", supports=lambda node: _fill_fits(node, arg_value(node, 1, "fill_value")))
@@ -330,11 +331,11 @@ def aten_clone(self: ir.Value, *args: Any, **kwargs: Any) -> ir.Value:
     return op.Identity(self)
 
 
-@register("aten::new_zeros", supports=lambda node: _fill_fits(node, 0) or _fill_fits(node, False))
+@register("aten::new_zeros", supports=_zero_fits)
 @wants_context
 def aten_new_zeros(self: ir.Value, size: Sequence[Any], *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
     """new_zeros(Tensor self, SymInt[] size, *, ScalarType? dtype=None, ...) -> Tensor"""
-    return _fill(ctx, False if ctx.result.dtype == torch.bool else 0, list(size))
+    return _fill(ctx, 0, list(size))
 
 
 def _masked_fill_fits(node: torch.fx.Node) -> bool:

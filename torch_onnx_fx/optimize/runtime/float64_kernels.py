@@ -24,10 +24,6 @@ __all__ = ["REWRITES"]
 Rewrite = Callable[[ir.tape.Tape, ir.Node], ir.Value]
 
 
-def _const(tape: ir.tape.Tape, value: float) -> ir.Value:
-    return tape.op("Constant", [], {"value": ir.tensor(value, dtype=ir.DataType.DOUBLE)})
-
-
 def _attribute(node: ir.Node, name: str, default: float) -> float:
     attribute = node.attributes.get(name)
     return float(attribute.value) if attribute is not None else default
@@ -41,13 +37,13 @@ def _atan_of(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
     residual = tape.op("Sub", [sin, tape.op("Mul", [x, cos])])
     slope = tape.op("Add", [cos, tape.op("Mul", [x, sin])])
     refined = tape.op("Sub", [guess, tape.op("Div", [residual, slope])])
-    half_pi = tape.op("Mul", [tape.op("Sign", [x]), _const(tape, math.pi / 2)])
+    half_pi = tape.op("Mul", [tape.op("Sign", [x]), float64_windows.double(tape, math.pi / 2)])
     return tape.op("Where", [tape.op("IsInf", [x]), half_pi, refined])
 
 
 def _asin_of(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
     # x / sqrt(1 - x²) is ±inf at ±1 (atan gives ±pi/2) and NaN outside [-1, 1], as asin is.
-    one = _const(tape, 1.0)
+    one = float64_windows.double(tape, 1.0)
     root = tape.op("Sqrt", [tape.op("Mul", [tape.op("Sub", [one, x]), tape.op("Add", [one, x])])])
     return _atan_of(tape, tape.op("Div", [x, root]))
 
@@ -65,7 +61,7 @@ def _asin(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
 
 
 def _acos(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
-    return tape.op("Sub", [_const(tape, math.pi / 2), _asin_of(tape, node.inputs[0])])
+    return tape.op("Sub", [float64_windows.double(tape, math.pi / 2), _asin_of(tape, node.inputs[0])])
 
 
 def _tan(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
@@ -75,33 +71,33 @@ def _tan(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
 
 def _sinh(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     up, down = _exp_pair(tape, node.inputs[0])
-    return tape.op("Mul", [tape.op("Sub", [up, down]), _const(tape, 0.5)])
+    return tape.op("Mul", [tape.op("Sub", [up, down]), float64_windows.double(tape, 0.5)])
 
 
 def _cosh(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     up, down = _exp_pair(tape, node.inputs[0])
-    return tape.op("Mul", [tape.op("Add", [up, down]), _const(tape, 0.5)])
+    return tape.op("Mul", [tape.op("Add", [up, down]), float64_windows.double(tape, 0.5)])
 
 
 def _log1p(tape: ir.tape.Tape, u: ir.Value) -> ir.Value:
     """log(1 + u) to full relative precision for small u (Goldberg: the rounding of 1 + u is
     divided back out); u itself where 1 + u rounds to 1."""
-    one = _const(tape, 1.0)
+    one = float64_windows.double(tape, 1.0)
     w = tape.op("Add", [one, u])
     spread = tape.op("Sub", [w, one])
     corrected = tape.op("Div", [tape.op("Mul", [tape.op("Log", [w]), u]), spread])
-    return tape.op("Where", [tape.op("Equal", [spread, _const(tape, 0.0)]), u, corrected])
+    return tape.op("Where", [tape.op("Equal", [spread, float64_windows.double(tape, 0.0)]), u, corrected])
 
 
 def _expm1(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
     """exp(x) - 1 to full relative precision for small x (Kahan: (u - 1) x / log u); x where
     exp(x) rounds to 1, -1 where it rounds to 0, inf where it overflows."""
-    one = _const(tape, 1.0)
+    one = float64_windows.double(tape, 1.0)
     u = tape.op("Exp", [x])
     spread = tape.op("Sub", [u, one])
     corrected = tape.op("Div", [tape.op("Mul", [spread, x]), tape.op("Log", [u])])
-    result = tape.op("Where", [tape.op("Equal", [spread, _const(tape, 0.0)]), x, corrected])
-    result = tape.op("Where", [tape.op("Equal", [spread, _const(tape, -1.0)]), spread, result])
+    result = tape.op("Where", [tape.op("Equal", [spread, float64_windows.double(tape, 0.0)]), x, corrected])
+    result = tape.op("Where", [tape.op("Equal", [spread, float64_windows.double(tape, -1.0)]), spread, result])
     return tape.op("Where", [tape.op("IsInf", [u]), u, result])
 
 
@@ -110,54 +106,54 @@ def _asinh(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     x = node.inputs[0]
     magnitude = tape.op("Abs", [x])
     square = tape.op("Mul", [magnitude, magnitude])
-    one = _const(tape, 1.0)
+    one = float64_windows.double(tape, 1.0)
     step = tape.op("Add", [magnitude, tape.op("Div", [square, tape.op("Add", [one, tape.op("Sqrt", [tape.op("Add", [one, square])])])])])
     # For |x| beyond 1e150 the square overflows; there asinh(x) = log(2|x|).
-    large = tape.op("Log", [tape.op("Mul", [magnitude, _const(tape, 2.0)])])
-    value = tape.op("Where", [tape.op("Greater", [magnitude, _const(tape, 1e150)]), large, _log1p(tape, step)])
+    large = tape.op("Log", [tape.op("Mul", [magnitude, float64_windows.double(tape, 2.0)])])
+    value = tape.op("Where", [tape.op("Greater", [magnitude, float64_windows.double(tape, 1e150)]), large, _log1p(tape, step)])
     return tape.op("Mul", [tape.op("Sign", [x]), value])
 
 
 def _acosh(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     # log1p((x - 1) + sqrt((x - 1)(x + 1))): precise near 1; log(2x) where the product overflows.
     x = node.inputs[0]
-    one = _const(tape, 1.0)
+    one = float64_windows.double(tape, 1.0)
     below = tape.op("Sub", [x, one])
     step = tape.op("Add", [below, tape.op("Sqrt", [tape.op("Mul", [below, tape.op("Add", [x, one])])])])
-    large = tape.op("Log", [tape.op("Mul", [x, _const(tape, 2.0)])])
-    return tape.op("Where", [tape.op("Greater", [x, _const(tape, 1e150)]), large, _log1p(tape, step)])
+    large = tape.op("Log", [tape.op("Mul", [x, float64_windows.double(tape, 2.0)])])
+    return tape.op("Where", [tape.op("Greater", [x, float64_windows.double(tape, 1e150)]), large, _log1p(tape, step)])
 
 
 def _atanh(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     # 0.5 log1p(2x / (1 - x)): precise near 0, ±inf at ±1, NaN beyond.
     x = node.inputs[0]
-    ratio = tape.op("Div", [tape.op("Mul", [x, _const(tape, 2.0)]), tape.op("Sub", [_const(tape, 1.0), x])])
-    return tape.op("Mul", [_log1p(tape, ratio), _const(tape, 0.5)])
+    ratio = tape.op("Div", [tape.op("Mul", [x, float64_windows.double(tape, 2.0)]), tape.op("Sub", [float64_windows.double(tape, 1.0), x])])
+    return tape.op("Mul", [_log1p(tape, ratio), float64_windows.double(tape, 0.5)])
 
 
 def _negative_part(tape: ir.tape.Tape, x: ir.Value, negative: ir.Value) -> ir.Value:
     """``x`` where x > 0, ``negative`` elsewhere (NaN stays NaN through ``negative``)."""
-    return tape.op("Where", [tape.op("Greater", [x, _const(tape, 0.0)]), x, negative])
+    return tape.op("Where", [tape.op("Greater", [x, float64_windows.double(tape, 0.0)]), x, negative])
 
 
 def _elu(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     x = node.inputs[0]
-    alpha = _const(tape, _attribute(node, "alpha", 1.0))
+    alpha = float64_windows.double(tape, _attribute(node, "alpha", 1.0))
     return _negative_part(tape, x, tape.op("Mul", [alpha, _expm1(tape, x)]))
 
 
 def _selu(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     x = node.inputs[0]
     # Without attributes, SELU's constants to double precision (ATen's), not ONNX's float32 defaults.
-    alpha = _const(tape, _attribute(node, "alpha", 1.6732632423543772848170429916717))
-    gamma = _const(tape, _attribute(node, "gamma", 1.0507009873554804934193349852946))
+    alpha = float64_windows.double(tape, _attribute(node, "alpha", 1.6732632423543772848170429916717))
+    gamma = float64_windows.double(tape, _attribute(node, "gamma", 1.0507009873554804934193349852946))
     negative = tape.op("Mul", [alpha, _expm1(tape, x)])
     return tape.op("Mul", [gamma, _negative_part(tape, x, negative)])
 
 
 def _leaky_relu(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     x = node.inputs[0]
-    return _negative_part(tape, x, tape.op("Mul", [x, _const(tape, _attribute(node, "alpha", 0.01))]))
+    return _negative_part(tape, x, tape.op("Mul", [x, float64_windows.double(tape, _attribute(node, "alpha", 0.01))]))
 
 
 def _prelu(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
@@ -167,15 +163,15 @@ def _prelu(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
 
 def _hard_sigmoid(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     x = node.inputs[0]
-    line = tape.op("Add", [tape.op("Mul", [x, _const(tape, _attribute(node, "alpha", 0.2))]), _const(tape, _attribute(node, "beta", 0.5))])
-    return tape.op("Clip", [line, _const(tape, 0.0), _const(tape, 1.0)])
+    line = tape.op("Add", [tape.op("Mul", [x, float64_windows.double(tape, _attribute(node, "alpha", 0.2))]), float64_windows.double(tape, _attribute(node, "beta", 0.5))])
+    return tape.op("Clip", [line, float64_windows.double(tape, 0.0), float64_windows.double(tape, 1.0)])
 
 
 def _softplus(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     # max(x, 0) + log(1 + exp(-|x|)): no overflow for large x, and log(exp(x) + 1) otherwise.
     x = node.inputs[0]
     tail = _log1p(tape, tape.op("Exp", [tape.op("Neg", [tape.op("Abs", [x])])]))
-    return tape.op("Add", [tape.op("Max", [x, _const(tape, 0.0)]), tail])
+    return tape.op("Add", [tape.op("Max", [x, float64_windows.double(tape, 0.0)]), tail])
 
 
 def _mish(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
@@ -185,19 +181,19 @@ def _mish(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
 
 def _hard_swish(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     x = node.inputs[0]
-    line = tape.op("Add", [tape.op("Div", [x, _const(tape, 6.0)]), _const(tape, 0.5)])
-    return tape.op("Mul", [x, tape.op("Clip", [line, _const(tape, 0.0), _const(tape, 1.0)])])
+    line = tape.op("Add", [tape.op("Div", [x, float64_windows.double(tape, 6.0)]), float64_windows.double(tape, 0.5)])
+    return tape.op("Mul", [x, tape.op("Clip", [line, float64_windows.double(tape, 0.0), float64_windows.double(tape, 1.0)])])
 
 
 def _softsign(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     x = node.inputs[0]
-    return tape.op("Div", [x, tape.op("Add", [_const(tape, 1.0), tape.op("Abs", [x])])])
+    return tape.op("Div", [x, tape.op("Add", [float64_windows.double(tape, 1.0), tape.op("Abs", [x])])])
 
 
 def _nonzero(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     # Positions of the non-zero values, NaN included (NaN != 0), as a bool mask has them.
     x = node.inputs[0]
-    return tape.op("NonZero", [tape.op("Not", [tape.op("Equal", [x, _const(tape, 0.0)])])])
+    return tape.op("NonZero", [tape.op("Not", [tape.op("Equal", [x, float64_windows.double(tape, 0.0)])])])
 
 
 def _instance_normalization(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
@@ -208,7 +204,7 @@ def _instance_normalization(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     mean = tape.op("ReduceMean", [x, axes], {"keepdims": 1})
     centered = tape.op("Sub", [x, mean])
     variance = tape.op("ReduceMean", [tape.op("Mul", [centered, centered]), axes], {"keepdims": 1})
-    scaled = tape.op("Div", [centered, tape.op("Sqrt", [tape.op("Add", [variance, _const(tape, _attribute(node, "epsilon", 1e-5))])])])
+    scaled = tape.op("Div", [centered, tape.op("Sqrt", [tape.op("Add", [variance, float64_windows.double(tape, _attribute(node, "epsilon", 1e-5))])])])
     per_channel = tape.op("Constant", [], {"value": ir.tensor([-1] + [1] * (rank - 2), dtype=ir.DataType.INT64)})
     return tape.op("Add", [tape.op("Mul", [scaled, tape.op("Reshape", [scale, per_channel])]), tape.op("Reshape", [bias, per_channel])])
 

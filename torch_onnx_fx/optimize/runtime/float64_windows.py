@@ -39,7 +39,8 @@ def _int(node: ir.Node, name: str, default: int) -> int:
     return int(attribute.value) if attribute is not None else default
 
 
-def _double(tape: ir.tape.Tape, value: float) -> ir.Value:
+def double(tape: ir.tape.Tape, value: float) -> ir.Value:
+    """A float64 scalar constant (float64_kernels builds with it too)."""
     return tape.op("Constant", [], {"value": ir.tensor(value, dtype=ir.DataType.DOUBLE)})
 
 
@@ -102,7 +103,7 @@ def _average_pool(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
     counted = bool(_int(node, "count_include_pad", 0))
     sums = windows.window_sums(tape, x, kernel, strides, dilations, pads, beyond, integral=False)
     if counted and not any(beyond):
-        return tape.op("Div", [sums, _double(tape, float(math.prod(kernel)))])
+        return tape.op("Div", [sums, double(tape, float(math.prod(kernel)))])
     counts = windows.window_counts(tape, x, kernel, strides, dilations, pads, beyond, counted, ir.DataType.DOUBLE)
     return tape.op("Div", [sums, counts])
 
@@ -166,18 +167,18 @@ def _source_positions(tape: ir.tape.Tape, size: ir.Value, out: ir.Value, scale: 
     """ATen's source position of each output position along one axis, in float64
     (``area_pixel_compute_scale`` and ``area_pixel_compute_source_index``); ``size`` and ``out``
     are float64 scalars, ``scale`` the node's scale where it has one."""
-    zero, one, half = (_double(tape, v) for v in (0.0, 1.0, 0.5))
+    zero, one, half = (double(tape, v) for v in (0.0, 1.0, 0.5))
     positions = tape.op("Range", [zero, out, one])
     if mode == "align_corners":
         spread = tape.op("Div", [tape.op("Sub", [size, one]), tape.op("Sub", [out, one])])
         ratio = tape.op("Where", [tape.op("Greater", [out, one]), spread, zero])
         return tape.op("Mul", [ratio, positions])
-    ratio = _double(tape, 1.0 / scale) if scale is not None else tape.op("Div", [size, out])
+    ratio = double(tape, 1.0 / scale) if scale is not None else tape.op("Div", [size, out])
     if mode == "asymmetric":
         return tape.op("Mul", [ratio, positions])
     source = tape.op("Sub", [tape.op("Mul", [ratio, tape.op("Add", [positions, half])]), half])
     if mode == "pytorch_half_pixel":
-        source = tape.op("Where", [tape.op("Greater", [out, one]), source, _double(tape, -0.5)])
+        source = tape.op("Where", [tape.op("Greater", [out, one]), source, double(tape, -0.5)])
     # Linear interpolation starts at the first element; cubic extends past it (clamped indices).
     return source if cubic else tape.op("Max", [source, zero])
 
@@ -185,8 +186,8 @@ def _source_positions(tape: ir.tape.Tape, size: ir.Value, out: ir.Value, scale: 
 def _cubic_weights(tape: ir.tape.Tape, t: ir.Value, a: float) -> list[ir.Value]:
     """The four cubic-convolution weights of fraction ``t`` (ATen's
     ``get_cubic_upsample_coefficients``: Keys' kernel with coefficient ``a``)."""
-    a_, a2, a3 = _double(tape, a), _double(tape, a + 2), _double(tape, a + 3)
-    five_a, eight_a, four_a, one = _double(tape, 5 * a), _double(tape, 8 * a), _double(tape, 4 * a), _double(tape, 1.0)
+    a_, a2, a3 = double(tape, a), double(tape, a + 2), double(tape, a + 3)
+    five_a, eight_a, four_a, one = double(tape, 5 * a), double(tape, 8 * a), double(tape, 4 * a), double(tape, 1.0)
 
     def near(d: ir.Value) -> ir.Value:  # |d| <= 1: ((a + 2) d - (a + 3)) d d + 1
         return tape.op("Add", [tape.op("Mul", [tape.op("Mul", [tape.op("Sub", [tape.op("Mul", [a2, d]), a3]), d]), d]), one])
@@ -238,20 +239,20 @@ def _resize_interpolating(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
         if out_sizes is not None:
             out = tape.op("Squeeze", [tape.op("Gather", [out_sizes, pick])])
         else:
-            out = tape.op("Floor", [tape.op("Mul", [size, _double(tape, scale)])])
+            out = tape.op("Floor", [tape.op("Mul", [size, double(tape, scale)])])
         source = _source_positions(tape, size, out, scale, coordinates, cubic)
-        last = tape.op("Sub", [size, _double(tape, 1.0)])
+        last = tape.op("Sub", [size, double(tape, 1.0)])
         start = tape.op("Floor", [source])
         # Weights broadcast along the axis: [out, 1, ...] for the axes after it.
         along = windows.int64s(tape, [-1] + [1] * (rank - 1 - axis))
         if cubic:
-            taps = [tape.op("Add", [start, _double(tape, float(j - 1))]) for j in range(4)]
+            taps = [tape.op("Add", [start, double(tape, float(j - 1))]) for j in range(4)]
             weights = _cubic_weights(tape, tape.op("Sub", [source, start]), attributes.get("cubic_coeff_a", -0.75))
-            taps = [tape.op("Min", [tape.op("Max", [tap, _double(tape, 0.0)]), last]) for tap in taps]
+            taps = [tape.op("Min", [tape.op("Max", [tap, double(tape, 0.0)]), last]) for tap in taps]
         else:
             upper = tape.op("Sub", [source, start])
-            weights = [tape.op("Sub", [_double(tape, 1.0), upper]), upper]
-            taps = [start, tape.op("Min", [tape.op("Add", [start, _double(tape, 1.0)]), last])]
+            weights = [tape.op("Sub", [double(tape, 1.0), upper]), upper]
+            taps = [start, tape.op("Min", [tape.op("Add", [start, double(tape, 1.0)]), last])]
         terms = [
             tape.op("Mul", [
                 tape.op("Gather", [result, tape.op("Cast", [tap], {"to": ir.DataType.INT64})], {"axis": axis}),

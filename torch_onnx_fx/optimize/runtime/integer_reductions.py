@@ -17,6 +17,7 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
+from torch_onnx_fx.ops.windows import int64s
 from torch_onnx_fx.optimize.runtime.rewriting import initializer, replace
 
 __all__ = ["IntegerReductionsPass"]
@@ -27,10 +28,6 @@ _INTEGERS = frozenset({
     ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
     ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64,
 })
-
-
-def _ints(tape: ir.tape.Tape, *values: int) -> ir.Value:
-    return tape.op("Constant", [], {"value": ir.tensor(np.array(values, dtype=np.int64))})
 
 
 def _reduced_axes(node: ir.Node, rank: int) -> list[int] | None:
@@ -57,11 +54,11 @@ def _flattened(tape: ir.tape.Tape, x: ir.Value, rank: int, reduced: list[int], p
     if order != list(range(rank)):
         x = tape.op("Transpose", [x], {"perm": order})
     shape = tape.op("Shape", [x])
-    leading = tape.op("Slice", [shape, _ints(tape, 0), _ints(tape, len(kept))])
-    count = tape.op("ReduceProd", [tape.op("Slice", [shape, _ints(tape, len(kept)), _ints(tape, rank)])], {"keepdims": 1})
+    leading = tape.op("Slice", [shape, int64s(tape, [0]), int64s(tape, [len(kept)])])
+    count = tape.op("ReduceProd", [tape.op("Slice", [shape, int64s(tape, [len(kept)]), int64s(tape, [rank])])], {"keepdims": 1})
     # allowzero: a 0 in the shape is a dim of size 0 (not "as the input's"), for empty reductions.
     x = tape.op("Reshape", [x, tape.op("Concat", [leading, count], {"axis": 0})], {"allowzero": 1})
-    one = tape.op("Concat", [leading, _ints(tape, 1)], {"axis": 0})
+    one = tape.op("Concat", [leading, int64s(tape, [1])], {"axis": 0})
     filler = tape.op("ConstantOfShape", [one], {"value": ir.tensor(np.array([pad], dtype=dtype.numpy()))})
     return tape.op("Concat", [filler, x], {"axis": -1})
 
@@ -70,7 +67,7 @@ def _restore(tape: ir.tape.Tape, total: ir.Value, node: ir.Node, reduced: list[i
     """The reduced result (reduced axis dropped) in the node's own layout."""
     keepdims = node.attributes.get("keepdims")
     if (keepdims is None or keepdims.as_int()) and reduced:
-        return tape.op("Unsqueeze", [total, _ints(tape, *reduced)])
+        return tape.op("Unsqueeze", [total, int64s(tape, reduced)])
     return total
 
 
@@ -124,20 +121,20 @@ def _halving_body(dtype: ir.DataType, stem: str) -> ir.Graph:
     iteration = ir.Value(type=ir.TensorType(ir.DataType.INT64), shape=ir.Shape([]))
     condition = ir.Value(type=ir.TensorType(ir.DataType.BOOL), shape=ir.Shape([]))
     values = ir.Value(type=ir.TensorType(dtype))
-    length = body.op("Gather", [body.op("Shape", [values]), _ints(body, -1)], {"axis": 0})
-    odd = body.op("Mod", [length, _ints(body, 2)])
+    length = body.op("Gather", [body.op("Shape", [values]), int64s(body, [-1])], {"axis": 0})
+    odd = body.op("Mod", [length, int64s(body, [2])])
     rank = body.op("Shape", [body.op("Shape", [values])])
     zero = ir.tensor(np.array([0], dtype=np.int64))
     before = body.op("ConstantOfShape", [rank], {"value": zero})
-    after = body.op("Concat", [body.op("ConstantOfShape", [body.op("Sub", [rank, _ints(body, 1)])], {"value": zero}), odd], {"axis": 0})
+    after = body.op("Concat", [body.op("ConstantOfShape", [body.op("Sub", [rank, int64s(body, [1])])], {"value": zero}), odd], {"axis": 0})
     one = body.op("Constant", [], {"value": ir.tensor(np.array(1, dtype=dtype.numpy()))})
     even = body.op("Pad", [values, body.op("Concat", [before, after], {"axis": 0}), one])
-    leading = body.op("Slice", [body.op("Shape", [even]), _ints(body, 0), _ints(body, -1)])
-    pairs = body.op("Reshape", [even, body.op("Concat", [leading, _ints(body, -1, 2)], {"axis": 0})])
+    leading = body.op("Slice", [body.op("Shape", [even]), int64s(body, [0]), int64s(body, [-1])])
+    pairs = body.op("Reshape", [even, body.op("Concat", [leading, int64s(body, [-1, 2])], {"axis": 0})])
     first = body.op("Gather", [pairs, body.op("Constant", [], {"value": ir.tensor(np.array(0, dtype=np.int64))})], {"axis": -1})
     second = body.op("Gather", [pairs, body.op("Constant", [], {"value": ir.tensor(np.array(1, dtype=np.int64))})], {"axis": -1})
     halved = body.op("Mul", [first, second])
-    left = body.op("Gather", [body.op("Shape", [halved]), _ints(body, -1)], {"axis": 0})
+    left = body.op("Gather", [body.op("Shape", [halved]), int64s(body, [-1])], {"axis": 0})
     go_on = body.op("Greater", [body.op("ReduceMax", [left], {"keepdims": 0}), body.op("Constant", [], {"value": ir.tensor(np.array(1, dtype=np.int64))})])
     # Names of their own: ONNX Runtime rejects a name given twice across a graph and its bodies.
     iteration.name, condition.name, values.name = f"{stem}__step", f"{stem}__go_on", f"{stem}__values"
@@ -154,12 +151,12 @@ def _exact_product(tape: ir.tape.Tape, node: ir.Node, rank: int, reduced: list[i
     # At most 64 halvings: a length of 2**63 is beyond any tensor.
     trips = tape.op("Constant", [], {"value": ir.tensor(np.array(64, dtype=np.int64))})
     start = tape.op("Constant", [], {"value": ir.tensor(np.array(True))})
-    length = tape.op("Gather", [tape.op("Shape", [flat]), _ints(tape, -1)], {"axis": 0})
+    length = tape.op("Gather", [tape.op("Shape", [flat]), int64s(tape, [-1])], {"axis": 0})
     longer = tape.op("Greater", [tape.op("ReduceMax", [length], {"keepdims": 0}), tape.op("Constant", [], {"value": ir.tensor(np.array(1, dtype=np.int64))})])
     go = tape.op("And", [start, longer])
     (product,) = tape.op_multi_out("Loop", [trips, go, flat], {"body": ir.AttrGraph("body", _halving_body(x.dtype, stem))}, num_outputs=1)
     product.type = ir.TensorType(x.dtype)
-    total = tape.op("Squeeze", [product, _ints(tape, -1)])
+    total = tape.op("Squeeze", [product, int64s(tape, [-1])])
     return _restore(tape, _narrowed(tape, node, total), node, reduced)
 
 
