@@ -23,7 +23,7 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
-from torch_onnx_fx.optimize.runtime.rewriting import initializer, is_standard, rank, replace
+from torch_onnx_fx.optimize.runtime.rewriting import initializer, is_standard, leading_shape, rank, replace
 
 __all__ = ["DequantizedWeightPass"]
 
@@ -79,21 +79,6 @@ def _weight_rows(node: ir.Node) -> tuple[list[ir.Node], ir.Value, tuple[int, int
     return [flipped, dequantize], dequantize.outputs[0], (rows, columns)
 
 
-def _leading_shape(graph: ir.Graph, left: ir.Value, outputs: int) -> tuple[list[ir.Node], ir.Value]:
-    """The product's shape, ``left``'s leading dims and ``outputs``: a constant when they are
-    static, else read from ``left`` at run time."""
-    leading = list(left.shape)[:-1]
-    if all(isinstance(d, int) for d in leading):
-        return [], initializer(graph, "dequantized_weight_shape", np.array([*leading, outputs], dtype=np.int64))
-    # Slice rather than Shape's end attribute, which opsets below 15 lack.
-    size = ir.node("Shape", [left])
-    bounds = [initializer(graph, "dequantized_weight_bound", np.array([b], dtype=np.int64)) for b in (0, -1)]
-    leading_size = ir.node("Slice", [size.outputs[0], *bounds])
-    width = initializer(graph, "dequantized_weight_width", np.array([outputs], dtype=np.int64))
-    joined = ir.node("Concat", [leading_size.outputs[0], width], attributes={"axis": 0})
-    return [size, leading_size, joined], joined.outputs[0]
-
-
 class DequantizedWeightPass(ir.passes.InPlacePass):
     """See the module docstring."""
 
@@ -123,7 +108,7 @@ class DequantizedWeightPass(ir.passes.InPlacePass):
             new_nodes.append(gemm)
             result = gemm.outputs[0]
             if left_rank != 2:
-                shape_nodes, shape = _leading_shape(graph, left, outputs)
+                shape_nodes, shape = leading_shape(graph, left, outputs, "dequantized_weight")
                 back = ir.node("Reshape", [result, shape])
                 new_nodes += [*shape_nodes, back]
                 result = back.outputs[0]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import onnx_ir as ir
 
-__all__ = ["constant_array", "free_initializer_name", "initializer", "is_standard", "rank", "replace"]
+__all__ = ["constant_array", "free_initializer_name", "initializer", "is_standard", "leading_shape", "rank", "replace"]
 
 
 def free_initializer_name(graph: ir.Graph, stem: str) -> str:
@@ -37,6 +37,22 @@ def constant_array(value: ir.Value | None) -> np.ndarray | None:
     if value is None or value.const_value is None:
         return None
     return value.const_value.numpy()
+
+
+def leading_shape(graph: ir.Graph, left: ir.Value, outputs: int, stem: str) -> tuple[list[ir.Node], ir.Value]:
+    """The shape of a product over ``left``'s last axis: ``left``'s leading dims and ``outputs``.
+    A constant when those dims are static; else nodes reading them from ``left`` at run time, and
+    their result. New initializers are named after ``stem``."""
+    leading = list(left.shape)[:-1]
+    if all(isinstance(d, int) for d in leading):
+        return [], initializer(graph, f"{stem}_shape", np.array([*leading, outputs], dtype=np.int64))
+    # Slice rather than Shape's end attribute, which opsets below 15 lack.
+    size = ir.node("Shape", [left])
+    bounds = [initializer(graph, f"{stem}_bound", np.array([b], dtype=np.int64)) for b in (0, -1)]
+    leading_size = ir.node("Slice", [size.outputs[0], *bounds])
+    width = initializer(graph, f"{stem}_width", np.array([outputs], dtype=np.int64))
+    joined = ir.node("Concat", [leading_size.outputs[0], width], attributes={"axis": 0})
+    return [size, leading_size, joined], joined.outputs[0]
 
 
 def is_standard(node: ir.Node | None, op_type: str) -> bool:
