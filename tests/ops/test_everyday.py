@@ -92,6 +92,40 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
         (f32(3, 4), i64(5), i64(3) > 0, torch.tensor([2, 0, 3, 3])),
     ),
     "cumsum_mean": (lambda x: (x.cumsum(1), x.mean(-1), x.mean([0, 1], keepdim=True), torch.arange(6).cumsum(0)), (f32(3, 4),)),
+    # NaN is the extreme in ATen, the first of ties wins; without a dim the kept dims are all 1.
+    "argmax_argmin": (
+        lambda x, i: (x.argmax(1), x.argmin(-1, keepdim=True), x.argmax(keepdim=True), i.argmin(), x[0, 0].argmax(0)),
+        (torch.tensor([[1.0, float("nan"), 3.0, float("nan")], [5.0, 2.0, 7.0, 7.0], [0.0, -1.0, -1.0, 2.0]]), i64(2, 5)),
+    ),
+    "unbind": (lambda x: (*x.unbind(1), *x.unbind(-1), *x[:1].unbind(0)), (f32(2, 3, 2),)),
+    "repeat_interleave": (
+        lambda x, i: (x.repeat_interleave(3, dim=1), x.repeat_interleave(2), i.repeat_interleave(2, dim=-1), x[:0].repeat_interleave(2, dim=0)),
+        (f32(2, 3), i64(2, 2)),
+    ),
+    # Softmax asked in float32 of float32 or float16, half precision computed in float32 and
+    # rounded once; integers and bools summed in int64; empty_like (unset values) then filled.
+    "softmax_dtypes": (
+        lambda x: (x.softmax(-1, dtype=torch.float32), x.half().softmax(0, dtype=torch.float32), x.half().softmax(1), x.bfloat16().softmax(1), x.softmax(1, dtype=torch.float64)),
+        (f32(3, 5) * 4,),
+    ),
+    "cumsum_to_int64_and_fills": (
+        lambda i, x: (i.to(torch.int32).cumsum(0), (i > 0).cumsum(-1), i.to(torch.uint8).cumsum(1), i.to(torch.int32).cumsum(0, dtype=torch.int32), torch.empty_like(x).fill_(2.5) + x),
+        (i64(4, 3), f32(3)),
+    ),
+    # Clamp keeps NaN, ``min > max`` gives max, float64 bounds stay float64; topk with NaN the largest.
+    "clamp_topk": (
+        lambda x, i: (
+            x.clamp(-0.5, 0.5), x.clamp(min=0.2), x.clamp(max=-0.1), x.clamp(1.0, 0.0), x.double().clamp(1e-300, 1e-299),
+            i.clamp(-2, 3), i.to(torch.int8).clamp(max=0), *torch.topk(x, 2), *torch.topk(i, 3, dim=0, largest=False),
+        ),
+        (torch.tensor([[0.1, float("nan"), -3.0, 0.7], [2.0, -0.2, 0.3, float("inf")], [1e-3, -1.0, 0.0, 5.0]]), torch.tensor([[4, -2, 0], [1, 3, -5], [2, -1, 6], [-3, 5, 1]])),
+    ),
+    # One index tensor anywhere (a Gather), several from the first dim on (a GatherND), negative
+    # indices and int32 ones; CLIP's pooled output reads hidden[arange(batch), ids.argmax(-1)].
+    "index_tensor": (
+        lambda x, i, j, ids: (x[:, i], x[j, i[0]], x[i[1].to(torch.int32)], x[torch.arange(2), ids.argmax(-1)]),
+        (f32(3, 5, 2), torch.tensor([[0, -1], [2, 2]]), torch.tensor([[2], [-3]]), torch.randint(0, 9, (2, 5))),
+    ),
 }
 
 
@@ -128,11 +162,15 @@ def test_layers_match_eager_with_our_translations(sources: collections.Counter) 
     assert sources[OURS] and not sources[TORCHLIB], dict(sources)
 
 
-def test_dynamic_sizes_reach_views_slices_and_aranges(sources: collections.Counter) -> None:
+def test_dynamic_sizes_reach_views_slices_aranges_and_indexing(sources: collections.Counter) -> None:
     def fn(x: torch.Tensor) -> Any:
         n = x.shape[1]
         positions = torch.arange(n).unsqueeze(0).expand(x.shape[0], -1)
-        return x.reshape(x.shape[0], n, 1)[:, 1 : n - 1], positions, x.new_ones(x.shape[0], n)
+        last = x.argmax(-1)
+        return (
+            x.reshape(x.shape[0], n, 1)[:, 1 : n - 1], positions, x.new_ones(x.shape[0], n),
+            x[torch.arange(x.shape[0]), last], x.repeat_interleave(2, dim=1), x[:, positions[0]],
+        )
 
     batch, length = torch.export.Dim("batch"), torch.export.Dim("length", min=3)
     torch.manual_seed(0)

@@ -13,6 +13,7 @@ dtype by the tracer, as ONNX's type constraints bind it to the tensor's.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import onnx_ir as ir
@@ -23,7 +24,7 @@ from torch_onnx_fx.registry import arg_example, arg_value, register
 
 __all__ = [
     "aten_add", "aten_sub", "aten_mul", "aten_neg", "aten_silu", "aten_pow_float_scalar", "aten_eq", "aten_ne",
-    "aten_relu", "aten_abs", "aten_log", "aten_div", "aten_where", "aten_bitwise_not",
+    "aten_relu", "aten_abs", "aten_log", "aten_div", "aten_where", "aten_bitwise_not", "aten_clamp",
 ]
 
 _FLOAT_TYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -250,3 +251,32 @@ def aten_bitwise_not(self: ir.Value) -> ir.Value:
     if self.dtype == ir.DataType.BOOL:
         return op.Not(self)
     return op.BitwiseNot(self)
+
+
+def _clamp_in_own_dtype(node: torch.fx.Node) -> bool:
+    """A clamp of a real tensor in its own dtype between numbers: an integer tensor's bounds are
+    integers in its range (ATen refuses others), and no bound is NaN."""
+    example, result = arg_example(node), node.meta.get("val")
+    if not isinstance(example, torch.Tensor) or example.dtype not in (*_SIGNED_TYPES, torch.uint8):
+        return False
+    if not isinstance(result, torch.Tensor) or result.dtype != example.dtype:
+        return False
+    bounds = [b for b in (arg_value(node, 1, "min"), arg_value(node, 2, "max")) if b is not None]
+    if not bounds or any(isinstance(b, bool) or not isinstance(b, (int, float)) or math.isnan(b) for b in bounds):
+        return False
+    if example.dtype.is_floating_point:
+        return True
+    limits = torch.iinfo(example.dtype)
+    return all(isinstance(b, int) and limits.min <= b <= limits.max for b in bounds)
+
+
+@register("aten::clamp", supports=_clamp_in_own_dtype)
+def aten_clamp(self: ir.Value, min: Any = None, max: Any = None) -> ir.Value:
+    """clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor
+
+    Clip is ``min(max(self, min), max)``, ATen's order: ``min > max`` gives ``max`` everywhere.
+    A bound rounded to ``self``'s dtype clamps as the exact one does, since rounding is monotone
+    and ``self``'s values are of that dtype (the tracer makes each number a constant of it,
+    from the Python number itself). A one-sided float Clip becomes Max or Min later
+    (``runtime/one_sided_clip``), which keeps infinities."""
+    return op.Clip(self, min, max)

@@ -14,8 +14,10 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.ops.windows import per_axis
-from torch_onnx_fx.registry import arg_example, arg_value, floating_input, register
+from torch_onnx_fx.registry import arg_example, arg_value, floating_input, register, wants_context
+from torch_onnx_fx.translate.op_context import OpContext
 
 __all__ = ["aten_linear", "aten_layer_norm", "aten_dropout_inference", "aten_mean_dim", "aten_cumsum", "aten_addmm", "aten_matmul",
            "aten_softmax", "aten_sum_dim"]
@@ -80,20 +82,26 @@ def aten_mean_dim(self: ir.Value, dim: Sequence[int], keepdim: bool = False, **k
     return op.ReduceMean(self, list(dim), keepdims=int(keepdim))
 
 
-def _running_sum_in_own_dtype(node: torch.fx.Node) -> bool:
-    """A cumsum whose result has its input's dtype: ATen sums integers below int64 in int64, a
-    change of dtype left to the others."""
+_INTEGRAL = frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64})
+
+
+def _running_sum(node: torch.fx.Node) -> bool:
+    """A cumsum in its input's dtype (bools excluded), or of integers or bools in int64, where ATen
+    sums them unless ``dtype=`` says otherwise: casting the input to int64 first is exact."""
     example, result = arg_example(node), node.meta.get("val")
-    return (
-        isinstance(example, torch.Tensor) and not example.is_complex() and example.dim() > 0
-        and example.dtype != torch.bool and "dtype" not in node.kwargs
-        and isinstance(result, torch.Tensor) and result.dtype == example.dtype
-    )
+    if not isinstance(example, torch.Tensor) or example.is_complex() or example.dim() == 0 or not isinstance(result, torch.Tensor):
+        return False
+    if result.dtype == example.dtype:
+        return example.dtype != torch.bool
+    return result.dtype == torch.int64 and example.dtype in _INTEGRAL
 
 
-@register("aten::cumsum", supports=_running_sum_in_own_dtype)
-def aten_cumsum(self: ir.Value, dim: int, **kwargs: Any) -> ir.Value:
+@register("aten::cumsum", supports=_running_sum)
+@wants_context
+def aten_cumsum(self: ir.Value, dim: int, *, ctx: OpContext, **kwargs: Any) -> ir.Value:
     """cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor"""
+    if ctx.result.dtype != ctx.inputs[0].dtype:
+        self = op.Cast(self, to=ir.DataType.INT64)
     return op.CumSum(self, dim)
 
 
@@ -206,20 +214,32 @@ for _spatial in (1, 2, 3):
     register(f"aten::max_pool{_spatial}d", supports=_batched_pooling(_spatial))(_max_pool(_spatial))
 
 
+_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
 def _float_softmax(node: torch.fx.Node) -> bool:
-    """A softmax of float32 or float64 in its own dtype (half precision, which ATen computes in
-    float32, and ``dtype=`` are left to the others)."""
+    """A softmax of floats computed in float32 or float64: the input's own dtype, the ``dtype=``
+    asked for (a float input widened to it, which is exact), or float32 for a half-precision
+    input, whose result ATen rounds back once."""
     example, result = arg_example(node), node.meta.get("val")
-    return (
-        isinstance(example, torch.Tensor) and example.dtype in (torch.float32, torch.float64) and example.dim() > 0
-        and arg_value(node, 2, "dtype") is None and isinstance(result, torch.Tensor) and result.dtype == example.dtype
-    )
+    if not isinstance(example, torch.Tensor) or example.dtype not in _FLOATS or example.dim() == 0:
+        return False
+    if not isinstance(result, torch.Tensor) or result.dtype not in _FLOATS:
+        return False
+    if arg_value(node, 2, "dtype") is None:
+        return result.dtype == example.dtype
+    return result.dtype in (torch.float32, torch.float64) and result.dtype.itemsize >= example.dtype.itemsize
 
 
 @register("aten::softmax.int", supports=_float_softmax)
-def aten_softmax(self: ir.Value, dim: int, dtype: Any = None) -> ir.Value:
+@wants_context
+def aten_softmax(self: ir.Value, dim: int, dtype: Any = None, *, ctx: OpContext) -> ir.Value:
     """softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor"""
-    return op.Softmax(self, axis=dim)
+    own, result = ctx.inputs[0].dtype, ctx.result.dtype
+    if own in (torch.float32, torch.float64) and result == own:
+        return op.Softmax(self, axis=dim)
+    computed = op.Softmax(op.Cast(self, to=ir.DataType.DOUBLE if result == torch.float64 else ir.DataType.FLOAT), axis=dim)
+    return computed if result in (torch.float32, torch.float64) else op.Cast(computed, to=onnx_dtype(result))
 
 
 @register("aten::sum.dim_IntList", supports=_float_reduction_over_dims)

@@ -25,6 +25,7 @@ __all__ = [
     "aten_slice", "aten_select", "aten_cat", "aten_new_ones", "prims_convert_element_type",
     "aten_arange", "aten_arange_start", "aten_arange_start_step", "aten_gather", "aten_embedding",
     "aten_contiguous", "aten_type_as", "aten_permute", "aten_split_static", "aten_zeros", "aten_zeros_like",
+    "aten_unbind", "aten_repeat_interleave_self_int", "aten_index_tensor",
     "aten_full_like", "aten_clone", "aten_new_zeros", "aten_masked_fill", "aten_detach", "aten_to_copy",
     "aten_expand_as", "aten_index_select", "aten_stack",
 ]
@@ -311,17 +312,19 @@ def aten_zeros(size: Sequence[Any], *args: Any, ctx: OpContext, **kwargs: Any) -
     return _fill(ctx, 0, list(size))
 
 
-@register("aten::zeros_like", "aten::ones_like", supports=_zero_fits)
+@register("aten::zeros_like", "aten::ones_like", "aten::empty_like", supports=_zero_fits)
 @wants_context
 def aten_zeros_like(self: ir.Value, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
-    """zeros_like(Tensor self, *, ScalarType? dtype=None, ...) -> Tensor (and ones_like)"""
+    """zeros_like(Tensor self, *, ScalarType? dtype=None, ...) -> Tensor (and ones_like;
+    empty_like, whose values ATen leaves unset, is zeros)"""
     return _fill(ctx, int(ctx.target == "aten::ones_like"), op.Shape(self))
 
 
-@register("aten::full_like", supports=lambda node: _fill_fits(node, arg_value(node, 1, "fill_value")))
+@register("aten::full_like", "aten::fill.Scalar", supports=lambda node: _fill_fits(node, arg_value(node, 1, "fill_value")))
 @wants_context
 def aten_full_like(self: ir.Value, fill_value: Any, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
-    """full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, ...) -> Tensor"""
+    """full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, ...) -> Tensor (and
+    fill.Scalar(Tensor self, Scalar value) -> Tensor)"""
     return _fill(ctx, fill_value, op.Shape(self))
 
 
@@ -406,3 +409,91 @@ def aten_stack(tensors: Sequence[ir.Value], dim: int = 0) -> ir.Value:
     as Unsqueeze's and Concat's axes do."""
     pieces = [op.Unsqueeze(t, [dim]) for t in tensors]
     return op.Identity(pieces[0]) if len(pieces) == 1 else op.Concat(*pieces, axis=dim)
+
+
+def _static_unbind(node: torch.fx.Node) -> bool:
+    pieces = node.meta.get("val")
+    return _real_tensor_input(node) and isinstance(pieces, (list, tuple)) and len(pieces) > 0
+
+
+@register("aten::unbind.int", supports=_static_unbind)
+@wants_context
+def aten_unbind(self: ir.Value, dim: int = 0, *, ctx: OpContext) -> tuple[ir.Value, ...]:
+    """unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]: pieces of size 1, the dim
+    dropped. Their count is the FX example's (torch.export fixes it)."""
+    axes = op.Constant(value_ints=[dim])
+    pieces = (self,) if len(ctx.result) == 1 else op.Split(self, op.Constant(value_ints=[1] * len(ctx.result)), axis=dim)
+    return tuple(op.Squeeze(piece, axes) for piece in pieces)
+
+
+def _repeated_by_a_number(node: torch.fx.Node) -> bool:
+    repeats, dim = arg_value(node, 1, "repeats"), arg_value(node, 2, "dim")
+    example = arg_example(node)
+    return (
+        _real_tensor(node) and isinstance(repeats, int) and not isinstance(repeats, bool) and repeats >= 0
+        and (dim is None or (isinstance(dim, int) and example.dim() > 0))
+    )
+
+
+@register("aten::repeat_interleave.self_int", supports=_repeated_by_a_number)
+@wants_context
+def aten_repeat_interleave_self_int(
+    self: ir.Value, repeats: int, dim: int | None = None, output_size: Any = None, *, ctx: OpContext
+) -> ir.Value:
+    """repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor
+
+    Each element repeated in place: a new axis after ``dim`` tiled ``repeats`` times, merged
+    into ``dim``. No dimension is left to Reshape's -1, which an empty tensor would make
+    ambiguous. Without ``dim`` the tensor is flattened first."""
+    rank = ctx.inputs[0].dim()
+    if dim is None:
+        self, dim, rank = op.Reshape(self, op.Constant(value_ints=[-1])), 0, 1
+    dim %= rank
+    tiles = [1] * (rank + 1)
+    tiles[dim + 1] = repeats
+    tiled = op.Tile(op.Unsqueeze(self, op.Constant(value_ints=[dim + 1])), op.Constant(value_ints=tiles))
+    shape = op.Shape(self)
+    pieces = [op.Mul(op.Slice(shape, op.Constant(value_ints=[dim]), op.Constant(value_ints=[dim + 1])), op.Constant(value_ints=[repeats]))]
+    if dim > 0:
+        pieces.insert(0, op.Slice(shape, op.Constant(value_ints=[0]), op.Constant(value_ints=[dim])))
+    if dim + 1 < rank:
+        pieces.append(op.Slice(shape, op.Constant(value_ints=[dim + 1]), op.Constant(value_ints=[rank])))
+    return op.Reshape(tiled, op.Concat(*pieces, axis=0) if len(pieces) > 1 else pieces[0])
+
+
+def _advanced_indices(node: torch.fx.Node) -> list[int] | None:
+    """The positions of ``index.Tensor``'s index tensors when this translation takes them: integer
+    tensors, one of them anywhere or several from the first dim on, side by side (ATen then
+    keeps the indexed result where the indexed dims were)."""
+    if not _real_tensor(node) or not isinstance(node.args[1], (list, tuple)):
+        return None
+    positions = []
+    for position, index in enumerate(node.args[1]):
+        if index is None:
+            continue
+        example = index.meta.get("val") if isinstance(index, torch.fx.Node) else None
+        if not isinstance(example, torch.Tensor) or example.dtype not in (torch.int64, torch.int32):
+            return None
+        positions.append(position)
+    if not positions or (len(positions) > 1 and positions != list(range(len(positions)))):
+        return None
+    return positions
+
+
+@register("aten::index.Tensor", supports=lambda node: _advanced_indices(node) is not None)
+def aten_index_tensor(self: ir.Value, indices: Sequence[ir.Value | None]) -> ir.Value:
+    """index.Tensor(Tensor self, Tensor?[] indices) -> Tensor
+
+    One index tensor is a Gather along its dim. Several from the first dim on are broadcast
+    together and stacked into the coordinates of a GatherND. Negative indices count from the
+    end in ATen, in Gather and in GatherND alike."""
+    present = [(position, index) for position, index in enumerate(indices) if index is not None]
+    if len(present) == 1:
+        position, index = present[0]
+        return op.Gather(self, index, axis=position)
+    broadcast = present[0][1]
+    for _, index in present[1:]:
+        broadcast = op.Expand(broadcast, op.Shape(index))
+    shape, last = op.Shape(broadcast), op.Constant(value_ints=[-1])
+    coordinates = [op.Unsqueeze(op.Cast(op.Expand(index, shape), to=ir.DataType.INT64), last) for _, index in present]
+    return op.GatherND(self, op.Concat(*coordinates, axis=-1))

@@ -1,7 +1,9 @@
-"""Order statistics and searching: kthvalue, median, nanmedian, mode, searchsorted, cummax/cummin.
+"""Order statistics and searching: kthvalue, median, nanmedian, mode, searchsorted, cummax/cummin;
+argmax, argmin and topk.
 
-torchlib has none of them, and PyTorch has no decomposition for them either, so without these
-the export fails. All work on dynamic sizes: ``TopK`` takes its ``k`` as a tensor.
+torchlib has none of them but the last three, and PyTorch has no decomposition for them either, so
+without these the export fails (these three are here so that a graph needing them loads no
+torchlib, ``ops/deferred_torchlib.py``). All work on dynamic sizes: ``TopK`` takes its ``k`` as a tensor.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.registry import arg_example, register
+from torch_onnx_fx.registry import arg_example, arg_value, register, wants_context
+from torch_onnx_fx.translate.op_context import OpContext
 
 __all__ = [
     "aten_kthvalue",
@@ -28,6 +31,9 @@ __all__ = [
     "aten_cummin",
     "aten_sort",
     "aten_sort_stable",
+    "aten_argmax",
+    "aten_argmin",
+    "aten_topk",
 ]
 
 
@@ -329,3 +335,53 @@ def aten_sort_stable(
     _, by_flag = op.TopK(flag, length, axis=axis, largest=largest, sorted=1)
     order = op.GatherElements(by_value, by_flag, axis=axis)
     return op.GatherElements(self, order, axis=axis), order
+
+
+def _index_reduction_of_numbers(node: torch.fx.Node) -> bool:
+    """A real, non-bool input (ATen has no argmax of bools) and an int64 result."""
+    example, result = arg_example(node), node.meta.get("val")
+    return (
+        isinstance(example, torch.Tensor) and not example.is_complex() and example.dtype != torch.bool
+        and isinstance(result, torch.Tensor) and result.dtype == torch.int64
+    )
+
+
+def _index_reduction(reduce: Any, self: ir.Value, dim: int | None, keepdim: bool, result: torch.Tensor, rank: int) -> ir.Value:
+    """The first index of the extreme along ``dim``, or of the flattened tensor without one (its
+    kept dims all 1). NaN counts as the extreme in ATen: ``runtime/nan_propagation`` makes ONNX
+    Runtime's ArgMax/ArgMin say so, whatever wrote them."""
+    if dim is not None and rank > 0:
+        return reduce(self, axis=dim, keepdims=int(keepdim), select_last_index=0)
+    flat = reduce(op.Reshape(self, op.Constant(value_ints=[-1])), axis=0, keepdims=0, select_last_index=0)
+    return flat if result.dim() == 0 else op.Reshape(flat, op.Constant(value_ints=[1] * result.dim()))
+
+
+@register("aten::argmax", supports=_index_reduction_of_numbers)
+@wants_context
+def aten_argmax(self: ir.Value, dim: int | None = None, keepdim: bool = False, *, ctx: OpContext) -> ir.Value:
+    """argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor"""
+    return _index_reduction(op.ArgMax, self, dim, keepdim, ctx.result, ctx.inputs[0].dim())
+
+
+@register("aten::argmin", supports=_index_reduction_of_numbers)
+@wants_context
+def aten_argmin(self: ir.Value, dim: int | None = None, keepdim: bool = False, *, ctx: OpContext) -> ir.Value:
+    """argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor"""
+    return _index_reduction(op.ArgMin, self, dim, keepdim, ctx.result, ctx.inputs[0].dim())
+
+
+def _topk_of_numbers(node: torch.fx.Node) -> bool:
+    example, k = arg_example(node), arg_value(node, 1, "k")
+    return (
+        isinstance(example, torch.Tensor) and not example.is_complex() and example.dtype != torch.bool
+        and example.dim() > 0 and isinstance(k, int) and not isinstance(k, bool)
+    )
+
+
+@register("aten::topk", supports=_topk_of_numbers)
+def aten_topk(self: ir.Value, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> tuple[ir.Value, ir.Value]:
+    """topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+
+    A ``k`` known at export (a symbolic one is left to the others)."""
+    values, indices = op.TopK(self, op.Constant(value_ints=[k]), axis=dim, largest=int(largest), sorted=int(sorted))
+    return values, indices
