@@ -263,3 +263,26 @@ def test_integer_windows_export_exactly(case):
     }
     function, args = functions[case]
     assert_matches_eager(function, args, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["clamp_float_bounds", "clamp_min_float", "clamp_max_float", "clamp_min_float_tensor", "clamp_mixed_integer_tensors"],
+)
+def test_clamp_bounds_promote_with_the_tensor(name):
+    # An integer tensor clamped between floats is a float clamp in ATen; torchlib cast the bounds
+    # to integers (clamp(x, 1.5, 3.5) gave 1.0 for 1.5) and clamped a uint8 tensor by an int32
+    # one after wrapping the bounds to uint8.
+    x = torch.tensor([-3, 0, 1, 2, 5])
+    functions = {
+        "clamp_float_bounds": (lambda x: torch.clamp(x, 1.5, 3.5), (x,)),
+        "clamp_min_float": (lambda x: torch.clamp_min(x, 1.5), (x,)),
+        "clamp_max_float": (lambda x: torch.clamp_max(x, -0.5), (x,)),
+        "clamp_min_float_tensor": (lambda x, low: torch.clamp_min(x, low), (x, torch.tensor([1.5, -0.5, 0.5, 2.5, 4.5]))),
+        "clamp_mixed_integer_tensors": (
+            lambda x, low: torch.clamp(x, low, low + 100),
+            (torch.tensor([0, 5, 200, 255], dtype=torch.uint8), torch.tensor([-20, 10, 300, 100], dtype=torch.int32)),
+        ),
+    }
+    function, args = functions[name]
+    assert_matches_eager(function, args, rtol=0, atol=0)

@@ -61,6 +61,10 @@ _add(
 _add("where.self where.ScalarSelf where.ScalarOther where.Scalar", Kind.NO_OPMATH, (1, 2))
 _add("lerp.Scalar lerp.Tensor", Kind.DEFAULT, (0, 1, 2))
 _add("addcmul addcdiv", Kind.DEFAULT, (0, 1, 2))
+# A clamp's bounds promote with the tensor: clamp(int tensor, 1.5, 3.5) is a float clamp in ATen
+# (torchlib cast the bounds to the integers and returned 1.0 for 1.5).
+_add("clamp clamp.Tensor", Kind.DEFAULT, (0, 1, 2))
+_add("clamp_min clamp_min.Tensor clamp_max clamp_max.Tensor", Kind.DEFAULT)
 
 
 # Float functions of one argument: ATen computes them on integer and bool tensors in the
