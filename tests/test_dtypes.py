@@ -286,3 +286,24 @@ def test_clamp_bounds_promote_with_the_tensor(name):
     }
     function, args = functions[name]
     assert_matches_eager(function, args, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", ["log2", "log10", "deg2rad", "rad2deg", "sinc"])
+def test_float64_constants_keep_float64_precision(name):
+    # torchlib made ln 2, ln 10, pi/180, 180/pi and pi float32 constants cast to float64: log2(0.5)
+    # was -0.99999999725 and deg2rad 7.8e-9 off relatively.
+    function = getattr(torch, name)
+    x = torch.cat([torch.tensor([0.5, 1.0, 2.5, 1e-300, 1e300]), torch.rand(64) * 10]).double()
+    # (sinc(1) is 3.9e-17: an absolute bound for results that small.)
+    assert_matches_eager(lambda t: function(t), (x,), rtol=1e-15, atol=1e-16)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_powers_atens_cpu_kernel_special_cases(dtype):
+    # ATen computes x ** 0.5 as sqrt (NaN at -inf, where C's pow gives inf), x ** -0.5 as 1 / sqrt
+    # (-inf at -0.0) and x ** -2 as 1 / (x * x): Pow rounded differently in 133-163 of 612 values.
+    torch.manual_seed(0)
+    x = torch.cat([torch.tensor([0.0, -0.0, 0.5, -1.0, 1e-30, 1e30, float("inf"), float("-inf"), float("nan")]), torch.randn(200) * 10]).to(dtype)
+    for exponent in (0.5, -0.5, -1.0, 2.0, 3.0, -2.0):
+        # Infinities, signed zeros' reciprocals and NaN where eager has them; values to an ulp.
+        assert_matches_eager(lambda t: t ** exponent, (x,), rtol=2e-7 if dtype == torch.float32 else 4e-16, atol=0)

@@ -106,7 +106,21 @@ _FLOAT_FUNCTIONS = {
     "aten::sigmoid": lambda x: op.Sigmoid(x),
     # ATen's rsqrt is 1 / sqrt(x) in the input's dtype: Reciprocal(Sqrt) rounds as it does.
     "aten::rsqrt": lambda x: op.Reciprocal(op.Sqrt(x)),
+    # Their constants are the tracer's constants of x's dtype made from Python's doubles: torchlib
+    # made them float32 and cast them, which cost float64 results seven digits (deg2rad 2.7e-9
+    # off, log2(0.5) -0.99999999725, sinc(1) -2.8e-8 for 3.9e-17).
+    "aten::log2": lambda x: op.Div(op.Log(x), math.log(2.0)),
+    "aten::log10": lambda x: op.Div(op.Log(x), math.log(10.0)),
+    "aten::deg2rad": lambda x: op.Mul(x, math.pi / 180.0),
+    "aten::rad2deg": lambda x: op.Mul(x, 180.0 / math.pi),
+    "aten::sinc": lambda x: _sinc(x),
 }
+
+
+def _sinc(x: ir.Value) -> ir.Value:
+    """ATen's normalized sinc: 1 at 0, else sin(pi x) / (pi x) with pi of x's dtype."""
+    product = op.Mul(x, math.pi)
+    return op.Where(op.Equal(x, 0.0), 1.0, op.Div(op.Sin(product), product))
 
 
 def _float_function(name: str) -> Any:
@@ -135,10 +149,24 @@ def _float_power(node: torch.fx.Node) -> bool:
     return _FLOAT_TO_FLOAT(node) and isinstance(exponent, (int, float)) and not isinstance(exponent, bool)
 
 
+# ATen's CPU kernel computes these exponents with other functions than pow (float32, float64 and,
+# for the first three, bfloat16): C's pow(-inf, 0.5) is inf where sqrt gives NaN, and x * x * x
+# rounds twice where pow rounds once.
+_ROOTS = {0.5: lambda x: op.Sqrt(x), -0.5: lambda x: op.Reciprocal(op.Sqrt(x)), -1.0: lambda x: op.Reciprocal(x)}
+_PRODUCTS = {
+    2.0: lambda x: op.Mul(x, x), 3.0: lambda x: op.Mul(op.Mul(x, x), x), -2.0: lambda x: op.Reciprocal(op.Mul(x, x)),
+}
+
+
 @register("aten::pow.Tensor_Scalar", supports=_float_power)
 def aten_pow_float_scalar(self: ir.Value, exponent: float) -> ir.Value:
     """pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor of floats: the exponent in the
-    input's dtype, as ATen casts it."""
+    input's dtype, as ATen casts it, and ATen's own forms of the exponents it special-cases."""
+    if exponent in _ROOTS and (self.dtype in (ir.DataType.FLOAT, ir.DataType.DOUBLE) or (self.dtype == ir.DataType.BFLOAT16 and exponent != -0.5)):
+        # (bfloat16's 1 / sqrt is rounded once by ATen; as two bfloat16 nodes it would round twice.)
+        return _ROOTS[exponent](self)
+    if self.dtype in (ir.DataType.FLOAT, ir.DataType.DOUBLE) and exponent in _PRODUCTS:
+        return _PRODUCTS[exponent](self)
     return op.Pow(self, ir.tensor(exponent, dtype=self.dtype))
 
 
