@@ -307,3 +307,11 @@ def test_powers_atens_cpu_kernel_special_cases(dtype):
     for exponent in (0.5, -0.5, -1.0, 2.0, 3.0, -2.0):
         # Infinities, signed zeros' reciprocals and NaN where eager has them; values to an ulp.
         assert_matches_eager(lambda t: t ** exponent, (x,), rtol=2e-7 if dtype == torch.float32 else 4e-16, atol=0)
+
+
+def test_float64_sigmoid_and_silu_are_float64_accurate():
+    # ONNX Runtime's float64 Sigmoid returned 0 for sigmoid(-40) (4.2e-18) and was 3.6e-8 off
+    # relatively at -20: ATen's 1 / (1 + exp(-x)) instead.
+    torch.manual_seed(0)
+    x = torch.cat([torch.tensor([0.0, -20.0, -40.0, -700.0, 40.0, float("inf"), float("-inf")]), torch.randn(100) * 20]).double()
+    assert_matches_eager(lambda t: (torch.sigmoid(t), torch.nn.functional.silu(t)), (x,), rtol=1e-15, atol=0)
