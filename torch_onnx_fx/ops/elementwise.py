@@ -160,12 +160,12 @@ def _float_power(node: torch.fx.Node) -> bool:
 
 
 # ATen's CPU kernel computes these exponents with other functions than pow (float32, float64 and,
-# for the first three, bfloat16): C's pow(-inf, 0.5) is inf where sqrt gives NaN, and x * x * x
-# rounds twice where pow rounds once.
+# for the first three, bfloat16): C's pow(-inf, 0.5) is inf where sqrt gives NaN, and 1 / (x * x)
+# rounds twice where pow(x, -2) rounds once.
 _ROOTS = {0.5: lambda x: op.Sqrt(x), -0.5: lambda x: op.Reciprocal(op.Sqrt(x)), -1.0: lambda x: op.Reciprocal(x)}
-_PRODUCTS = {
-    2.0: lambda x: op.Mul(x, x), 3.0: lambda x: op.Mul(op.Mul(x, x), x), -2.0: lambda x: op.Reciprocal(op.Mul(x, x)),
-}
+# (x ** 2 and x ** 3 stay Pow: ONNX Runtime computes them as x * x and x * x * x already, and the
+# fusion rules of RMS norms look for Pow.)
+_PRODUCTS = {-2.0: lambda x: op.Reciprocal(op.Mul(x, x))}
 
 
 @register("aten::pow.Tensor_Scalar", supports=_float_power)

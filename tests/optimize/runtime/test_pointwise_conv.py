@@ -15,11 +15,14 @@ class _ResidualBlockEnd(torch.nn.Module):
     float, summed with the dequantized residual, then quantized (the quantizer's conv + add + relu
     pattern)."""
 
-    def __init__(self, kernel: int = 1, stride: int = 1, bias: bool = True, per_channel: bool = True, quantize_conv: bool = False):
+    def __init__(
+        self, kernel: int = 1, stride: int = 1, bias: bool = True, per_channel: bool = True, quantize_conv: bool = False,
+        residual: bool = True,
+    ):
         super().__init__()
         torch.manual_seed(0)
         weight = torch.randn(8, 4, kernel, kernel)
-        self.per_channel, self.stride, self.quantize_conv = per_channel, stride, quantize_conv
+        self.per_channel, self.stride, self.quantize_conv, self.residual = per_channel, stride, quantize_conv, residual
         if per_channel:
             self.register_buffer("scales", weight.abs().amax(dim=(1, 2, 3)) / 127)
             self.register_buffer("zero_points", torch.zeros(8, dtype=torch.int64))
@@ -37,6 +40,8 @@ class _ResidualBlockEnd(torch.nn.Module):
         y = torch.nn.functional.conv2d(x, weight, self.bias, stride=self.stride)
         if self.quantize_conv:
             y = qd.dequantize_per_tensor(qd.quantize_per_tensor(torch.relu(y), 0.1, 0, 0, 255, torch.uint8), 0.1, 0, 0, 255, torch.uint8)
+        if not self.residual:
+            return torch.tanh(y)
         r = qd.dequantize_per_tensor(qd.quantize_per_tensor(residual, 0.05, 128, 0, 255, torch.uint8), 0.05, 128, 0, 255, torch.uint8)
         out = torch.relu(y + r)
         return qd.dequantize_per_tensor(qd.quantize_per_tensor(out, 0.1, 0, 0, 255, torch.uint8), 0.1, 0, 0, 255, torch.uint8)
@@ -74,9 +79,10 @@ def test_dynamic_sizes_reshape_back_at_run_time() -> None:
 
 
 def test_other_convolutions_stay() -> None:
-    # A 3x3 kernel or a stride is no product over channels, and a convolution whose output is
-    # quantized becomes ONNX Runtime's integer QLinearConv.
-    for model in (_ResidualBlockEnd(kernel=3), _ResidualBlockEnd(stride=2), _ResidualBlockEnd(quantize_conv=True)):
+    # A 3x3 kernel or a stride is no product over channels, a convolution whose output is
+    # quantized becomes ONNX Runtime's integer QLinearConv, and one read by a float function has
+    # no channels-last neighbours to gain from.
+    for model in (_ResidualBlockEnd(kernel=3), _ResidualBlockEnd(stride=2), _ResidualBlockEnd(quantize_conv=True), _ResidualBlockEnd(residual=False)):
         x, residual = _inputs(height=9, width=9)
         if model.stride == 2:
             residual = torch.randn(2, 8, 5, 5)

@@ -15,9 +15,12 @@ Reshape → Transpose``. ONNX Runtime cancels the transposes against its own, an
 (``dequantized_weights``). The same float32 products are summed by the float GEMM that runs the
 convolution itself; the quantized tensors after it are PyTorch's as before (``quant_bench``).
 
-Taken only where it pays: the input is dequantized (the graph is quantized there), the weight is a
-per-tensor or per-output-channel ``DequantizeLinear`` of an integer tensor, and no reader quantizes
-the output directly or through ``Relu``/``Clip``, which ONNX Runtime fuses into ``QLinearConv``.
+Taken only where it pays: the input is dequantized, the weight is a per-tensor or per-channel
+``DequantizeLinear`` of an integer tensor, and the output is only added to and each sum quantized
+(directly or through ``Relu``/``Clip``): a residual block's end between integer convolutions. A
+convolution whose own output is quantized becomes ONNX Runtime's ``QLinearConv`` instead, and one
+elsewhere in a graph (an eager-quantized model's replayed arithmetic) has no channels-last
+neighbours to gain from.
 """
 
 from __future__ import annotations
@@ -68,6 +71,15 @@ def _quantized(value: ir.Value) -> bool:
     return False
 
 
+def _summed_then_quantized(value: ir.Value) -> bool:
+    """Whether ``value`` is only added to (a residual sum) and each sum is quantized: the block end
+    PT2E leaves in float, between integer convolutions that run channels-last."""
+    readers = [reader for reader, _ in value.uses()]
+    return bool(readers) and not value.is_graph_output() and all(
+        is_standard(reader, "Add") and _quantized(reader.outputs[0]) for reader in readers
+    )
+
+
 def _dequantized_weight(conv: ir.Node) -> ir.Node | None:
     """The conv weight's ``DequantizeLinear`` when it can dequantize the ``[O, C]`` matrix as it
     stands: an integer tensor, per tensor or along the output or input channels, not blocked."""
@@ -94,7 +106,7 @@ class PointwiseConvPass(ir.passes.InPlacePass):
         for node in list(model.graph):
             if not is_standard(node, "Conv") or not _is_pointwise(node):
                 continue
-            if not is_standard(node.inputs[0].producer(), "DequantizeLinear") or _quantized(node.outputs[0]):
+            if not is_standard(node.inputs[0].producer(), "DequantizeLinear") or not _summed_then_quantized(node.outputs[0]):
                 continue
             dequantize = _dequantized_weight(node)
             if dequantize is None:
@@ -111,7 +123,7 @@ class PointwiseConvPass(ir.passes.InPlacePass):
         outputs, channels = weight.shape[0], weight.shape[1]
         # The integer weight's reshape folds inside ONNX Runtime; its axes 0 and 1 keep their
         # meaning, so the scale's axis does too.
-        matrix_shape = initializer(graph, "pointwise_conv_weight", np.array([outputs, channels], dtype=np.int64))
+        matrix_shape = initializer(graph, "pointwise_conv_matrix_shape", np.array([outputs, channels], dtype=np.int64))
         matrix = ir.node("Reshape", [dequantize.inputs[0], matrix_shape])
         matrix.outputs[0].dtype = dequantize.inputs[0].dtype
         matrix.outputs[0].shape = ir.Shape([outputs, channels])
