@@ -15,7 +15,7 @@ import onnx_ir as ir
 import torch
 from onnx_ir.tensor_adapters import from_torch_dtype
 
-__all__ = ["onnx_dtype", "onnx_dims", "is_carried", "ir_version_for", "as_complex", "SUB_BYTE", "DEFAULT_IR_VERSION"]
+__all__ = ["onnx_dtype", "onnx_dims", "is_carried", "ir_version_for", "as_complex", "SUB_BYTE", "DEFAULT_IR_VERSION", "FLOAT_TYPES"]
 
 _EXTRA = {
     torch.float4_e2m1fn_x2: ir.DataType.FLOAT4E2M1,
@@ -26,6 +26,8 @@ _EXTRA = {
 _PACKED = {torch.float4_e2m1fn_x2: 2}
 SUB_BYTE = frozenset({ir.DataType.INT4, ir.DataType.UINT4, ir.DataType.FLOAT4E2M1, ir.DataType.INT2, ir.DataType.UINT2})
 _CARRIERS = frozenset({torch.uint8, torch.int8})
+# The floating dtypes ATen computes arithmetic in (the float8 ones are storage formats).
+FLOAT_TYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def onnx_dtype(dtype: torch.dtype) -> ir.DataType:

@@ -90,7 +90,7 @@ class HalfPrecisionAccumulationPass(PassBase):
             node.kwargs = {k: _to_float(node, v) for k, v in node.kwargs.items()}
             if scaled_sum:
                 # ATen rounds alpha to the tensors' type, then sums in float32 and rounds once.
-                node.kwargs = {**node.kwargs, "alpha": float(torch.tensor(node.kwargs["alpha"], dtype=result.dtype))}
+                node.kwargs = {**node.kwargs, "alpha": _rounded_number(float(node.kwargs["alpha"]), result.dtype)}
             if node_name(node) in _REMAINDERS:
                 # ATen rounds a Python number to the tensor's type before its float32 remainder
                 # (x % 0.3 in float16 divides by 0.2998...: 97 % of the results differed).
@@ -111,7 +111,7 @@ def _inexact_number(node: torch.fx.Node) -> bool:
     if node_name(node) not in _SCALAR_ARITHMETIC or not isinstance(result, torch.Tensor) or result.dtype not in _HALF:
         return False
     numbers = [a for a in (*node.args, *node.kwargs.values()) if isinstance(a, float)]
-    return any(float(torch.tensor(number, dtype=result.dtype)) != number for number in numbers)
+    return any(_rounded_number(number, result.dtype) != number for number in numbers)
 
 
 def _rounded_number(arg: Any, dtype: torch.dtype) -> Any:

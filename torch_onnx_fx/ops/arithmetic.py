@@ -19,14 +19,11 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.dtypes import onnx_dtype
+from torch_onnx_fx.dtypes import FLOAT_TYPES, onnx_dtype
 from torch_onnx_fx.registry import arg_example, floating_input, integral_input, limit_torchlib, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
 __all__ = ["aten_div_mode_integer", "aten_floor_divide_integer", "aten_floor_divide_float", "aten_isnan_exact", "aten_isfinite_exact", "aten_any", "aten_all", "aten_any_complex", "aten_all_complex", "aten_round_integer", "aten_pow_integer", "aten_isinf_float"]
-
-
-_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
 def _integer_result(node: torch.fx.Node) -> bool:
@@ -70,7 +67,7 @@ def _float_floor_division(node: torch.fx.Node) -> bool:
     mode = "floor" if node.target is torch.ops.aten.floor_divide.default else node.kwargs.get("rounding_mode")
     other = node.args[1] if len(node.args) > 1 else None
     return (
-        isinstance(result, torch.Tensor) and result.dtype in _FLOATS and mode == "floor"
+        isinstance(result, torch.Tensor) and result.dtype in FLOAT_TYPES and mode == "floor"
         and (isinstance(other, torch.fx.Node) or (isinstance(other, (int, float)) and not isinstance(other, bool)))
     )
 

@@ -20,6 +20,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.dtypes import FLOAT_TYPES
 from torch_onnx_fx.registry import arg_example, arg_value, register
 
 __all__ = [
@@ -27,9 +28,8 @@ __all__ = [
     "aten_relu", "aten_abs", "aten_log", "aten_div", "aten_where", "aten_bitwise_not", "aten_clamp",
 ]
 
-_FLOAT_TYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 # Neg has no unsigned kernels in ONNX: uint8 negation (which wraps in ATen) is left to the others.
-_SIGNED_TYPES = (*_FLOAT_TYPES, torch.int8, torch.int16, torch.int32, torch.int64)
+_SIGNED_TYPES = (*FLOAT_TYPES, torch.int8, torch.int16, torch.int32, torch.int64)
 
 
 def _self_dtype_in(*dtypes: torch.dtype) -> Any:
@@ -58,7 +58,7 @@ def _same_dtype_in_and_out(*dtypes: torch.dtype) -> Any:
 
 
 # A float input with a result of its own dtype (integers are promoted to a float result).
-_FLOAT_TO_FLOAT = _same_dtype_in_and_out(*_FLOAT_TYPES)
+_FLOAT_TO_FLOAT = _same_dtype_in_and_out(*FLOAT_TYPES)
 
 
 def _scaled(other: Any, alpha: Any) -> Any:
@@ -117,11 +117,16 @@ _FLOAT_FUNCTIONS = {
 }
 
 
+def _one_plus_exp_of_minus(x: ir.Value) -> ir.Value:
+    """1 + exp(-x): the denominator of ATen's sigmoid and silu."""
+    return op.Add(op.Exp(op.Neg(x)), 1.0)
+
+
 def _sigmoid(x: ir.Value) -> ir.Value:
     """ONNX Runtime's float64 Sigmoid is not float64-accurate (3.6e-8 off relatively at -20), so a
     float64 sigmoid is ATen's own 1 / (1 + exp(-x))."""
     if x.dtype == ir.DataType.DOUBLE:
-        return op.Reciprocal(op.Add(op.Exp(op.Neg(x)), 1.0))
+        return op.Reciprocal(_one_plus_exp_of_minus(x))
     return op.Sigmoid(x)
 
 
@@ -150,7 +155,7 @@ for _name in _FLOAT_FUNCTIONS:
 def aten_silu(self: ir.Value) -> ir.Value:
     """silu(Tensor self) -> Tensor; in float64 ATen's x / (1 + exp(-x)) (see ``_sigmoid``)."""
     if self.dtype == ir.DataType.DOUBLE:
-        return op.Div(self, op.Add(op.Exp(op.Neg(self)), 1.0))
+        return op.Div(self, _one_plus_exp_of_minus(self))
     return op.Mul(self, op.Sigmoid(self))
 
 
@@ -196,7 +201,7 @@ def _comparable(allow_bool: bool) -> Any:
             return example.dtype == torch.bool
         if isinstance(other, int):
             return example.dtype != torch.bool
-        return isinstance(other, float) and example.dtype in _FLOAT_TYPES
+        return isinstance(other, float) and example.dtype in FLOAT_TYPES
 
     return accepts
 

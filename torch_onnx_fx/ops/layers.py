@@ -14,7 +14,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.dtypes import onnx_dtype
+from torch_onnx_fx.dtypes import FLOAT_TYPES, onnx_dtype
 from torch_onnx_fx.ops.windows import per_axis
 from torch_onnx_fx.registry import arg_example, arg_value, floating_input, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
@@ -214,17 +214,14 @@ for _spatial in (1, 2, 3):
     register(f"aten::max_pool{_spatial}d", supports=_batched_pooling(_spatial))(_max_pool(_spatial))
 
 
-_FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-
-
 def _float_softmax(node: torch.fx.Node) -> bool:
     """A softmax of floats computed in float32 or float64: the input's own dtype, the ``dtype=``
     asked for (a float input widened to it, which is exact), or float32 for a half-precision
     input, whose result ATen rounds back once."""
     example, result = arg_example(node), node.meta.get("val")
-    if not isinstance(example, torch.Tensor) or example.dtype not in _FLOATS or example.dim() == 0:
+    if not isinstance(example, torch.Tensor) or example.dtype not in FLOAT_TYPES or example.dim() == 0:
         return False
-    if not isinstance(result, torch.Tensor) or result.dtype not in _FLOATS:
+    if not isinstance(result, torch.Tensor) or result.dtype not in FLOAT_TYPES:
         return False
     if arg_value(node, 2, "dtype") is None:
         return result.dtype == example.dtype

@@ -23,16 +23,11 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
-from torch_onnx_fx.optimize.runtime.rewriting import initializer, is_standard, leading_shape, rank, replace
+from torch_onnx_fx.optimize.runtime.rewriting import INTEGER_WEIGHTS, initializer, is_standard, leading_shape, rank, replace
 
 __all__ = ["DequantizedWeightPass"]
 
 logger = logging.getLogger(__name__)
-
-_INTEGER_WEIGHTS = frozenset({
-    ir.DataType.INT8, ir.DataType.UINT8, ir.DataType.INT4, ir.DataType.UINT4, ir.DataType.INT16, ir.DataType.UINT16,
-})
-
 
 def _producer(value: ir.Value, op_type: str) -> ir.Node | None:
     node = value.producer()
@@ -47,7 +42,7 @@ def _dequantized_weight(value: ir.Value, *, blocked: bool) -> ir.Node | None:
     if node is None or ("block_size" in node.attributes and not blocked):
         return None
     weight = node.inputs[0]
-    if weight is None or weight.dtype not in _INTEGER_WEIGHTS:
+    if weight is None or weight.dtype not in INTEGER_WEIGHTS:
         return None
     return node if weight.shape is not None and weight.shape.rank() == 2 else None
 

@@ -12,7 +12,12 @@ from collections.abc import Sequence
 import numpy as np
 import onnx_ir as ir
 
-__all__ = ["constant_array", "free_initializer_name", "initializer", "is_standard", "leading_shape", "rank", "replace"]
+__all__ = ["INTEGER_WEIGHTS", "constant_array", "free_initializer_name", "initializer", "is_standard", "leading_shape", "rank", "replace"]
+
+# The integer types whose DequantizeLinear the runtime passes read as a dequantized weight.
+INTEGER_WEIGHTS = frozenset({
+    ir.DataType.INT8, ir.DataType.UINT8, ir.DataType.INT4, ir.DataType.UINT4, ir.DataType.INT16, ir.DataType.UINT16,
+})
 
 
 def free_initializer_name(graph: ir.Graph, stem: str) -> str:
