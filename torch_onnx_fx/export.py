@@ -100,8 +100,10 @@ def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any,
     is_program = isinstance(model, torch.export.ExportedProgram)
     shapes, dim_names = (None, None) if is_program else capture.prepare_dynamic_shapes(model, opts.args, opts.kwargs, opts.dynamic_shapes)
     with progress.phase("capture") as phase:
-        captured = capture.capture(model, opts.args, opts.kwargs, shapes, quiet=opts.verbose is not True)
+        captured = capture.capture(model, opts.args, opts.kwargs, shapes, quiet=opts.verbose is not True, blocks=opts.module_functions)
         phase.detail = captured.strategy
+        if captured.blocks_replayed:
+            phase.detail += f"; {captured.blocks_replayed} repeated block(s) copied from a traced one"
     session.captured(captured)
     spare()
 
@@ -152,6 +154,7 @@ def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any,
         state_outputs=opts.state_outputs,
     )
     onnx_program.capture_refinements = captured.refinements
+    onnx_program.capture_blocks_replayed = captured.blocks_replayed
     onnx_program.verbose = opts.verbose is not False
     onnx_program.set_size_conditions(conditions, symbols)
     if conditions:

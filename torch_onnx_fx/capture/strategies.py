@@ -27,7 +27,7 @@ import logging
 import os
 import traceback
 import warnings
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Collection, Iterator, Mapping
 
 import torch
 import torch.fx.experimental._config as fx_config
@@ -57,6 +57,8 @@ class CaptureResult:
     # The suggested fixes torch.export made to the user's dynamic shapes and that were applied
     # (the text after "Suggested fixes:"), empty when the shapes were taken as given.
     refinements: str = ""
+    # Repeated blocks copied from one traced instance instead of traced (repeated_blocks).
+    blocks_replayed: int = 0
 
     @property
     def strategy_name(self) -> str | None:
@@ -253,28 +255,54 @@ def capture(
     kwargs: Mapping[str, Any] | None,
     dynamic_shapes: Any,
     quiet: bool = True,
+    blocks: bool | Collection[str] = False,
 ) -> CaptureResult:
     """Produce an ExportedProgram, trying each strategy in turn. ``quiet`` keeps torch's error
-    logs of failures it raises off the console (``verbose=True`` shows them)."""
+    logs of failures it raises off the console (``verbose=True`` shows them). ``blocks`` (what
+    ``export_modules_as_functions`` chose) traces each distinct repeated block once."""
     if isinstance(model, torch.export.ExportedProgram):
         return CaptureResult(model, "ExportedProgram")
     with _torch_logs_quieted(quiet):
-        return _capture_model(model, args, kwargs, dynamic_shapes)
+        return _capture_model(model, args, kwargs, dynamic_shapes, blocks)
 
 
-def _capture_model(model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None, dynamic_shapes: Any) -> CaptureResult:
+def _capture_model(
+    model: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None, dynamic_shapes: Any, blocks: bool | Collection[str]
+) -> CaptureResult:
     module = _as_module(model)
     # Eager-mode quantized modules (packed weights torch.export cannot trace) are captured as the
     # QuantizeLinear/DequantizeLinear computation they stand for.
     # The hint is read before the swap, which hides the quantized modules it names.
     hint = eager_quantization.failure_hint(module)
     with eager_quantization.as_qdq(module) if hint is not None else contextlib.nullcontext():
-        return _capture_module(module, args, kwargs, dynamic_shapes, hint)
+        return _capture_module(module, args, kwargs, dynamic_shapes, hint, blocks if hint is None else False)
+
+
+def _export_blocks_once(
+    module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any, blocks: bool | Collection[str]
+) -> tuple[torch.export.ExportedProgram, str, int]:
+    """Non-strict export tracing each distinct repeated block once (repeated_blocks), then
+    replayed (block_replay); where that cannot give the full trace's program, a full trace."""
+    from torch_onnx_fx.capture.block_replay import ReplayRefused, replay_blocks
+    from torch_onnx_fx.capture.repeated_blocks import RepeatedBlocks
+
+    recorder = RepeatedBlocks(module, blocks)
+    if recorder.instances:
+        try:
+            with recorder.active():
+                program, fixes = _export_refining(module, args, kwargs, dynamic_shapes, False)
+            return program, fixes, replay_blocks(program, recorder)
+        except ReplayRefused as exc:
+            logger.info("repeated blocks traced in full: %s", exc)
+        except Exception as exc:  # noqa: BLE001 - the full trace below decides what the user sees
+            logger.info("tracing repeated blocks once failed, tracing in full: %s", exc)
+    program, fixes = _export_refining(module, args, kwargs, dynamic_shapes, False)
+    return program, fixes, 0
 
 
 def _capture_module(
     module: torch.nn.Module, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None, dynamic_shapes: Any,
-    hint: tuple[str, str] | None,
+    hint: tuple[str, str] | None, blocks: bool | Collection[str] = False,
 ) -> CaptureResult:
     failures: list[tuple[str, BaseException]] = []
     # Eager-quantized models only non-strict: the QDQ capture follows tensors and function calls
@@ -285,7 +313,11 @@ def _capture_module(
         try:
             # Only dynamic shapes need the keywords spelled out; a static capture takes the call as is.
             with keywords.spelled_out(module, kwargs or {}) if dynamic_shapes is not None else contextlib.nullcontext():
-                program, fixes = _export_refining(module, args, dict(kwargs or {}), dynamic_shapes, strict)
+                if blocks and not strict:
+                    program, fixes, replayed = _export_blocks_once(module, args, dict(kwargs or {}), dynamic_shapes, blocks)
+                else:
+                    program, fixes = _export_refining(module, args, dict(kwargs or {}), dynamic_shapes, strict)
+                    replayed = 0
         except Exception as exc:  # noqa: BLE001 - every failure is reported below
             logger.info("capture strategy %s failed: %s", strategy, exc)
             failures.append((strategy, exc))
@@ -298,7 +330,7 @@ def _capture_module(
                 UserWarning,
                 stacklevel=4,
             )
-        return CaptureResult(program, strategy, failures, refinements=fixes)
+        return CaptureResult(program, strategy, failures, refinements=fixes, blocks_replayed=replayed)
     reason, advice = hint or ("", _advice(failures))
     raise CaptureError(
         f"torch.export could not capture the model with any strategy{reason}.\n" + describe_failures(failures) + "\n" + advice,

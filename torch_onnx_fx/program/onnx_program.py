@@ -158,6 +158,9 @@ class ONNXProgram:
         self.state_outputs = state_outputs
         # torch.export's suggested fixes applied to the dynamic shapes during capture, if any.
         self.capture_refinements = ""
+        # Instances of repeated blocks copied from a traced one rather than traced
+        # (export_modules_as_functions; capture/repeated_blocks).
+        self.capture_blocks_replayed = 0
         self.capture_strategy = capture_strategy
         self.capture_failures = list(capture_failures)
         self.decomposed = list(decomposed)
