@@ -62,6 +62,31 @@ def assert_matches_eager(
     return program
 
 
+def onnx_structure(proto: Any) -> list[Any]:
+    """A model's nodes, in order, with the names of values inside its graphs replaced by their
+    positions (the graph's inputs, outputs and weights keep theirs): two exports that differ only
+    in what torch.export happened to number their FX nodes compare equal."""
+    import onnx
+
+    def rows(nodes: Any, outer: Iterable[str], renamed: Mapping[str, str]) -> list[Any]:
+        names = {name: renamed.get(name, name) for name in outer}
+        result = []
+        for i, node in enumerate(nodes):
+            for j, out in enumerate(node.output):
+                names.setdefault(out, f"{i}:{j}")
+            attributes = repr([onnx.helper.get_attribute_value(a) for a in node.attribute])
+            result.append((node.domain, node.op_type, [names.get(x, x) for x in node.input], [names[x] for x in node.output], attributes))
+        return result
+
+    graph = proto.graph
+    outer = [*(v.name for v in graph.input), *(t.name for t in graph.initializer), *(v.name for v in graph.output)]
+    structure: list[Any] = [rows(graph.node, outer, {})]
+    for function in proto.functions:
+        positions = {name: f"input {i}" for i, name in enumerate(function.input)}
+        structure.append((function.domain, function.name, len(function.input), rows(function.node, function.input, positions)))
+    return structure
+
+
 # An operator no translation table covers, for tests of the missing-translation paths (real
 # operators stop being missing as translations are added).
 @torch.library.custom_op("tofx_test::no_translation", mutates_args=())

@@ -9,12 +9,14 @@ whose trace another instance cannot stand in for must be traced in full, and sti
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 from torch import nn
 
 import torch_onnx_fx
-from helpers import assert_matches_eager
+from helpers import assert_matches_eager, onnx_structure
 from torch_onnx_fx.capture import strategies
 
 
@@ -31,35 +33,8 @@ def _both(model, args, kwargs=None, monkeypatch=None, **options):
         patch.setattr(strategies, "_export_blocks_once", _full_trace)
         full = torch_onnx_fx.export(model, args, kwargs=kwargs, export_modules_as_functions=True, **options)
     assert full.capture_blocks_replayed == 0
-    assert _unnamed(replayed.model_proto) == _unnamed(full.model_proto)
+    assert onnx_structure(replayed.model_proto) == onnx_structure(full.model_proto)
     return replayed
-
-
-def _unnamed(proto):
-    """The model with the names of values inside the graph replaced by their positions: torch.export
-    numbers some nodes (sizes, asserts) by how often it met them while tracing, so the copies'
-    names can differ from a full trace's; the graph's inputs, outputs and weights keep theirs."""
-    import onnx
-
-    def canonical(nodes, graph_names):
-        names = dict.fromkeys(graph_names)
-        names = {name: name for name in names}
-        rows = []
-        for i, node in enumerate(nodes):
-            for j, out in enumerate(node.output):
-                names.setdefault(out, f"{i}:{j}")
-            attributes = [onnx.helper.get_attribute_value(a) for a in node.attribute]
-            rows.append((node.domain, node.op_type, [names.get(x, x) for x in node.input], [names[x] for x in node.output], repr(attributes)))
-        return rows
-
-    graph = proto.graph
-    outer = [*(v.name for v in graph.input), *(t.name for t in graph.initializer), *(v.name for v in graph.output)]
-    result = [canonical(graph.node, outer)]
-    for function in proto.functions:
-        inputs = {name: f"input {i}" for i, name in enumerate(function.input)}
-        nodes = [(d, op, [inputs.get(x, x) for x in ins], outs, attrs) for d, op, ins, outs, attrs in canonical(function.node, function.input)]
-        result.append((function.name, len(function.input), nodes))
-    return result
 
 
 class Block(nn.Module):
@@ -242,3 +217,36 @@ def test_exports_without_functions_trace_every_block():
     program = torch_onnx_fx.export(model, (torch.randn(2, 6, 8),), verbose=False)
     assert program.capture_blocks_replayed == 0
     assert not program.model_proto.functions
+
+
+class Gated(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+        # One partial object per instance, as transformers' activation modules hold them.
+        self.act = functools.partial(torch.nn.functional.gelu, approximate="tanh")
+
+    def forward(self, x, mask):
+        return x + self.act(self.linear(x)).masked_fill(mask, 0.0)
+
+
+class Embedded(nn.Module):
+    def __init__(self, count: int = 5):
+        super().__init__()
+        self.embed = nn.Linear(8, 8)  # the first block's input needs grad, as after an embedding
+        self.blocks = nn.ModuleList([Gated() for _ in range(count)])
+
+    def forward(self, x, mask):
+        x = self.embed(x)
+        for block in self.blocks:
+            x = block(x, mask)
+        return x
+
+
+def test_sizes_found_equal_while_tracing_and_per_instance_partials_still_match(monkeypatch):
+    # The mask's dims are named apart from x's; tracing the first block finds them equal, after
+    # which its signature reads in the other symbols. Every later block is copied.
+    x, mask = torch.randn(2, 6, 8), torch.rand(2, 6, 8) > 0.5
+    shapes = {"x": {0: "batch", 1: "seq"}, "mask": {0: "mask_batch", 1: "mask_seq"}}
+    program = _both(Embedded().eval(), (x, mask), None, monkeypatch, dynamic_shapes=shapes)
+    assert program.capture_blocks_replayed == 4

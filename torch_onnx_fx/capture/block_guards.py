@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 from typing import Any, Collection, Iterator
 
 import torch
@@ -183,6 +184,8 @@ def _same_value(a: Any, b: Any) -> bool:
         return list(a) == list(b) and all(_same_value(a[k], b[k]) for k in a)
     if isinstance(a, (set, frozenset)):
         return a == b
+    if isinstance(a, functools.partial):
+        return a.func is b.func and _same_value(a.args, b.args) and _same_value(a.keywords, b.keywords)
     # Other objects (a shared config, a function) only as themselves: their equality may not
     # cover what the code reads of them.
     return False

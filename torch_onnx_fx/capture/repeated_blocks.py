@@ -78,6 +78,7 @@ class TracedBlock:
     reads: AttributeReads
     inputs: int  # tensor inputs, first in a ``block`` call's list
     weights: list[str]  # parameters then buffers, by name within the block: the rest of the list
+    call: tuple[tuple[Any, ...], dict[str, Any]]  # the traced call's arguments
     outputs: Any = None  # the output structure; None until the trace ends and proves usable
     refusal: str = ""
 
@@ -128,7 +129,7 @@ class RepeatedBlocks:
     def __init__(self, root: torch.nn.Module, selection: bool | Collection[str]):
         self.instances = select_blocks(root, selection)
         self.traced: dict[str, TracedBlock] = {}
-        self._by_signature: dict[Any, list[TracedBlock]] = {}
+        self._by_class: dict[Any, list[TracedBlock]] = {}
         self.stood_in: list[str] = []
         self.refusals: list[str] = []
         self._depth = 0
@@ -157,18 +158,19 @@ class RepeatedBlocks:
             except Unsupported as exc:
                 self._refuse(path, str(exc))
                 return original(*args, **kwargs)
-            group = (type(module), call, global_modes())
-            candidates = self._by_signature.setdefault(group, [])
+            # Candidates are compared on signatures computed now: a size symbol the trace has
+            # since found equal to another (a mask's length and the sequence's) reads as that one.
+            candidates = self._by_class.setdefault((type(module), global_modes()), [])
             for traced in candidates:
-                if traced.outputs is None:
+                if traced.outputs is None or signature(*traced.call)[0] != call:
                     continue
                 difference = same_module(traced.module, module, traced.reads, ignore={"forward"})
                 if difference is None:
                     return self._stand_in(traced, path, module, leaves)
                 logger.debug("block %s is not %s: %s", path, traced.path, difference)
-            if any(traced.outputs is None for traced in candidates) or not leaves:
+            if not leaves or any(traced.outputs is None and signature(*traced.call)[0] == call for traced in candidates):
                 return original(*args, **kwargs)
-            traced = TracedBlock(str(len(self.traced)), path, module, AttributeReads(), len(leaves), [n for n, _ in _weights(module)])
+            traced = TracedBlock(str(len(self.traced)), path, module, AttributeReads(), len(leaves), [n for n, _ in _weights(module)], (args, kwargs))
             self.traced[traced.key] = traced
             candidates.append(traced)
             return self._trace(traced, original, call[0], leaves)
