@@ -250,3 +250,36 @@ def test_sizes_found_equal_while_tracing_and_per_instance_partials_still_match(m
     shapes = {"x": {0: "batch", 1: "seq"}, "mask": {0: "mask_batch", 1: "mask_seq"}}
     program = _both(Embedded().eval(), (x, mask), None, monkeypatch, dynamic_shapes=shapes)
     assert program.capture_blocks_replayed == 4
+
+
+class ReadsOwner(nn.Module):
+    def __init__(self, owner: list):
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+        self.owner = owner  # a back-reference the module tree does not hold
+
+    def forward(self, x):
+        return self.linear(x) * self.owner[0].step
+
+
+class SetsStep(nn.Module):
+    def __init__(self, vary: bool):
+        super().__init__()
+        self.embed = nn.Linear(8, 8)
+        self.blocks = nn.ModuleList([ReadsOwner([self]) for _ in range(4)])
+        self.vary = vary
+        self.step = 1
+
+    def forward(self, x):
+        x = self.embed(x)
+        for i, block in enumerate(self.blocks):
+            if self.vary:
+                self.step = i + 1
+            x = block(x)
+        return x
+
+
+@pytest.mark.parametrize("vary", [True, False])
+def test_state_of_other_modules_a_block_reads_must_not_change_between_copies(vary, monkeypatch):
+    program = _both(SetsStep(vary).eval(), (torch.randn(2, 8),), None, monkeypatch)
+    assert program.capture_blocks_replayed == (0 if vary else 3)

@@ -19,6 +19,7 @@ them:
 from __future__ import annotations
 
 import contextlib
+import copy
 import enum
 import functools
 from typing import Any, Collection, Iterator
@@ -101,18 +102,31 @@ class AttributeReads:
     """The attributes each module of an instance reads while it is traced, and whether any is
     written: the instance's modules get, for the trace, a subclass of their class that notes
     every attribute lookup (name and class are the original's, so the module stack and class
-    checks see no difference)."""
+    checks see no difference).
+
+    The model's other modules are recorded too: a block may read its parent's state through a
+    reference (the index of the layer being run, set by the parent before each call). What they
+    read is kept as it was when the trace ended (:meth:`keep_outside`) so that a later instance
+    stands in only while it is still so (:meth:`outside_changed`)."""
 
     def __init__(self) -> None:
         self.reads: dict[str, set[str]] = {}
         self.written: list[str] = []
+        self._outside_reads: dict[str, set[str]] = {}
+        self._outside: dict[str, tuple[torch.nn.Module, dict[str, Any]]] = {}
 
     @contextlib.contextmanager
-    def recording(self, root: torch.nn.Module) -> Iterator[None]:
+    def recording(self, root: torch.nn.Module, model: torch.nn.Module | None = None) -> Iterator[None]:
         swapped: list[tuple[torch.nn.Module, type]] = []
+        inside = {id(m) for m in root.modules()}
+        outside = [] if model is None else [(p, m) for p, m in model.named_modules() if id(m) not in inside]
+        modules = [(path, module, self.reads) for path, module in root.named_modules(remove_duplicate=False)]
+        modules += [(path, module, self._outside_reads) for path, module in outside]
         try:
-            for path, module in root.named_modules(remove_duplicate=False):
-                names = self.reads.setdefault(path, set())
+            for path, module, reads in modules:
+                if "_torch_onnx_fx_reads" in object.__getattribute__(module, "__dict__"):
+                    continue  # met twice (shared): recorded once
+                names = reads.setdefault(path, set())
                 original = type(module)
                 object.__setattr__(module, "__class__", _recording_class(original))
                 object.__getattribute__(module, "__dict__")["_torch_onnx_fx_reads"] = (names, self.written, path, [])
@@ -122,6 +136,27 @@ class AttributeReads:
             for module, original in swapped:
                 object.__getattribute__(module, "__dict__").pop("_torch_onnx_fx_reads", None)
                 object.__setattr__(module, "__class__", original)
+            by_path = dict(outside)
+            for path, names in self._outside_reads.items():
+                module = by_path[path]
+                kept = {name: _kept(module.__dict__[name]) for name in names if name in module.__dict__ and not name.startswith("_torch_onnx_fx")}
+                if "__dict__" in names:
+                    kept = {name: _kept(value) for name, value in module.__dict__.items()}
+                if kept:
+                    self._outside[path] = (module, kept)
+
+    def outside_changed(self) -> str | None:
+        """Why the other modules no longer hold what the trace read of them, or None."""
+        for path, (module, kept) in self._outside.items():
+            for name, value in kept.items():
+                if not _same_value(value, module.__dict__.get(name, _MISSING)):
+                    return f"{path or 'the model'}.{name}, which it reads, has changed"
+        return None
+
+
+def _kept(value: Any) -> Any:
+    """What a later comparison needs of ``value`` as it is now: a container's items may change."""
+    return copy.copy(value) if type(value) in (list, dict, set) else value
 
 
 _RECORDING_CLASSES: dict[type, type] = {}

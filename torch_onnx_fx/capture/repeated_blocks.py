@@ -127,6 +127,7 @@ class RepeatedBlocks:
     """While active, the chosen instances' ``forward`` traces or stands in (module docstring)."""
 
     def __init__(self, root: torch.nn.Module, selection: bool | Collection[str]):
+        self.root = root
         self.instances = select_blocks(root, selection)
         self.traced: dict[str, TracedBlock] = {}
         self._by_class: dict[Any, list[TracedBlock]] = {}
@@ -164,7 +165,7 @@ class RepeatedBlocks:
             for traced in candidates:
                 if traced.outputs is None or signature(*traced.call)[0] != call:
                     continue
-                difference = same_module(traced.module, module, traced.reads, ignore={"forward"})
+                difference = same_module(traced.module, module, traced.reads, ignore={"forward"}) or traced.reads.outside_changed()
                 if difference is None:
                     return self._stand_in(traced, path, module, leaves)
                 logger.debug("block %s is not %s: %s", path, traced.path, difference)
@@ -190,7 +191,7 @@ class RepeatedBlocks:
         modes = global_modes()
         self._depth += 1
         try:
-            with traced.reads.recording(traced.module):
+            with traced.reads.recording(traced.module, self.root):
                 result = original(*args, **kwargs)
         finally:
             self._depth -= 1
