@@ -283,3 +283,32 @@ class SetsStep(nn.Module):
 def test_state_of_other_modules_a_block_reads_must_not_change_between_copies(vary, monkeypatch):
     program = _both(SetsStep(vary).eval(), (torch.randn(2, 8),), None, monkeypatch)
     assert program.capture_blocks_replayed == (0 if vary else 3)
+
+
+class Flattens(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+
+    def forward(self, x):
+        batch, length, width = x.shape
+        return x + self.linear(x.reshape(batch * length, width)).reshape(batch, length, width)
+
+
+class FlattensAfter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(8, 8)
+        self.blocks = nn.ModuleList([Flattens() for _ in range(4)])
+
+    def forward(self, x):
+        x = self.embed(x)
+        for block in self.blocks:
+            x = block(x)
+        # batch * length again: tracing reuses the node the first block computed it with.
+        return x.reshape(x.shape[0] * x.shape[1], 8)
+
+
+def test_a_size_a_block_computed_may_be_read_after_it(monkeypatch):
+    program = _both(FlattensAfter().eval(), (torch.randn(2, 5, 8),), None, monkeypatch, dynamic_shapes=({0: "batch", 1: "length"},))
+    assert program.capture_blocks_replayed == 3

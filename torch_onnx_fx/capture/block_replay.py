@@ -143,7 +143,10 @@ def _body(
     body = [n for n in nodes[start + 1 : end] if n.op not in ("placeholder", "output")]
     inside = set(body) | set(outputs.values())
     for node in body:
-        if any(user not in inside for user in node.users):
+        # Arithmetic on sizes is the exception: tracing reuses the node of a size expression it
+        # met before, so a later layer may read one the block computed; its value is the same
+        # wherever it is computed.
+        if not isinstance(node.meta.get("val"), (torch.SymInt, torch.SymFloat, torch.SymBool)) and any(user not in inside for user in node.users):
             raise ReplayRefused(f"block {path} computes {node.name}, which is read after it")
         if node.meta.get("val") is not None and free_unbacked_symbols(node.meta["val"]):
             raise ReplayRefused(f"block {path} has sizes that depend on data ({node.name})")
