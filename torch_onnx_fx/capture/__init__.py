@@ -5,8 +5,11 @@ The first stage of an export. :func:`capture` tries torch.export's strategies in
 (``keywords``), known library functions that branch on data-dependent sizes replaced while tracing
 (``library_patches``, ``keypoint_heatmaps``), and eager-mode quantized modules swapped for float
 modules replaying their arithmetic (``eager_quantization``, ``quantized_functions``,
-``quantized_grids``). Before it, :func:`prepare_dynamic_shapes` turns the user's dynamic shapes
-(named dims, legacy ``dynamic_axes``) into what torch.export takes (``dynamic_shapes``).
+``quantized_grids``). With ``export_modules_as_functions``, each distinct repeated block is traced
+once and its trace copied for the instances provably equal to it (``repeated_blocks``,
+``block_guards``, ``block_ops``, then ``block_replay`` on the captured program). Before it,
+:func:`prepare_dynamic_shapes` turns the user's dynamic shapes (named dims, legacy
+``dynamic_axes``) into what torch.export takes (``dynamic_shapes``).
 """
 
 from torch_onnx_fx.capture.dynamic_shapes import prepare_dynamic_shapes

@@ -80,7 +80,6 @@ class TracedBlock:
     weights: list[str]  # parameters then buffers, by name within the block: the rest of the list
     call: tuple[tuple[Any, ...], dict[str, Any]]  # the traced call's arguments
     outputs: Any = None  # the output structure; None until the trace ends and proves usable
-    refusal: str = ""
 
 
 def _contiguous(tensor: torch.Tensor) -> bool:
@@ -131,8 +130,6 @@ class RepeatedBlocks:
         self.instances = select_blocks(root, selection)
         self.traced: dict[str, TracedBlock] = {}
         self._by_class: dict[Any, list[TracedBlock]] = {}
-        self.stood_in: list[str] = []
-        self.refusals: list[str] = []
         self._depth = 0
 
     @contextlib.contextmanager
@@ -180,7 +177,6 @@ class RepeatedBlocks:
 
     def _refuse(self, path: str, why: str) -> None:
         logger.debug("block %s traced as usual: %s", path, why)
-        self.refusals.append(f"{path}: {why}")
 
     def _trace(self, traced: TracedBlock, original: Any, structure: Any, leaves: list[torch.Tensor]) -> Any:
         ops = block_ops.ops()
@@ -210,7 +206,6 @@ class RepeatedBlocks:
                 raise Unsupported("it returns no tensor")
             shapes = _output_shapes(outputs, list(leaves))
         except Unsupported as exc:
-            traced.refusal = str(exc)
             self._refuse(traced.path, str(exc))
             return result
         block_ops.register_shapes(traced.key, shapes)
@@ -221,5 +216,5 @@ class RepeatedBlocks:
     def _stand_in(self, traced: TracedBlock, path: str, module: torch.nn.Module, leaves: list[torch.Tensor]) -> Any:
         weights = dict(_weights(module))
         outputs = block_ops.ops().block(traced.key, [*leaves, *(weights[name] for name in traced.weights)])
-        self.stood_in.append(path)
+        logger.debug("block %s stands in for %s", traced.path, path)
         return unflatten(traced.outputs, iter(outputs))
