@@ -63,27 +63,38 @@ def assert_matches_eager(
 
 
 def onnx_structure(proto: Any) -> list[Any]:
-    """A model's nodes, in order, with the names of values inside its graphs replaced by their
-    positions (the graph's inputs, outputs and weights keep theirs): two exports that differ only
-    in what torch.export happened to number their FX nodes compare equal."""
+    """A model's nodes, in order, with the values inside its graphs named by position and its
+    initializers by their contents (the graph's inputs and outputs keep their names): two exports
+    that compute the same way compare equal whatever torch.export numbered their FX nodes, and
+    whether a constant two layers create alike is one initializer or two."""
+    import hashlib
+
     import onnx
 
-    def rows(nodes: Any, outer: Iterable[str], renamed: Mapping[str, str]) -> list[Any]:
-        names = {name: renamed.get(name, name) for name in outer}
+    def tensor_key(tensor: Any) -> str:
+        return f"tensor {tensor.data_type} {list(tensor.dims)} {hashlib.sha1(onnx.numpy_helper.to_array(tensor).tobytes()).hexdigest()}"
+
+    def attribute(a: Any) -> Any:
+        if a.type == onnx.AttributeProto.TENSOR:
+            return tensor_key(a.t)
+        return onnx.helper.get_attribute_value(a)
+
+    def rows(nodes: Any, names: dict[str, str]) -> list[Any]:
         result = []
         for i, node in enumerate(nodes):
             for j, out in enumerate(node.output):
                 names.setdefault(out, f"{i}:{j}")
-            attributes = repr([onnx.helper.get_attribute_value(a) for a in node.attribute])
+            attributes = repr([attribute(a) for a in node.attribute])
             result.append((node.domain, node.op_type, [names.get(x, x) for x in node.input], [names[x] for x in node.output], attributes))
         return result
 
     graph = proto.graph
-    outer = [*(v.name for v in graph.input), *(t.name for t in graph.initializer), *(v.name for v in graph.output)]
-    structure: list[Any] = [rows(graph.node, outer, {})]
+    names = {v.name: v.name for v in [*graph.input, *graph.output]}
+    names.update({t.name: tensor_key(t) for t in graph.initializer})
+    structure: list[Any] = [rows(graph.node, names)]
     for function in proto.functions:
         positions = {name: f"input {i}" for i, name in enumerate(function.input)}
-        structure.append((function.domain, function.name, len(function.input), rows(function.node, function.input, positions)))
+        structure.append((function.domain, function.name, len(function.input), rows(function.node, positions)))
     return structure
 
 
