@@ -312,3 +312,23 @@ class FlattensAfter(nn.Module):
 def test_a_size_a_block_computed_may_be_read_after_it(monkeypatch):
     program = _both(FlattensAfter().eval(), (torch.randn(2, 5, 8),), None, monkeypatch, dynamic_shapes=({0: "batch", 1: "length"},))
     assert program.capture_blocks_replayed == 3
+
+
+class NoGradInside(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(8, 8)
+        self.blocks = nn.ModuleList([Flattens() for _ in range(3)])
+
+    def forward(self, x):
+        x = self.embed(x)
+        with torch.no_grad():  # traced into a subgraph of its own, blocks included
+            for block in self.blocks:
+                x = block(x)
+        return x
+
+
+def test_blocks_inside_a_grad_mode_region_are_traced_in_full():
+    model, x = NoGradInside().eval(), torch.randn(2, 5, 8)
+    program = assert_matches_eager(model, (x,), export_modules_as_functions=True)
+    assert program.capture_blocks_replayed == 0

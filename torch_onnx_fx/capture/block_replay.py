@@ -65,6 +65,12 @@ def replay_blocks(program: torch.export.ExportedProgram, blocks: RepeatedBlocks)
     Returns the number of calls replaced."""
     targets = _targets()
     graph = program.graph
+    for submodule in program.graph_module.modules():
+        # A block run under torch.no_grad() inside the model's forward is traced into the
+        # subgraph of a higher-order operator; its copies would have to be made there.
+        if submodule is not program.graph_module and isinstance(submodule, torch.fx.GraphModule):
+            if any(node.op == "call_function" and node.target in targets for node in submodule.graph.nodes):
+                raise ReplayRefused("a traced block is inside a subgraph (a grad-mode or control-flow region)")
     nodes = list(graph.nodes)
     position = {node: i for i, node in enumerate(nodes)}
     inputs: dict[str, dict[int, torch.fx.Node]] = {}
