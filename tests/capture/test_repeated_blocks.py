@@ -332,3 +332,32 @@ def test_blocks_inside_a_grad_mode_region_are_traced_in_full():
     model, x = NoGradInside().eval(), torch.randn(2, 5, 8)
     program = assert_matches_eager(model, (x,), export_modules_as_functions=True)
     assert program.capture_blocks_replayed == 0
+
+
+class NoGradPart(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(8, 8)
+        self.gate = nn.Linear(8, 8)
+
+    def forward(self, x):
+        with torch.no_grad():  # a subgraph of the block's own
+            gate = torch.sigmoid(self.gate(x))
+        return x + self.linear(x) * gate
+
+
+def test_blocks_holding_a_subgraph_are_traced_in_full(monkeypatch):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Linear(8, 8)
+            self.blocks = nn.ModuleList([NoGradPart() for _ in range(4)])
+
+        def forward(self, x):
+            x = self.embed(x)
+            for block in self.blocks:
+                x = block(x)
+            return x
+
+    program = _both(Net().eval(), (torch.randn(3, 8),), None, monkeypatch)
+    assert program.capture_blocks_replayed == 0

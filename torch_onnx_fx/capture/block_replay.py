@@ -149,6 +149,10 @@ def _body(
     body = [n for n in nodes[start + 1 : end] if n.op not in ("placeholder", "output")]
     inside = set(body) | set(outputs.values())
     for node in body:
+        if node.op == "get_attr" or isinstance(node.target, torch._ops.HigherOrderOperator):
+            # Copies would share the traced block's subgraph module, and the full trace gives
+            # each layer its own (with the sizes it computes): PhiMoE's outlining then differed.
+            raise ReplayRefused(f"block {path} holds a subgraph ({node.name})")
         # Arithmetic on sizes is the exception: tracing reuses the node of a size expression it
         # met before, so a later layer may read one the block computed; its value is the same
         # wherever it is computed.
