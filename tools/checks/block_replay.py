@@ -10,7 +10,8 @@ must hold the same nodes in the same order (``helpers.onnx_structure``: values i
 named by position, initializers by contents; a copied layer reads the constants its traced layer
 created, where the full trace lifts each layer's equal constants separately). Statuses: ``same`` (blocks were copied and the models agree), ``differs``,
 ``no_copies`` (no block could be copied: a single instance, or every instance differs in what its
-code reads), ``export_failed``, ``build_failed``. ``--layers`` rebuilds the configs with that many
+code reads), ``export_failed``, ``inlined_failed`` (the model does not export without functions
+either, at this depth), ``build_failed``. ``--layers`` rebuilds the configs with that many
 layers (the corpus has two; with more, more layer types alternate). Results:
 ``tools/results/block_replay.jsonl``; page: the replay section of ``docs/functions.md``.
 """
@@ -35,7 +36,7 @@ from tools._common import machine_info, read_records, replace_section, write_rec
 RESULTS = REPO / "tools" / "results" / "block_replay.jsonl"
 PAGE = REPO / "docs" / "functions.md"
 START, END = "<!-- block-replay:start -->", "<!-- block-replay:end -->"
-STATUSES = ("same", "no_copies", "differs", "export_failed", "build_failed")
+STATUSES = ("same", "no_copies", "differs", "export_failed", "inlined_failed", "build_failed")
 LM_TASKS = ("-causal-lm", "-masked-lm", "-seq2seq-lm")
 
 
@@ -125,6 +126,10 @@ def run_case(case: Any) -> Record:
             strategies._export_blocks_once = replay
     except Exception as exc:  # noqa: BLE001 - recorded
         record.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        try:
+            torch_onnx_fx.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, verbose=False)
+        except Exception:  # noqa: BLE001 - the model does not export at this depth at all
+            record.status = "inlined_failed"
         return record
     same = onnx_structure(proto) == onnx_structure(full.model_proto)
     record.status = "same" if same else "differs"
@@ -178,7 +183,7 @@ def main() -> None:
             record.layers = options.layers
             print(f"{record.model:50} {record.status:14} copied={record.copied}/{record.calls} {record.error or ''}", flush=True)
             records.append(record)
-        run = {"kind": "run", **machine_info("python tools/checks/block_replay.py " + " ".join(sys.argv[1:]))}
+        run = {**machine_info("python tools/checks/block_replay.py " + " ".join(sys.argv[1:])), "kind": "run"}
         runs, kept = read_records(RESULTS, Record) if options.models else ([], [])
         done = {r.model for r in records}
         write_records(RESULTS, [*runs, run], [*(r for r in kept if r.model not in done), *records])
