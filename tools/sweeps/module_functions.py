@@ -254,6 +254,9 @@ def render(corpora: list[str]) -> str:
                 f"export time {_ratio([r.export_functions_s / r.export_inlined_s for r in made])}, "
                 f"ONNX Runtime session creation {_ratio([r.session_functions_s / r.session_inlined_s for r in made if r.session_inlined_s])}.",
                 "",
+            ]
+        if any(r.replayed for r in made):  # runs before capture copied blocks have none
+            lines += [
                 f"Capture traced each distinct block once in {sum(r.replayed > 0 for r in made)} of them: "
                 f"{sum(r.replayed for r in made)} of {sum(r.calls for r in made)} calls copied from a traced instance. "
                 "Every one of those gives the inlined (fully traced) export's outputs bit for bit.",
