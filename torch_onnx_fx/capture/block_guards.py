@@ -27,8 +27,11 @@ from typing import Any, Collection, Iterator
 import torch
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
-__all__ = ["AttributeReads", "Unsupported", "flatten", "signature", "same_module", "tensor_state", "global_modes"]
+__all__ = ["AttributeReads", "Unsupported", "flatten", "unflatten", "signature", "same_module", "size_expr", "tensor_state", "global_modes"]
 
+# In a recorded module's __dict__ while its block is traced: (names read, writes, path, the
+# lookups nn.Module.__getattr__ is in).
+_LOG = "_torch_onnx_fx_reads"
 _PLAIN = (bool, int, float, complex, str, bytes, type(None), torch.dtype, torch.device, torch.memory_format, torch.layout)
 
 
@@ -67,7 +70,8 @@ def unflatten(structure: Any, leaves: Iterator[Any]) -> Any:
     raise Unsupported("a symbolic output")
 
 
-def _expr(size: Any) -> Any:
+def size_expr(size: Any) -> Any:
+    """A size or stride as a symbolic expression (an int when it is static)."""
     return size.node.expr if isinstance(size, torch.SymInt) else int(size)
 
 
@@ -76,7 +80,7 @@ def tensor_state(tensor: torch.Tensor) -> tuple[Any, ...]:
         raise Unsupported(f"a tensor subclass {type(tensor).__name__}")
     return (
         tensor.dtype, tensor.device, tensor.requires_grad, tensor.layout,
-        tuple(_expr(s) for s in tensor.shape), tuple(_expr(s) for s in tensor.stride()),
+        tuple(size_expr(s) for s in tensor.shape), tuple(size_expr(s) for s in tensor.stride()),
     )
 
 
@@ -106,8 +110,8 @@ class AttributeReads:
 
     The model's other modules are recorded too: a block may read its parent's state through a
     reference (the index of the layer being run, set by the parent before each call). What they
-    read is kept as it was when the trace ended (:meth:`keep_outside`) so that a later instance
-    stands in only while it is still so (:meth:`outside_changed`)."""
+    read is kept as it was when the trace ended, so that a later instance stands in only while it
+    is still so (:meth:`outside_changed`)."""
 
     def __init__(self) -> None:
         self.reads: dict[str, set[str]] = {}
@@ -124,22 +128,22 @@ class AttributeReads:
         modules += [(path, module, self._outside_reads) for path, module in outside]
         try:
             for path, module, reads in modules:
-                if "_torch_onnx_fx_reads" in object.__getattribute__(module, "__dict__"):
+                if _LOG in object.__getattribute__(module, "__dict__"):
                     continue  # met twice (shared): recorded once
                 names = reads.setdefault(path, set())
                 original = type(module)
                 object.__setattr__(module, "__class__", _recording_class(original))
-                object.__getattribute__(module, "__dict__")["_torch_onnx_fx_reads"] = (names, self.written, path, [])
+                object.__getattribute__(module, "__dict__")[_LOG] = (names, self.written, path, [])
                 swapped.append((module, original))
             yield
         finally:
             for module, original in swapped:
-                object.__getattribute__(module, "__dict__").pop("_torch_onnx_fx_reads", None)
+                object.__getattribute__(module, "__dict__").pop(_LOG, None)
                 object.__setattr__(module, "__class__", original)
             by_path = dict(outside)
             for path, names in self._outside_reads.items():
                 module = by_path[path]
-                kept = {name: _kept(module.__dict__[name]) for name in names if name in module.__dict__ and not name.startswith("_torch_onnx_fx")}
+                kept = {name: _kept(module.__dict__[name]) for name in names if name in module.__dict__}
                 if "__dict__" in names:
                     kept = {name: _kept(value) for name, value in module.__dict__.items()}
                 if kept:
@@ -168,7 +172,7 @@ def _recording_class(cls: type) -> type:
         return recording
 
     def __getattribute__(self: Any, name: str) -> Any:
-        log = object.__getattribute__(self, "__dict__").get("_torch_onnx_fx_reads")
+        log = object.__getattribute__(self, "__dict__").get(_LOG)
         # nn.Module.__getattr__ reads __dict__ to find weights and submodules, which are
         # compared whole; any other read of it may read every attribute.
         if log is not None and not (name == "__dict__" and log[3]):
@@ -176,7 +180,7 @@ def _recording_class(cls: type) -> type:
         return cls.__getattribute__(self, name)
 
     def __getattr__(self: Any, name: str) -> Any:
-        log = object.__getattribute__(self, "__dict__").get("_torch_onnx_fx_reads")
+        log = object.__getattribute__(self, "__dict__").get(_LOG)
         if log is None:
             return cls.__getattr__(self, name)
         log[0].add(name)
@@ -187,7 +191,7 @@ def _recording_class(cls: type) -> type:
             log[3].pop()
 
     def __setattr__(self: Any, name: str, value: Any) -> None:
-        log = object.__getattribute__(self, "__dict__").get("_torch_onnx_fx_reads")
+        log = object.__getattribute__(self, "__dict__").get(_LOG)
         if log is not None:
             log[1].append(f"{log[2] or 'the block'}.{name}")
         cls.__setattr__(self, name, value)
@@ -195,7 +199,7 @@ def _recording_class(cls: type) -> type:
     recording = type(
         cls.__name__, (cls,),
         {"__getattribute__": __getattribute__, "__getattr__": __getattr__, "__setattr__": __setattr__, "__module__": cls.__module__,
-         "__qualname__": cls.__qualname__, "_torch_onnx_fx_recorded": True},
+         "__qualname__": cls.__qualname__},
     )
     _RECORDING_CLASSES[cls] = recording
     return recording
@@ -245,7 +249,7 @@ def same_module(traced: torch.nn.Module, other: torch.nn.Module, reads: Attribut
         if "__dict__" in names:
             names = set(a.__dict__) | set(b.__dict__)
         for name in names:
-            if name in ("_parameters", "_buffers", "_modules", "_torch_onnx_fx_reads") or (not path and name in ignore):
+            if name in ("_parameters", "_buffers", "_modules", _LOG) or (not path and name in ignore):
                 continue
             mine = a.__dict__.get(name, _MISSING)
             yours = b.__dict__.get(name, _MISSING)

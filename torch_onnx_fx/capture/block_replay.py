@@ -22,13 +22,13 @@ import keyword
 import logging
 import operator
 import re
-from typing import Any
+from typing import Any, Callable
 
 import torch
 from torch.export import graph_signature as gs
 from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
-from torch_onnx_fx.capture import block_ops
+from torch_onnx_fx.capture import block_ops, repeated_blocks
 from torch_onnx_fx.capture.repeated_blocks import RepeatedBlocks
 
 __all__ = ["ReplayRefused", "replay_blocks"]
@@ -87,12 +87,15 @@ def replay_blocks(program: torch.export.ExportedProgram, blocks: RepeatedBlocks)
 
     weight_nodes = _weight_nodes(program)
     renamed: dict[str, str] = {}
+    bodies: dict[str, list[torch.fx.Node]] = {}
     for call in calls:
         key = call.args[0]
         traced = blocks.traced[key]
         if key not in inputs or key not in outputs:
             raise ReplayRefused(f"block {traced.path}'s markers are not in the graph")
-        body = _body(nodes, position, inputs[key], outputs[key], traced.path)
+        if key not in bodies:  # one body for every call of the block: copies leave it as it is
+            bodies[key] = _body(nodes, position, inputs[key], outputs[key], traced.path)
+        body = bodies[key]
         bound: dict[torch.fx.Node, Any] = {inputs[key][slot]: arg for slot, arg in enumerate(call.args[1][: traced.inputs])}
         for name, arg in zip(traced.weights, call.args[1][traced.inputs :]):
             traced_weight = weight_nodes.get(f"{traced.path}.{name}")
@@ -120,8 +123,8 @@ def replay_blocks(program: torch.export.ExportedProgram, blocks: RepeatedBlocks)
         renamed[marker.name] = marker.args[0].name
         marker.replace_all_uses_with(marker.args[0])
         graph.erase_node(marker)
-    _rename_outputs(program, renamed)
-    _renumber(program)
+    _rename_outputs(program, _followed(renamed))
+    _rename_outputs(program, _renumber(program).get)
     _drop_own_frames(graph)
     graph.lint()
     program.graph_module.recompile()
@@ -163,17 +166,18 @@ def _body(
     return body
 
 
-_OWN_FRAME = re.compile(r'File "' + re.escape(__file__.replace("block_replay", "repeated_blocks")) + r'"')
+_OWN_FRAME = re.compile(r'File "' + re.escape(repeated_blocks.__file__) + r'"')
 
 
 _NUMBERED = re.compile(r"^(.*?)(?:_\d+)?$")
 
 
-def _renumber(program: torch.export.ExportedProgram) -> None:
+def _renumber(program: torch.export.ExportedProgram) -> dict[str, str]:
     """Number the nodes' names in graph order, as tracing does: the copies were named after every
     node the trace had named, so a full trace's ``linear_5`` (a graph output's name, when the
     output has no name of its own) would otherwise be ``linear_3``. Names are set directly: FX's
-    namespace never frees a name, so renaming through it could not reuse the copies' names."""
+    namespace never frees a name, so renaming through it could not reuse the copies' names.
+    Returns the new name of each renamed node, all renamed at once."""
     graph = program.graph
     namespace = graph._graph_namespace
     taken = {n.name for n in graph.nodes if n.op in ("placeholder", "output")}
@@ -196,9 +200,7 @@ def _renumber(program: torch.export.ExportedProgram) -> None:
             node.name = name
             namespace._obj_to_name[node] = name
             namespace._used_names.add(name)
-    for spec in program.graph_signature.output_specs:
-        if isinstance(spec.arg, gs.TensorArgument) and spec.arg.name in renamed:
-            spec.arg = gs.TensorArgument(name=renamed[spec.arg.name])
+    return renamed
 
 
 def _drop_own_frames(graph: torch.fx.Graph) -> None:
@@ -210,16 +212,21 @@ def _drop_own_frames(graph: torch.fx.Graph) -> None:
             node.meta["stack_trace"] = "".join(f for f in frames if not _OWN_FRAME.search(f))
 
 
-def _rename_outputs(program: torch.export.ExportedProgram, renamed: dict[str, str]) -> None:
-    """Output specs name the nodes they return; follow the replaced ones (a node may be
-    replaced by one replaced later)."""
+def _followed(replaced: dict[str, str]) -> Callable[[str], str | None]:
+    """The last name of a chain of replaced nodes (a node replaced by one replaced later)."""
 
-    def final(name: str) -> str:
-        while name in renamed:
-            name = renamed[name]
+    def final(name: str) -> str | None:
+        if name not in replaced:
+            return None
+        while name in replaced:
+            name = replaced[name]
         return name
 
+    return final
+
+
+def _rename_outputs(program: torch.export.ExportedProgram, new_name: Callable[[str], str | None]) -> None:
+    """Output specs name the nodes they return: give them ``new_name`` of each (None: unchanged)."""
     for spec in program.graph_signature.output_specs:
-        arg = spec.arg
-        if isinstance(arg, gs.TensorArgument) and arg.name in renamed:
-            spec.arg = gs.TensorArgument(name=final(arg.name))
+        if isinstance(spec.arg, gs.TensorArgument) and new_name(spec.arg.name) is not None:
+            spec.arg = gs.TensorArgument(name=new_name(spec.arg.name))

@@ -30,7 +30,7 @@ import sympy
 import torch
 
 from torch_onnx_fx.capture import block_ops
-from torch_onnx_fx.capture.block_guards import AttributeReads, Unsupported, flatten, global_modes, same_module, signature, unflatten
+from torch_onnx_fx.capture.block_guards import AttributeReads, Unsupported, flatten, global_modes, same_module, signature, size_expr, unflatten
 
 __all__ = ["RepeatedBlocks", "TracedBlock", "select_blocks"]
 
@@ -85,11 +85,10 @@ class TracedBlock:
 def _contiguous(tensor: torch.Tensor) -> bool:
     expected: Any = sympy.Integer(1)
     for size, stride in reversed(list(zip(tensor.shape, tensor.stride()))):
-        size_expr = size.node.expr if isinstance(size, torch.SymInt) else sympy.Integer(size)
-        stride_expr = stride.node.expr if isinstance(stride, torch.SymInt) else sympy.Integer(stride)
-        if size_expr != 1 and sympy.expand(stride_expr - expected) != 0:
+        size, stride = size_expr(size), size_expr(stride)
+        if size != 1 and sympy.expand(stride - expected) != 0:
             return False
-        expected = expected * size_expr
+        expected = expected * size
     return True
 
 
@@ -159,14 +158,15 @@ class RepeatedBlocks:
             # Candidates are compared on signatures computed now: a size symbol the trace has
             # since found equal to another (a mask's length and the sequence's) reads as that one.
             candidates = self._by_class.setdefault((type(module), global_modes()), [])
-            for traced in candidates:
-                if traced.outputs is None or signature(*traced.call)[0] != call:
+            same_call = [traced for traced in candidates if signature(*traced.call)[0] == call]
+            for traced in same_call:
+                if traced.outputs is None:
                     continue
                 difference = same_module(traced.module, module, traced.reads, ignore={"forward"}) or traced.reads.outside_changed()
                 if difference is None:
                     return self._stand_in(traced, path, module, leaves)
                 logger.debug("block %s is not %s: %s", path, traced.path, difference)
-            if not leaves or any(traced.outputs is None and signature(*traced.call)[0] == call for traced in candidates):
+            if not leaves or any(traced.outputs is None for traced in same_call):
                 return original(*args, **kwargs)
             traced = TracedBlock(str(len(self.traced)), path, module, AttributeReads(), len(leaves), [n for n, _ in _weights(module)], (args, kwargs))
             self.traced[traced.key] = traced
