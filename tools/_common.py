@@ -133,6 +133,14 @@ def replace_section(text: str, start_marker: str, end_marker: str, section: str)
     return text[:start] + section + text[end + len(end_marker):]
 
 
+def write_section(page: Path, start_marker: str, end_marker: str, section: str) -> None:
+    """Write ``section`` over the page's part between the markers, or append it to the page
+    when the markers are not there yet."""
+    text = page.read_text()
+    updated = replace_section(text, start_marker, end_marker, section)
+    page.write_text(updated if updated is not None else text.rstrip() + "\n\n" + section + "\n")
+
+
 def run_in_worker(context: Any, target: Any, args: tuple[Any, ...], log_path: Path, timeout_s: float, initial: Any) -> Any:
     """Run ``target(*args, connection, log_path)`` in a process of its own and return the last record
     it sent (``("stage" | "done", fields)`` messages; ``initial``'s type rebuilds them). A worker past

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tools._common import REPO, describe_machine, describe_versions, machine_info, merge_results, read_results, replace_section, run_script  # noqa: E402
+from tools._common import REPO, describe_machine, describe_versions, machine_info, merge_results, read_results, write_section, run_script  # noqa: E402
 
 RESULTS = REPO / "tools" / "results" / "functions.jsonl"
 PAGE = REPO / "docs" / "functions.md"
@@ -164,10 +164,7 @@ def main() -> None:
                 print(json.dumps(record), flush=True)
                 fresh.append(record)
         records = merge_results(RESULTS, machine, fresh, ("layers", "exporter"))
-    text = PAGE.read_text()
-    section = render(machine, records)
-    updated = replace_section(text, START, END, section)
-    PAGE.write_text(updated if updated is not None else text.rstrip() + "\n\n" + section + "\n")
+    write_section(PAGE, START, END, render(machine, records))
 
 
 if __name__ == "__main__":

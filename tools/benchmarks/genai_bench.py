@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tools._common import describe_machine, describe_versions, machine_info, merge_results, replace_section  # noqa: E402
+from tools._common import describe_machine, describe_versions, machine_info, merge_results, write_section  # noqa: E402
 from tools.benchmarks import weight_only_bench  # noqa: E402
 from tools.benchmarks.genai_int4_bench import PROMPT, _configure, _generate, _greedy, _interleaved  # noqa: E402
 
@@ -93,9 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     records = merge_results(RESULTS, header, records, key=("variant", "threads"))
     section = render(header, records)
     print(section)
-    text = PAGE.read_text()
-    updated = replace_section(text, START, END, section)
-    PAGE.write_text(updated if updated is not None else text.rstrip() + "\n\n" + section + "\n")
+    write_section(PAGE, START, END, section)
     return 0
 
 

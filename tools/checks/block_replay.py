@@ -31,7 +31,7 @@ for _path in (REPO, REPO / "tests"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from tools._common import machine_info, read_records, replace_section, write_records  # noqa: E402
+from tools._common import machine_info, read_records, write_records, write_section  # noqa: E402
 
 RESULTS = REPO / "tools" / "results" / "block_replay.jsonl"
 PAGE = REPO / "docs" / "functions.md"
@@ -54,8 +54,6 @@ class Record:
 
 def _with_layers(case: Any, layers: int) -> Any:
     """The case rebuilt with ``layers`` layers in every sub-config that has a layer count."""
-    import transformers
-
     from tools.corpus import generated_models
 
     original = generated_models.small_config
@@ -78,7 +76,6 @@ def _with_layers(case: Any, layers: int) -> Any:
         finally:
             generated_models.small_config = original
 
-    del transformers
     return dataclasses.replace(case, build=build)
 
 
@@ -188,11 +185,8 @@ def main() -> None:
         done = {r.model for r in records}
         write_records(RESULTS, [*runs, run], [*(r for r in kept if r.model not in done), *records])
     runs, records = read_records(RESULTS, Record)
-    text = PAGE.read_text()
     first = next((r for r in runs if "--models" not in r.get("command", "")), runs[-1] if runs else {})
-    section = render(records, first)
-    updated = replace_section(text, START, END, section)
-    PAGE.write_text(updated if updated is not None else text.rstrip() + "\n\n" + section + "\n")
+    write_section(PAGE, START, END, render(records, first))
 
 
 if __name__ == "__main__":

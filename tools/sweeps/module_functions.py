@@ -46,7 +46,7 @@ for _path in (REPO, REPO / "tests"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from tools._common import machine_info, read_records, replace_section, run_in_worker, write_records  # noqa: E402
+from tools._common import machine_info, read_records, write_section, run_in_worker, write_records  # noqa: E402
 from tools.sweeps.modelsweep import GENERATED, check_valid, find_case, is_large, stage_tracking  # noqa: E402
 
 PAGE = REPO / "docs" / "functions.md"
@@ -272,9 +272,7 @@ def render(corpora: list[str]) -> str:
 
 
 def write_page(corpora: list[str]) -> None:
-    text = PAGE.read_text()
-    updated = replace_section(text, START, END, render(corpora))
-    PAGE.write_text(updated if updated is not None else text.rstrip() + "\n\n" + render(corpora) + "\n")
+    write_section(PAGE, START, END, render(corpora))
 
 
 def main() -> None:
