@@ -29,6 +29,7 @@ __all__ = ["DequantizedWeightPass"]
 
 logger = logging.getLogger(__name__)
 
+
 def _producer(value: ir.Value, op_type: str) -> ir.Node | None:
     node = value.producer()
     return node if is_standard(node, op_type) else None
