@@ -38,7 +38,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from tools._common import (  # noqa: E402
-    BENCH_RATIOS_PNG, PLOTS_COMMAND, describe_machine, describe_versions, image, machine_info, read_entries,
+    BENCH_RATIOS_PNG, PLOTS_COMMAND, compile_package, describe_machine, describe_versions, image, machine_info, read_entries,
 )
 from tools.benchmarks.bench_worker import EXPORTERS, OURS, THEIRS, Record, corpus  # noqa: E402
 
@@ -66,6 +66,7 @@ def measure(
         sys.executable, str(WORKER), case.name, exporter, str(result_path),
         "--ort-runs", str(ort_runs), "--ort-budget", str(ort_budget_s),
     ]
+    compile_package()
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         returncode: int | None = None
