@@ -126,7 +126,42 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
         lambda x, i, j, ids: (x[:, i], x[j, i[0]], x[i[1].to(torch.int32)], x[torch.arange(2), ids.argmax(-1)]),
         (f32(3, 5, 2), torch.tensor([[0, -1], [2, 2]]), torch.tensor([[2], [-3]]), torch.randint(0, 9, (2, 5))),
     ),
+    # Rows of the first dims overwritten (negative, int32, 2-D and 0-d indices, values broadcast),
+    # a permutation inverted as mixture-of-experts routing does, and integer and bool sums with
+    # duplicate indices.
+    "index_put": (
+        lambda x, i, j, m, p, k, rows, big: (
+            x.index_put((i,), x[:3] * 2), x.index_put((i,), x[0, :1]), x.index_put((i, m), -x[0, :3]),
+            x.index_put((i.to(torch.int32),), x[1:4]), x.index_put((rows,), x[:4].view(2, 2, 3)),
+            x.index_put((i[0],), x[5]), torch.empty_like(p).index_put_((p,), torch.arange(p.numel())),
+            k.to(torch.int8).index_put((j,), big, accumulate=True),
+            (k > 0).index_put((j,), k[:3] < 0, accumulate=True),
+        ),
+        (
+            f32(6, 3), torch.tensor([4, -1, 0]), torch.tensor([1, 1, -5]), torch.tensor([2, 0, -1]), torch.randperm(9),
+            i64(6, 3), torch.tensor([[0, 1], [5, 4]]), torch.full((3, 3), 120, dtype=torch.int8),
+        ),
+    ),
 }
+
+
+def test_index_put_of_float_sums_and_masks_stays_with_torchlib(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Float sums over duplicate indices depend on the order they are added in, and boolean masks
+    are a different operation: those keep torchlib's translation, still matching eager."""
+    chosen = []
+    choose = walk.choose
+
+    def spy(candidates: Any, args: Any, kwargs: Any) -> Any:
+        translation = choose(candidates, args, kwargs)
+        chosen.append((getattr(translation.function, "__name__", str(translation.function)), translation.source))
+        return translation
+
+    monkeypatch.setattr(walk, "choose", spy)
+    torch.manual_seed(0)
+    x = f32(6, 3)
+    assert_matches_eager(Fn(lambda x, i: x.index_put((i,), x[:3], accumulate=True)), (x, torch.tensor([1, 1, 2])))
+    assert_matches_eager(Fn(lambda x: x.index_put((x > 0,), torch.tensor(0.0))), (x,))
+    assert ("aten_index_put", OURS) not in chosen and sum(source == TORCHLIB for _, source in chosen) >= 2, chosen
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -170,6 +205,7 @@ def test_dynamic_sizes_reach_views_slices_aranges_and_indexing(sources: collecti
         return (
             x.reshape(x.shape[0], n, 1)[:, 1 : n - 1], positions, x.new_ones(x.shape[0], n),
             x[torch.arange(x.shape[0]), last], x.repeat_interleave(2, dim=1), x[:, positions[0]],
+            x.index_put((torch.arange(x.shape[0] - 1, -1, -1),), x[:, :1] * 2),
         )
 
     batch, length = torch.export.Dim("batch"), torch.export.Dim("length", min=3)

@@ -1,8 +1,9 @@
 """Scatter-style operators: index_reduce, put, scatter with reduce=, segment_reduce and
-nonzero_static; also ``hash_tensor`` of integers.
+nonzero_static; also ``hash_tensor`` of integers, and ``index_put`` of the leading dims.
 
-torchlib lacks all of them and torch has no decomposition either, so without these the export
-fails. The reductions are ``ScatterElements`` with the matching ``reduction`` (ONNX has add, mul,
+torchlib lacks all of them but ``index_put`` and torch has no decomposition either, so without
+these the export fails; ``index_put`` is here so that the graphs that need it (mixture-of-experts
+routing inverts a permutation with it) do not load torchlib for it. The reductions are ``ScatterElements`` with the matching ``reduction`` (ONNX has add, mul,
 max and min); means divide a sum by a count scattered the same way. Sizes are read with
 ``Shape``, so the translations work on dynamic sizes (hash_tensor's reduced dims excepted).
 """
@@ -23,6 +24,7 @@ from torch_onnx_fx.registry import arg_example, register
 __all__ = [
     "aten_index_reduce",
     "aten_put",
+    "aten_index_put",
     "aten_scatter_reduce",
     "aten_scatter_reduce_extreme",
     "aten_scatter_value_reduce",
@@ -98,6 +100,47 @@ def aten_put(self: ir.Value, index: ir.Value, source: ir.Value, accumulate: bool
     updates = op.Reshape(source, tx.ints(-1))
     result = tx.scatter_nd(flat, positions, updates, "add" if accumulate else "none")
     return op.Reshape(result, op.Shape(self))
+
+
+def _leading_index_put(node: torch.fx.Node) -> bool:
+    """``index_put`` this module writes: real tensors of one dtype, integer index tensors for
+    the first dims (no ``None`` between or before them, no boolean masks), values no wider than
+    the indexed result, and either overwriting or summing integers and bools, whose sums do not
+    depend on the order duplicates are added in (float sums do: those stay with torchlib)."""
+    self_example, values = arg_example(node, 0), arg_example(node, 2)
+    indices = node.args[1] if len(node.args) > 1 else None
+    if not isinstance(self_example, torch.Tensor) or not isinstance(values, torch.Tensor) or not isinstance(indices, (list, tuple)):
+        return False
+    if self_example.is_complex() or values.dtype != self_example.dtype or not indices:
+        return False
+    examples = [index.meta.get("val") if isinstance(index, torch.fx.Node) else None for index in indices]
+    if not all(isinstance(e, torch.Tensor) and e.dtype in (torch.int64, torch.int32) for e in examples):
+        return False
+    if len(examples) > self_example.dim():
+        return False
+    indexed_rank = max(e.dim() for e in examples) + self_example.dim() - len(examples)
+    accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
+    summable = not self_example.dtype.is_floating_point
+    return values.dim() <= indexed_rank and (not accumulate or summable)
+
+
+@register("aten::index_put", "aten::_unsafe_index_put", supports=_leading_index_put)
+def aten_index_put(self: ir.Value, indices: Sequence[ir.Value], values: ir.Value, accumulate: bool = False) -> ir.Value:
+    """index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor
+
+    The k index tensors, broadcast together, name the rows of self's first k dims that take
+    ``values`` (broadcast to the indexed shape): a ``ScatterND`` whose coordinates are the index
+    tensors stacked on a last axis. Negative indices count from the end in ATen and in ONNX
+    Runtime's ScatterND alike; duplicates are undefined in both when overwriting."""
+    broadcast = indices[0]
+    for index in indices[1:]:
+        broadcast = op.Expand(broadcast, op.Shape(index))
+    shape, last = op.Shape(broadcast), tx.ints(-1)
+    coordinates = [op.Unsqueeze(op.Cast(op.Expand(index, shape), to=tx.INT64), last) for index in indices]
+    stacked = coordinates[0] if len(coordinates) == 1 else op.Concat(*coordinates, axis=-1)
+    rows = op.Shape(self, start=len(indices))
+    updates = op.Expand(values, op.Concat(shape, rows, axis=0))
+    return tx.scatter_nd(self, stacked, updates, "add" if accumulate else "none")
 
 
 _SCATTER_REDUCTIONS = {"add": "add", "multiply": "mul"}
