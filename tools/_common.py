@@ -24,7 +24,7 @@ from typing import Any, Iterator, Sequence
 __all__ = [
     "REPO", "machine_info", "describe_machine", "describe_versions", "read_entries", "read_results", "merge_results",
     "IMAGE_DIR", "BENCH_RATIOS_PNG", "OPSWEEP_STATUS_PNG", "OPSWEEP_CAUSES_PNG", "MODELSWEEP_FAMILIES_PNG",
-    "PLOTS", "PLOTS_COMMAND", "image", "compile_package",
+    "PLOTS", "PLOTS_COMMAND", "image", "compile_package", "save_model_records",
 ]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -229,6 +229,21 @@ def read_records(path: Path, record_type: Any) -> tuple[list[dict[str, Any]], li
             else:
                 records.append(record_type(**entry))
     return runs, records
+
+
+def save_model_records(path: Path, record_type: Any, command: str, records: Sequence[Any] | None, merge: bool) -> tuple[dict[str, Any], list[Any]]:
+    """A corpus check's results (records with a ``model`` field): ``records`` of a new run saved
+    first (over the earlier ones, or merged into them by model for a rerun of some models, as
+    ``--models`` asks), then all of them read back with the run that measured the whole corpus,
+    which the page describes."""
+    if records is not None:
+        run = {**machine_info(command), "kind": "run"}
+        runs, kept = read_records(path, record_type) if merge else ([], [])
+        done = {r.model for r in records}
+        write_records(path, [*runs, run], [*(r for r in kept if r.model not in done), *records])
+    runs, every = read_records(path, record_type)
+    first = next((r for r in runs if "--models" not in r.get("command", "")), runs[-1] if runs else {})
+    return first, every
 
 
 def write_records(path: Path, runs: Sequence[dict[str, Any]], records: Sequence[Any]) -> None:

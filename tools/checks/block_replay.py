@@ -31,7 +31,7 @@ for _path in (REPO, REPO / "tests"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from tools._common import machine_info, read_records, write_records, write_section  # noqa: E402
+from tools._common import save_model_records, write_section  # noqa: E402
 
 RESULTS = REPO / "tools" / "results" / "block_replay.jsonl"
 PAGE = REPO / "docs" / "functions.md"
@@ -80,20 +80,17 @@ def _with_layers(case: Any, layers: int) -> Any:
 
 
 def run_case(case: Any) -> Record:
-    import torch
-
     import torch_onnx_fx
     from helpers import onnx_structure
     from torch_onnx_fx.capture import strategies
+    from tools.corpus.generated_models import built_and_run
 
     record = Record(case.name)
-    try:
-        model, args, kwargs, dynamic_shapes = case.build()
-        with torch.no_grad():
-            model(*args, **kwargs)
-    except Exception as exc:  # noqa: BLE001 - a case that cannot be built is listed, not counted
-        record.status, record.error = "build_failed", f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+    built, record.error = built_and_run(case)
+    if built is None:
+        record.status = "build_failed"
         return record
+    model, args, kwargs, dynamic_shapes = built
 
     def export() -> Any:
         with warnings.catch_warnings():
@@ -166,27 +163,17 @@ def main() -> None:
     parser.add_argument("--render-only", action="store_true")
     options = parser.parse_args()
     if not options.render_only:
-        from tools.corpus import generated_models
+        from tools.corpus.generated_models import selected
 
-        cases = generated_models.cases()
-        if options.models:
-            wanted = set(options.models.split(","))
-            cases = [c for c in cases if c.name in wanted]
-        else:
-            cases = [c for c in cases if c.name.endswith(LM_TASKS)][:: options.sample]
         records = []
-        for case in cases:
+        for case in selected(options.models, LM_TASKS, options.sample):
             record = run_case(_with_layers(case, options.layers) if options.layers else case)
             record.layers = options.layers
             print(f"{record.model:50} {record.status:14} copied={record.copied}/{record.calls} {record.error or ''}", flush=True)
             records.append(record)
-        run = {**machine_info("python tools/checks/block_replay.py " + " ".join(sys.argv[1:])), "kind": "run"}
-        runs, kept = read_records(RESULTS, Record) if options.models else ([], [])
-        done = {r.model for r in records}
-        write_records(RESULTS, [*runs, run], [*(r for r in kept if r.model not in done), *records])
-    runs, records = read_records(RESULTS, Record)
-    first = next((r for r in runs if "--models" not in r.get("command", "")), runs[-1] if runs else {})
-    write_section(PAGE, START, END, render(records, first))
+    command = "python tools/checks/block_replay.py " + " ".join(sys.argv[1:])
+    first, every = save_model_records(RESULTS, Record, command, None if options.render_only else records, bool(options.models))
+    write_section(PAGE, START, END, render(every, first))
 
 
 if __name__ == "__main__":

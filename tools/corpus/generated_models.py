@@ -22,7 +22,7 @@ import torch
 
 from tools.corpus.models import ModelCase, _randn
 
-__all__ = ["TASKS", "cases", "small_config"]
+__all__ = ["TASKS", "cases", "small_config", "selected", "built_and_run"]
 
 # task -> the auto mapping of transformers.models.auto.modeling_auto it is read from.
 TASKS = {
@@ -210,3 +210,26 @@ def cases() -> list[ModelCase]:
         for model_type, class_name in sorted(mapping.items())
     ]
 
+
+
+def selected(models: str | None, suffixes: tuple[str, ...], sample: int) -> list[ModelCase]:
+    """The cases a corpus check runs: those named (comma-separated), else every ``sample``-th of
+    the cases whose name ends with one of ``suffixes``."""
+    every = cases()
+    if models:
+        wanted = set(models.split(","))
+        return [c for c in every if c.name in wanted]
+    return [c for c in every if c.name.endswith(suffixes)][::sample]
+
+
+def built_and_run(case: ModelCase) -> tuple[Any, str | None]:
+    """``case.build()`` once eager has run the model on its inputs, or None and why not: a case
+    that cannot be built or run is listed by the checks, not counted."""
+    try:
+        built = case.build()
+        model, args, kwargs, _ = built
+        with torch.no_grad():
+            model(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - reported by the caller
+        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+    return built, None
