@@ -30,6 +30,14 @@ def sources(monkeypatch: pytest.MonkeyPatch) -> Iterator[collections.Counter]:
 
 
 f32 = lambda *shape: torch.randn(*shape)  # noqa: E731
+
+
+def _written(x: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    y = x.clone()
+    y[:, 1:3] = s[:, :2]
+    y[-1, ::2] += 1
+    return y
+
 f16 = lambda *shape: torch.randn(*shape).half()  # noqa: E731
 i64 = lambda *shape: torch.randint(-5, 6, shape)  # noqa: E731
 
@@ -142,6 +150,46 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
             i64(6, 3), torch.tensor([[0, 1], [5, 4]]), torch.full((3, 3), 120, dtype=torch.int8),
         ),
     ),
+    # What the generated transformers corpus still sent to torchlib: single-operator float
+    # functions, ones, constants made in forward, triangles, repeats and constant padding (negative
+    # amounts crop; fills of the tensor's dtype).
+    "exp_sqrt_reciprocal_erf": (
+        lambda x, h: (
+            x.exp(), x.abs().sqrt(), x.reciprocal(), x.erf(), h.exp(), h.erf(), x.double().exp(),
+            torch.nn.functional.softplus(x * 30), torch.nn.functional.softplus(x, beta=2, threshold=1), torch.nn.functional.softplus(x.double() * 30, beta=0.5),
+        ),
+        (f32(3, 4), f16(5)),
+    ),
+    "ones_constants_triangles": (
+        lambda x, b: (
+            torch.ones(2, 3), torch.ones(2, dtype=torch.int64), torch.ones(3, dtype=torch.bool), x + torch.tensor([1.0, 2.0, 3.0, 4.0]),
+            x.tril(), x.triu(1), x.tril(-1), b.triu(), x.long().tril(2), x.unsqueeze(0).expand(2, 3, 4).triu(-2),
+        ),
+        (f32(3, 4), i64(4, 4) > 0),
+    ),
+    "repeat_tile": (
+        lambda x, i: (x.repeat(2, 3), x.repeat(2, 1, 2), i.repeat(3), x.tile(2), x.tile(2, 1, 1), i.tile((2, 2)), x.repeat(0, 1), x[0, 0].tile((0, 2)), x[0, 0].repeat(3)),
+        (f32(2, 3), i64(4)),
+    ),
+    "pad_constant": (
+        lambda x, i: (
+            torch.nn.functional.pad(x, (1, 2)), torch.nn.functional.pad(x, (0, 1, 2, 0), value=-1.5),
+            torch.nn.functional.pad(x, (-1, 1, 0, -1)), torch.nn.functional.pad(i, (2, 0), value=7),
+            torch.nn.functional.pad(x, (0, 0)), torch.nn.functional.pad(x.half(), (1, 1), value=0.1),
+        ),
+        (f32(3, 4), i64(2, 3)),
+    ),
+    # Writes into slices and selects by numbers: negative and clamped bounds, strides, an end
+    # below the start, and an in-place write as functionalization records it.
+    "slice_select_scatter": (
+        lambda x, s: (
+            torch.slice_scatter(x, s[:, :2], 1, 1, 3), torch.slice_scatter(x, s[:, :2], 1, -2), torch.slice_scatter(x, s[:, :2], 1, 3, 99),
+            torch.slice_scatter(x, s[:, :2], 1, 0, 5, 3), torch.slice_scatter(x, s[:, :0], 1, 3, 1), torch.slice_scatter(x, s[:2], 0, -5, -1),
+            torch.select_scatter(x, s[0], 0, 1), torch.select_scatter(x, s[:, 0], 1, -1), torch.select_scatter(x, s[:, 1], 1, 0),
+            torch.select_scatter(x, s[:, 2], 1, -3), _written(x, s),
+        ),
+        (f32(3, 5), f32(3, 5)),
+    ),
 }
 
 
@@ -206,6 +254,7 @@ def test_dynamic_sizes_reach_views_slices_aranges_and_indexing(sources: collecti
             x.reshape(x.shape[0], n, 1)[:, 1 : n - 1], positions, x.new_ones(x.shape[0], n),
             x[torch.arange(x.shape[0]), last], x.repeat_interleave(2, dim=1), x[:, positions[0]],
             x.index_put((torch.arange(x.shape[0] - 1, -1, -1),), x[:, :1] * 2),
+            torch.slice_scatter(x, x[:, :2] * 3, 1, 1, 3), torch.select_scatter(x, x[:, 0] * 2, 1, -1),
         )
 
     batch, length = torch.export.Dim("batch"), torch.export.Dim("length", min=3)

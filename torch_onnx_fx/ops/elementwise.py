@@ -25,7 +25,7 @@ from torch_onnx_fx.registry import arg_example, arg_value, register
 
 __all__ = [
     "aten_add", "aten_sub", "aten_mul", "aten_neg", "aten_silu", "aten_pow_float_scalar", "aten_eq", "aten_ne",
-    "aten_relu", "aten_abs", "aten_log", "aten_div", "aten_where", "aten_bitwise_not", "aten_clamp",
+    "aten_relu", "aten_abs", "aten_log", "aten_div", "aten_where", "aten_bitwise_not", "aten_clamp", "aten_softplus",
 ]
 
 # Neg has no unsigned kernels in ONNX: uint8 negation (which wraps in ATen) is left to the others.
@@ -114,6 +114,12 @@ _FLOAT_FUNCTIONS = {
     "aten::deg2rad": lambda x: op.Mul(x, math.pi / 180.0),
     "aten::rad2deg": lambda x: op.Mul(x, 180.0 / math.pi),
     "aten::sinc": lambda x: _sinc(x),
+    # One ONNX operator each, as torchlib writes them: here so that graphs with them load no
+    # torchlib. float64 erf comes earlier (ops/special/error.py: ONNX Runtime has no kernel).
+    "aten::exp": lambda x: op.Exp(x),
+    "aten::sqrt": lambda x: op.Sqrt(x),
+    "aten::reciprocal": lambda x: op.Reciprocal(x),
+    "aten::erf": lambda x: op.Erf(x),
 }
 
 
@@ -171,6 +177,24 @@ _ROOTS = {0.5: lambda x: op.Sqrt(x), -0.5: lambda x: op.Reciprocal(op.Sqrt(x)), 
 # (x ** 2 and x ** 3 stay Pow: ONNX Runtime computes them as x * x and x * x * x already, and the
 # fusion rules of RMS norms look for Pow.)
 _PRODUCTS = {-2.0: lambda x: op.Reciprocal(op.Mul(x, x))}
+
+
+def _softplus_fits(node: Any) -> bool:
+    """float32 and float64 (half precision is computed wider by ATen: left to the others), with
+    numbers for beta and threshold."""
+    beta, threshold = arg_value(node, 1, "beta", 1.0), arg_value(node, 2, "threshold", 20.0)
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (beta, threshold))
+    return _same_dtype_in_and_out(torch.float32, torch.float64)(node) and numbers and beta != 0
+
+
+@register("aten::softplus", supports=_softplus_fits)
+def aten_softplus(self: ir.Value, beta: float = 1.0, threshold: float = 20.0) -> ir.Value:
+    """softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor: x where beta x passes
+    the threshold, else log(1 + exp(beta x)) / beta (ONNX Runtime's Softplus is as close to it as
+    ATen's log1p form, measured from -100 to 30); a beta of 1 multiplies and divides by nothing."""
+    scaled = self if beta == 1 else op.Mul(self, float(beta))
+    smooth = op.Softplus(scaled) if beta == 1 else op.Div(op.Softplus(scaled), float(beta))
+    return op.Where(op.Greater(scaled, float(threshold)), self, smooth)
 
 
 @register("aten::pow.Tensor_Scalar", supports=_float_power)

@@ -27,7 +27,7 @@ __all__ = [
     "aten_contiguous", "aten_type_as", "aten_permute", "aten_split_static", "aten_zeros", "aten_zeros_like",
     "aten_unbind", "aten_repeat_interleave_self_int", "aten_index_tensor",
     "aten_full_like", "aten_clone", "aten_new_zeros", "aten_masked_fill", "aten_detach", "aten_to_copy",
-    "aten_expand_as", "aten_index_select", "aten_stack",
+    "aten_expand_as", "aten_index_select", "aten_stack", "aten_ones", "aten_trilu", "aten_repeat", "aten_tile",
 ]
 
 _INT64_MAX = 2**63 - 1
@@ -312,6 +312,13 @@ def aten_zeros(size: Sequence[Any], *args: Any, ctx: OpContext, **kwargs: Any) -
     return _fill(ctx, 0, list(size))
 
 
+@register("aten::ones", supports=lambda node: _fill_fits(node, 1) or _fill_fits(node, True))
+@wants_context
+def aten_ones(size: Sequence[Any], *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
+    """ones(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
+    return _fill(ctx, 1, list(size))
+
+
 @register("aten::zeros_like", "aten::ones_like", "aten::empty_like", supports=_zero_fits)
 @wants_context
 def aten_zeros_like(self: ir.Value, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
@@ -328,7 +335,7 @@ def aten_full_like(self: ir.Value, fill_value: Any, *args: Any, ctx: OpContext, 
     return _fill(ctx, fill_value, op.Shape(self))
 
 
-@register("aten::clone", supports=_real_tensor)
+@register("aten::clone", "aten::lift_fresh_copy", supports=_real_tensor)
 def aten_clone(self: ir.Value, *args: Any, **kwargs: Any) -> ir.Value:
     """clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor"""
     return op.Identity(self)
@@ -497,3 +504,54 @@ def aten_index_tensor(self: ir.Value, indices: Sequence[ir.Value | None]) -> ir.
     shape, last = op.Shape(broadcast), op.Constant(value_ints=[-1])
     coordinates = [op.Unsqueeze(op.Cast(op.Expand(index, shape), to=ir.DataType.INT64), last) for _, index in present]
     return op.GatherND(self, op.Concat(*coordinates, axis=-1))
+
+
+# ONNX Runtime's Trilu kernels; the other dtypes are left to torchlib (which casts around them).
+_TRILU_TYPES = (torch.float32, torch.float64, torch.float16, torch.int64, torch.int32, torch.bool)
+
+
+def _trilu_fits(node: torch.fx.Node) -> bool:
+    example = arg_example(node)
+    return (
+        isinstance(example, torch.Tensor) and example.dtype in _TRILU_TYPES and example.dim() >= 2
+        and isinstance(arg_value(node, 1, "diagonal", 0), int)
+    )
+
+
+@register("aten::tril", "aten::triu", supports=_trilu_fits)
+@wants_context
+def aten_trilu(self: ir.Value, diagonal: int = 0, *, ctx: OpContext) -> ir.Value:
+    """tril(Tensor self, int diagonal=0) -> Tensor (and triu): one Trilu over the last two dims."""
+    return op.Trilu(self, op.Constant(value_int=diagonal), upper=int(ctx.target == "aten::triu"))
+
+
+def _repeated_by_numbers(node: torch.fx.Node) -> bool:
+    repeats = arg_value(node, 1, "repeats")
+    return (
+        _real_tensor(node) and isinstance(repeats, (list, tuple)) and len(repeats) > 0
+        and all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in repeats)
+    )
+
+
+def _tiled(self: ir.Value, repeats: Sequence[int], rank: int) -> ir.Value:
+    """``self`` tiled ``repeats`` times per dim, ``rank`` its rank; repeats longer than the rank
+    repeat new leading dims of size 1, as ATen does."""
+    extra = len(repeats) - rank
+    if extra > 0:
+        self = op.Unsqueeze(self, op.Constant(value_ints=list(range(extra))))
+    return op.Tile(self, op.Constant(value_ints=list(repeats)))
+
+
+@register("aten::repeat", supports=lambda node: _repeated_by_numbers(node) and len(arg_value(node, 1, "repeats")) >= arg_example(node).dim())
+def aten_repeat(self: ir.Value, repeats: Sequence[int]) -> ir.Value:
+    """repeat(Tensor self, SymInt[] repeats) -> Tensor"""
+    return _tiled(self, repeats, self.shape.rank())
+
+
+@register("aten::tile", supports=_repeated_by_numbers)
+def aten_tile(self: ir.Value, dims: Sequence[int]) -> ir.Value:
+    """tile(Tensor self, SymInt[] dims) -> Tensor: repeat, with too few dims counting from the last.
+    The rank is the graph's: the walk gives a 0-d tensor as one element (``dims`` is a dim
+    argument to it) and restores the result's shape."""
+    rank = self.shape.rank()
+    return _tiled(self, [1] * (rank - len(dims)) + list(dims), rank)

@@ -1,8 +1,10 @@
-"""Padding modes ONNX Runtime rejects: circular, and negative (cropping) replicate/reflect pads.
+"""Padding: the modes ONNX Runtime rejects (circular, and negative (cropping) replicate/reflect
+pads), and constant padding by numbers, the everyday form, so that it does not load torchlib.
 
 ``aten::pad`` lists (left, right) pairs from the last dim backwards. Negative amounts crop, which
 becomes a Slice; circular padding concatenates the wrapped-around slices; positive
-replicate/reflect amounts stay a Pad (``edge``/``reflect``).
+replicate/reflect amounts stay a Pad (``edge``/``reflect``); constant padding is one Pad, which
+crops by negative amounts itself.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from onnxscript import opset18 as op
 from torch_onnx_fx.errors import TranslationError
 from torch_onnx_fx.registry import arg_example, register
 
-__all__ = ["aten_pad_circular", "aten_pad_special", "aten_constant_pad_nd_complex"]
+__all__ = ["aten_pad_circular", "aten_pad_special", "aten_pad_constant", "aten_constant_pad_nd_complex"]
 
 _END = 2**63 - 1
 
@@ -100,6 +102,37 @@ def aten_pad_special(self: ir.Value, pad: Sequence[int], mode: str = "constant",
     for offset, (left, right) in enumerate(grow):
         begins[rank - 1 - offset], ends[rank - 1 - offset] = left, right
     return op.Pad(x, op.Constant(value_ints=begins + ends), mode="edge" if mode == "replicate" else "reflect")
+
+
+def _constant_by_numbers(node: Any) -> bool:
+    """Constant padding of a real tensor by numbers, with a fill value its dtype holds as it is
+    (a fraction into integers, which ATen truncates, is left to the others)."""
+    args = list(node.args) + [None, None, None]
+    pad, mode = args[1], node.kwargs.get("mode", args[2]) or "constant"
+    value = node.kwargs.get("value", args[3])
+    example = arg_example(node)
+    if mode != "constant" or not isinstance(example, torch.Tensor) or example.is_complex():
+        return False
+    if not all(isinstance(p, int) for p in pad) or len(pad) % 2 or len(pad) // 2 > example.dim():
+        return False
+    if value is None or example.dtype.is_floating_point:
+        return True
+    return float(value).is_integer() and (example.dtype != torch.bool or value in (0, 1))
+
+
+@register("aten::pad", supports=_constant_by_numbers)
+def aten_pad_constant(self: ir.Value, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> ir.Value:
+    """pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor, as one
+    constant Pad (negative amounts crop in it as in ATen)."""
+    rank = self.shape.rank()
+    begins = [0] * rank
+    ends = [0] * rank
+    for offset in range(len(pad) // 2):
+        begins[rank - 1 - offset], ends[rank - 1 - offset] = pad[2 * offset], pad[2 * offset + 1]
+    if not any(begins + ends):
+        return op.Identity(self)
+    fill = op.CastLike(op.Constant(value=ir.tensor(float(value or 0), dtype=ir.DataType.DOUBLE)), self)
+    return op.Pad(self, op.Constant(value_ints=begins + ends), fill)
 
 
 @register("aten::constant_pad_nd", complex=True)

@@ -8,10 +8,15 @@ Functionalization writes ``h[:, 0] += 1`` as a ``select_scatter`` into ``h[:]`` 
 ``slice_scatter`` of the result back over the whole of dim 0: that outer write replaces every
 element, so its result is ``src`` itself. torchlib builds it as Shape/Gather/Range/Slice/
 Unsqueeze/ScatterND (and Transposes around them off dim 0), run at every inference.
+
+Other slices and selects written into are the parts of ``self`` before and after the written
+range concatenated around ``src`` (a strided slice: a ``ScatterElements`` at its positions), so
+that graphs with them (in-place writes of caches and states) do not load torchlib.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import onnx_ir as ir
@@ -19,9 +24,12 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.normalize.arange_indexing import whole_range
-from torch_onnx_fx.registry import arg_example, arg_value, register
+from torch_onnx_fx.registry import arg_example, arg_value, register, wants_context
+from torch_onnx_fx.translate.op_context import OpContext
 
-__all__ = ["aten_diagonal_scatter", "aten_slice_scatter_whole"]
+__all__ = ["aten_diagonal_scatter", "aten_slice_scatter_whole", "aten_slice_scatter_bounds", "aten_select_scatter"]
+
+_END = 2**63 - 1
 
 
 def _scalar(value: int) -> ir.Value:
@@ -82,3 +90,82 @@ def aten_slice_scatter_whole(
     over the whole of ``dim``: every element of ``self`` is overwritten, and ATen has checked that
     ``src`` has the slice's (here ``self``'s) shape; normalize has cast it to ``self``'s dtype."""
     return op.Identity(src)
+
+
+def _resolve(size: Any, start: Any, end: Any, step: Any) -> tuple[int, int | None, int] | None:
+    """A slice's (start, end or None for "to the end", step) as ATen resolves them, when numbers
+    and Slice's own clamping give ATen's range: non-negative bounds on any size (the end raised to
+    the start, as ATen does), negative ones and strides only where the dim's size is known."""
+    if any(v is not None and (not isinstance(v, int) or isinstance(v, bool)) for v in (start, end, step)):
+        return None
+    start, step = start or 0, step or 1
+    end = None if end is None or end >= sys.maxsize else end
+    if start < 0 or (end is not None and end < 0):
+        if not isinstance(size, int):
+            return None
+        start = min(max(start + size if start < 0 else start, 0), size)
+        end = None if end is None else min(max(end + size if end < 0 else end, 0), size)
+    if end is not None and end < start:
+        end = start
+    if step > 1:
+        if not isinstance(size, int):
+            return None
+        end = size if end is None else min(end, size)
+    return (start, end, step) if step >= 1 else None
+
+
+def _bounds(node: torch.fx.Node) -> tuple[int, int | None, int] | None:
+    self_example = arg_example(node, 0)
+    dim = arg_value(node, 2, "dim", 0)
+    if not isinstance(self_example, torch.Tensor) or self_example.dim() == 0 or self_example.is_complex() or not isinstance(dim, int):
+        return None
+    size = self_example.shape[dim % self_example.dim()]
+    return _resolve(size, arg_value(node, 3, "start", None), arg_value(node, 4, "end", None), arg_value(node, 5, "step", 1))
+
+
+def _piece(self: ir.Value, dim: int, start: int, end: int | None) -> ir.Value:
+    return op.Slice(self, op.Constant(value_ints=[start]), op.Constant(value_ints=[_END if end is None else end]), op.Constant(value_ints=[dim]))
+
+
+@register("aten::slice_scatter", supports=lambda node: _bounds(node) is not None)
+@wants_context
+def aten_slice_scatter_bounds(
+    self: ir.Value, src: ir.Value, dim: int = 0, start: Any = None, end: Any = None, step: int = 1, *, ctx: OpContext
+) -> ir.Value:
+    """slice_scatter(Tensor self, Tensor src, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1)
+    by numbers: ``self`` before the slice, ``src``, ``self`` after it (ATen has checked that
+    ``src`` has the slice's shape); a strided slice scatters ``src`` to its positions."""
+    example = ctx.inputs[0]
+    rank = example.dim()
+    dim %= rank
+    start, end, step = _resolve(example.shape[dim], start, end, step)
+    if step == 1:
+        pieces = ([_piece(self, dim, 0, start)] if start > 0 else []) + [src] + ([_piece(self, dim, end, None)] if end is not None else [])
+        return op.Concat(*pieces, axis=dim) if len(pieces) > 1 else op.Identity(src)
+    along = [1] * rank
+    along[dim] = -1
+    positions = op.Constant(value_ints=list(range(start, end, step)))
+    return op.ScatterElements(self, op.Expand(op.Reshape(positions, op.Constant(value_ints=along)), op.Shape(src)), src, axis=dim)
+
+
+def _select_by_number(node: torch.fx.Node) -> bool:
+    self_example = arg_example(node, 0)
+    dim, index = arg_value(node, 2, "dim"), arg_value(node, 3, "index")
+    return (
+        isinstance(self_example, torch.Tensor) and self_example.dim() > 0 and not self_example.is_complex()
+        and isinstance(dim, int) and isinstance(index, int) and not isinstance(index, bool)
+    )
+
+
+@register("aten::select_scatter", supports=_select_by_number)
+def aten_select_scatter(self: ir.Value, src: ir.Value, dim: int, index: int) -> ir.Value:
+    """select_scatter(Tensor self, Tensor src, int dim, SymInt index) -> Tensor: ``src`` (``self``
+    without ``dim``) put back as that dim's ``index``-th entry between the entries around it;
+    a negative index counts from the end, in ATen and in Slice alike."""
+    dim %= self.shape.rank()
+    pieces = [op.Unsqueeze(src, op.Constant(value_ints=[dim]))]
+    if index != 0:
+        pieces.insert(0, _piece(self, dim, 0, index))
+    if index != -1:
+        pieces.append(_piece(self, dim, index + 1, None))
+    return op.Concat(*pieces, axis=dim) if len(pieces) > 1 else pieces[0]
