@@ -11,9 +11,14 @@ import numpy as np
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
-__all__ = ["INT64", "ints", "int64", "rank", "filled_like", "scatter_elements", "scatter_nd"]
+__all__ = [
+    "INT64", "END", "ints", "int64", "rank", "filled_like", "scatter_elements", "scatter_nd", "slice_axis",
+    "index_coordinates",
+]
 
 INT64 = ir.DataType.INT64
+# A Slice end past any size: "to the end" (ATen's open end is the same number).
+END = 2**63 - 1
 
 
 def ints(*values: int) -> ir.Value:
@@ -74,3 +79,21 @@ def scatter_nd(data: ir.Value, indices: ir.Value, updates: ir.Value, reduction: 
     if wide is None:
         return op.ScatterND(data, indices, updates, reduction=reduction)
     return op.CastLike(op.ScatterND(op.Cast(data, to=wide), indices, op.Cast(updates, to=wide), reduction=reduction), data)
+
+
+def slice_axis(value: ir.Value, axis: int, start: int, end: int | None = None) -> ir.Value:
+    """``value[start:end]`` along ``axis`` (``end=None``: to the end); Slice clamps the bounds as
+    Python does."""
+    return op.Slice(value, ints(start), ints(END if end is None else end), ints(axis))
+
+
+def index_coordinates(indices: list[ir.Value]) -> tuple[ir.Value, ir.Value]:
+    """Index tensors broadcast together, cast to int64 and stacked on a new last axis: the
+    coordinates ``GatherND`` and ``ScatterND`` take for the dims they index; and the broadcast
+    shape."""
+    broadcast = indices[0]
+    for index in indices[1:]:
+        broadcast = op.Expand(broadcast, op.Shape(index))
+    shape, last = op.Shape(broadcast), ints(-1)
+    coordinates = [op.Unsqueeze(op.Cast(op.Expand(index, shape), to=INT64), last) for index in indices]
+    return (coordinates[0] if len(coordinates) == 1 else op.Concat(*coordinates, axis=-1)), shape

@@ -132,12 +132,7 @@ def aten_index_put(self: ir.Value, indices: Sequence[ir.Value], values: ir.Value
     ``values`` (broadcast to the indexed shape): a ``ScatterND`` whose coordinates are the index
     tensors stacked on a last axis. Negative indices count from the end in ATen and in ONNX
     Runtime's ScatterND alike; duplicates are undefined in both when overwriting."""
-    broadcast = indices[0]
-    for index in indices[1:]:
-        broadcast = op.Expand(broadcast, op.Shape(index))
-    shape, last = op.Shape(broadcast), tx.ints(-1)
-    coordinates = [op.Unsqueeze(op.Cast(op.Expand(index, shape), to=tx.INT64), last) for index in indices]
-    stacked = coordinates[0] if len(coordinates) == 1 else op.Concat(*coordinates, axis=-1)
+    stacked, shape = tx.index_coordinates(list(indices))
     rows = op.Shape(self, start=len(indices))
     updates = op.Expand(values, op.Concat(shape, rows, axis=0))
     return tx.scatter_nd(self, stacked, updates, "add" if accumulate else "none")

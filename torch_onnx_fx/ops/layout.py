@@ -17,6 +17,7 @@ import torch
 from onnx_ir.tensor_adapters import TorchTensor
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.ops import _tensors as tx
 from torch_onnx_fx.registry import arg_example, arg_value, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
@@ -498,12 +499,8 @@ def aten_index_tensor(self: ir.Value, indices: Sequence[ir.Value | None]) -> ir.
     if len(present) == 1:
         position, index = present[0]
         return op.Gather(self, index, axis=position)
-    broadcast = present[0][1]
-    for _, index in present[1:]:
-        broadcast = op.Expand(broadcast, op.Shape(index))
-    shape, last = op.Shape(broadcast), op.Constant(value_ints=[-1])
-    coordinates = [op.Unsqueeze(op.Cast(op.Expand(index, shape), to=ir.DataType.INT64), last) for _, index in present]
-    return op.GatherND(self, op.Concat(*coordinates, axis=-1))
+    coordinates, _ = tx.index_coordinates([index for _, index in present])
+    return op.GatherND(self, coordinates)
 
 
 # ONNX Runtime's Trilu kernels; the other dtypes are left to torchlib (which casts around them).

@@ -16,11 +16,21 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.errors import TranslationError
+from torch_onnx_fx.ops import _tensors as tx
 from torch_onnx_fx.registry import arg_example, register
 
 __all__ = ["aten_pad_circular", "aten_pad_special", "aten_pad_constant", "aten_constant_pad_nd_complex"]
 
-_END = 2**63 - 1
+
+
+def _onnx_pads(pad: Sequence[int], rank: int) -> list[int]:
+    """ATen's (left, right) pairs from the last dim backwards as ONNX's begins then ends over
+    all ``rank`` dims."""
+    begins = [0] * rank
+    ends = [0] * rank
+    for offset in range(len(pad) // 2):
+        begins[rank - 1 - offset], ends[rank - 1 - offset] = pad[2 * offset], pad[2 * offset + 1]
+    return begins + ends
 
 
 def _needs_own_pad(node: Any) -> bool:
@@ -45,16 +55,7 @@ def _circular_growing(node: Any) -> bool:
 @register("aten::pad", min_opset=19, supports=_circular_growing)
 def aten_pad_circular(self: ir.Value, pad: Sequence[int], mode: str = "circular", value: float | None = None) -> ir.Value:
     """pad(Tensor self, SymInt[] pad, str mode="circular", float? value=None) -> Tensor, as Pad-19's "wrap" mode"""
-    rank = self.shape.rank()
-    begins = [0] * rank
-    ends = [0] * rank
-    for offset in range(len(pad) // 2):
-        begins[rank - 1 - offset], ends[rank - 1 - offset] = pad[2 * offset], pad[2 * offset + 1]
-    return op.Pad(self, op.Constant(value_ints=begins + ends), mode="wrap")
-
-
-def _slice(x: ir.Value, axis: int, start: int, end: int) -> ir.Value:
-    return op.Slice(x, op.Constant(value_ints=[start]), op.Constant(value_ints=[end]), op.Constant(value_ints=[axis]))
+    return op.Pad(self, op.Constant(value_ints=_onnx_pads(pad, self.shape.rank())), mode="wrap")
 
 
 def _replicate_by_index(x: ir.Value, pairs: Sequence[tuple[int, int]]) -> ir.Value:
@@ -86,22 +87,19 @@ def aten_pad_special(self: ir.Value, pad: Sequence[int], mode: str = "constant",
     for offset, (left, right) in enumerate(pairs):
         axis = rank - 1 - offset
         if left < 0 or right < 0:
-            x = _slice(x, axis, max(-left, 0), right if right < 0 else _END)
+            x = tx.slice_axis(x, axis, max(-left, 0), right if right < 0 else None)
     grow = [(max(left, 0), max(right, 0)) for left, right in pairs]
     if mode == "circular":
         for offset, (left, right) in enumerate(grow):
             axis = rank - 1 - offset
-            pieces = ([_slice(x, axis, -left, _END)] if left else []) + [x] + ([_slice(x, axis, 0, right)] if right else [])
+            pieces = ([tx.slice_axis(x, axis, -left)] if left else []) + [x] + ([tx.slice_axis(x, axis, 0, right)] if right else [])
             if len(pieces) > 1:
                 x = op.Concat(*pieces, axis=axis)
         return x
     if not any(left or right for left, right in grow):
         return op.Identity(x)
-    begins = [0] * rank
-    ends = [0] * rank
-    for offset, (left, right) in enumerate(grow):
-        begins[rank - 1 - offset], ends[rank - 1 - offset] = left, right
-    return op.Pad(x, op.Constant(value_ints=begins + ends), mode="edge" if mode == "replicate" else "reflect")
+    amounts = _onnx_pads([amount for pair in grow for amount in pair], rank)
+    return op.Pad(x, op.Constant(value_ints=amounts), mode="edge" if mode == "replicate" else "reflect")
 
 
 def _constant_by_numbers(node: Any) -> bool:
@@ -124,15 +122,10 @@ def _constant_by_numbers(node: Any) -> bool:
 def aten_pad_constant(self: ir.Value, pad: Sequence[int], mode: str = "constant", value: float | None = None) -> ir.Value:
     """pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor, as one
     constant Pad (negative amounts crop in it as in ATen)."""
-    rank = self.shape.rank()
-    begins = [0] * rank
-    ends = [0] * rank
-    for offset in range(len(pad) // 2):
-        begins[rank - 1 - offset], ends[rank - 1 - offset] = pad[2 * offset], pad[2 * offset + 1]
-    if not any(begins + ends):
+    amounts = _onnx_pads(pad, self.shape.rank())
+    if not any(amounts):
         return op.Identity(self)
-    fill = op.CastLike(op.Constant(value=ir.tensor(float(value or 0), dtype=ir.DataType.DOUBLE)), self)
-    return op.Pad(self, op.Constant(value_ints=begins + ends), fill)
+    return op.Pad(self, op.Constant(value_ints=amounts), tx.constant(float(value or 0), self))
 
 
 @register("aten::constant_pad_nd", complex=True)
@@ -156,7 +149,7 @@ def aten_constant_pad_nd_complex(self: ir.Value, pad: Sequence[int], value: floa
     # Each part is padded with its own part of the value.
     pads = op.Constant(value_ints=begins[:-1] + ends[:-1])
     parts = [
-        op.Pad(op.Gather(self, op.Constant(value_int=i), axis=-1), pads, op.CastLike(op.Constant(value=ir.tensor(part, dtype=ir.DataType.DOUBLE)), self))
+        op.Pad(op.Gather(self, op.Constant(value_int=i), axis=-1), pads, tx.constant(part, self))
         for i, part in enumerate((number.real, number.imag))
     ]
     return op.Concat(*(op.Unsqueeze(p, op.Constant(value_ints=[-1])) for p in parts), axis=-1)

@@ -24,12 +24,11 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.normalize.arange_indexing import whole_range
+from torch_onnx_fx.ops import _tensors as tx
 from torch_onnx_fx.registry import arg_example, arg_value, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
 __all__ = ["aten_diagonal_scatter", "aten_slice_scatter_whole", "aten_slice_scatter_bounds", "aten_select_scatter"]
-
-_END = 2**63 - 1
 
 
 def _scalar(value: int) -> ir.Value:
@@ -123,10 +122,6 @@ def _bounds(node: torch.fx.Node) -> tuple[int, int | None, int] | None:
     return _resolve(size, arg_value(node, 3, "start", None), arg_value(node, 4, "end", None), arg_value(node, 5, "step", 1))
 
 
-def _piece(self: ir.Value, dim: int, start: int, end: int | None) -> ir.Value:
-    return op.Slice(self, op.Constant(value_ints=[start]), op.Constant(value_ints=[_END if end is None else end]), op.Constant(value_ints=[dim]))
-
-
 @register("aten::slice_scatter", supports=lambda node: _bounds(node) is not None)
 @wants_context
 def aten_slice_scatter_bounds(
@@ -140,7 +135,7 @@ def aten_slice_scatter_bounds(
     dim %= rank
     start, end, step = _resolve(example.shape[dim], start, end, step)
     if step == 1:
-        pieces = ([_piece(self, dim, 0, start)] if start > 0 else []) + [src] + ([_piece(self, dim, end, None)] if end is not None else [])
+        pieces = ([tx.slice_axis(self, dim, 0, start)] if start > 0 else []) + [src] + ([tx.slice_axis(self, dim, end, None)] if end is not None else [])
         return op.Concat(*pieces, axis=dim) if len(pieces) > 1 else op.Identity(src)
     along = [1] * rank
     along[dim] = -1
@@ -165,7 +160,7 @@ def aten_select_scatter(self: ir.Value, src: ir.Value, dim: int, index: int) -> 
     dim %= self.shape.rank()
     pieces = [op.Unsqueeze(src, op.Constant(value_ints=[dim]))]
     if index != 0:
-        pieces.insert(0, _piece(self, dim, 0, index))
+        pieces.insert(0, tx.slice_axis(self, dim, 0, index))
     if index != -1:
-        pieces.append(_piece(self, dim, index + 1, None))
+        pieces.append(tx.slice_axis(self, dim, index + 1, None))
     return op.Concat(*pieces, axis=dim) if len(pieces) > 1 else pieces[0]
