@@ -137,13 +137,18 @@ _WORKER = textwrap.dedent(
                 record[key + "_ops_error"] = str(exc)[:160]
 
     # Every quantized tensor of our model against PyTorch's, in steps: the QuantizeLinear
-    # outputs exposed, matched to PyTorch's quantize nodes in graph order.
+    # outputs exposed, matched to PyTorch's quantize nodes by name: the export names a value after
+    # the node of torch.export's graph, which holds the converted model's quantize nodes in the
+    # same order under its own names. A quantize the export merged with an equal one (the same
+    # tensor quantized again after its padding moved into the convolution) has no value of its own.
     if ours is not None:
         torch_values = []
+        def is_quantize(node):
+            return node.op == "call_function" and "quantized_decomposed.quantize_per_tensor" in str(node.target)
         class Recorder(torch.fx.Interpreter):
             def run_node(self, node):
                 result = super().run_node(node)
-                if node.op == "call_function" and "quantized_decomposed.quantize_per_tensor" in str(node.target):
+                if is_quantize(node):
                     torch_values.append((node.name, result))
                 return result
         with torch.no_grad():
@@ -162,8 +167,14 @@ _WORKER = textwrap.dedent(
             return n.op_type == "Cast" and source.dtype == ir.DataType.FLOAT
         outputs = [n.outputs[0] for n in model_ir.graph if quantized(n)]
         outputs = [v for v in outputs if not any(u.op_type == "Clip" for u, _ in v.uses())]
-        if len(outputs) == len(torch_values):
-            for v in outputs:
+        exported_names = [n.name for n in torch.export.export(converted, (x,)).graph.nodes if is_quantize(n)]
+        by_name = {v.name: v for v in outputs}
+        if len(exported_names) != len(torch_values):
+            exported_names = []
+        pairs = [(by_name.get(exported), name, value) for exported, (name, value) in zip(exported_names, torch_values)]
+        pairs = [pair for pair in pairs if pair[0] is not None]
+        if pairs:
+            for v, _, _ in pairs:
                 if v not in model_ir.graph.outputs:
                     model_ir.graph.outputs.append(v)
             exposed = os.path.join(folder, "exposed.onnx")
@@ -171,7 +182,7 @@ _WORKER = textwrap.dedent(
             s = session(exposed, 2)
             got = dict(zip([o.name for o in s.get_outputs()], s.run(None, feed_of(s))))
             worst, first, moved = 0, None, 0
-            for v, (name, value) in zip(outputs, torch_values):
+            for v, name, value in pairs:
                 if got[v.name].shape != tuple(value.shape):
                     # A padded tensor whose zero padding moved into the convolution reading it.
                     moved += 1
@@ -180,8 +191,8 @@ _WORKER = textwrap.dedent(
                 worst = max(worst, int(d.max()))
                 if first is None and d.max() > 0:
                     first = f"{name}: {int((d > 0).sum())} of {d.size} elements, {int(d.max())} step(s)"
-            record["steps"], record["first_step_at"], record["quantized_tensors"] = worst, first, len(outputs)
-            record["padding_moved"] = moved
+            record["steps"], record["first_step_at"], record["quantized_tensors"] = worst, first, len(pairs)
+            record["padding_moved"], record["merged"] = moved, len(torch_values) - len(pairs)
         else:
             record["steps_error"] = f"{len(outputs)} quantized ONNX tensors vs {len(torch_values)} in PyTorch"
 

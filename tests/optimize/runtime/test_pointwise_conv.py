@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import onnx
+import onnx_ir
+import onnxruntime
 import torch
 import torch.ao.quantization.fx._decomposed  # noqa: F401 - defines torch.ops.quantized_decomposed
 
@@ -17,23 +22,25 @@ class _ResidualBlockEnd(torch.nn.Module):
 
     def __init__(
         self, kernel: int = 1, stride: int = 1, bias: bool = True, per_channel: bool = True, quantize_conv: bool = False,
-        residual: bool = True,
+        residual: bool = True, channel_axis: int = 0,
     ):
         super().__init__()
         torch.manual_seed(0)
         weight = torch.randn(8, 4, kernel, kernel)
         self.per_channel, self.stride, self.quantize_conv, self.residual = per_channel, stride, quantize_conv, residual
+        self.axis = channel_axis
         if per_channel:
-            self.register_buffer("scales", weight.abs().amax(dim=(1, 2, 3)) / 127)
-            self.register_buffer("zero_points", torch.zeros(8, dtype=torch.int64))
-            self.register_buffer("weight", qd.quantize_per_channel(weight, self.scales, self.zero_points, 0, -128, 127, torch.int8))
+            other = tuple(d for d in range(4) if d != channel_axis)
+            self.register_buffer("scales", weight.abs().amax(dim=other) / 127)
+            self.register_buffer("zero_points", torch.zeros(weight.shape[channel_axis], dtype=torch.int64))
+            self.register_buffer("weight", qd.quantize_per_channel(weight, self.scales, self.zero_points, channel_axis, -128, 127, torch.int8))
         else:
             self.register_buffer("weight", qd.quantize_per_tensor(weight, 0.02, 0, -128, 127, torch.int8))
         self.register_buffer("bias", torch.randn(8) if bias else None)
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
         if self.per_channel:
-            weight = qd.dequantize_per_channel(self.weight, self.scales, self.zero_points, 0, -128, 127, torch.int8)
+            weight = qd.dequantize_per_channel(self.weight, self.scales, self.zero_points, self.axis, -128, 127, torch.int8)
         else:
             weight = qd.dequantize_per_tensor(self.weight, 0.02, 0, -128, 127, torch.int8)
         x = qd.dequantize_per_tensor(qd.quantize_per_tensor(x, 0.05, 3, 0, 255, torch.uint8), 0.05, 3, 0, 255, torch.uint8)
@@ -55,17 +62,47 @@ def _inputs(batch: int = 2, height: int = 5, width: int = 7) -> tuple[torch.Tens
     return torch.randn(batch, 4, height, width), torch.randn(batch, 8, height, width)
 
 
-def test_float_pointwise_conv_becomes_a_gemm() -> None:
+def _gemm(program) -> onnx_ir.Node:
+    (gemm,) = [node for node in program.model.graph if node.op_type == "Gemm"]
+    return gemm
+
+
+def _runtime_op_types(program, tmp_path: Path) -> list[str]:
+    """The operators ONNX Runtime runs the exported model with, under its default options."""
+    path = tmp_path / "model.onnx"
+    program.save(path)
+    options = onnxruntime.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return [node.op_type for node in onnx.load(options.optimized_model_filepath).graph.node]
+
+
+def test_float_pointwise_conv_becomes_an_integer_product(tmp_path: Path) -> None:
     for model in (_ResidualBlockEnd(), _ResidualBlockEnd(bias=False), _ResidualBlockEnd(per_channel=False)):
         # One quantization step of the output is 0.1: a product summed in another order may move
         # an element across a rounding boundary, by one step at most.
         program = assert_matches_eager(model.eval(), _inputs(), rtol=0, atol=0.1 + 1e-6)
         ops = _op_types(program)
-        assert "Conv" not in ops and ops.count("Gemm") == 1, ops
-        gemm = next(node for node in program.model.graph if node.op_type == "Gemm")
-        # The integer weight is still what is stored: dequantized in the graph, as before.
-        assert gemm.inputs[1].producer().op_type == "DequantizeLinear"
-        assert len(gemm.inputs) == (3 if model.bias is not None else 2)
+        assert "Conv" not in ops, ops
+        gemm = _gemm(program)
+        # Both operands dequantized integers, the weight still stored as its integers: the form
+        # ONNX Runtime runs as an integer QGemm. The float bias comes after it.
+        assert [value.producer().op_type for value in gemm.inputs] == ["DequantizeLinear", "DequantizeLinear"]
+        assert gemm.inputs[0].producer().inputs[0].dtype == onnx_ir.DataType.UINT8
+        readers = [reader.op_type for reader, _ in gemm.outputs[0].uses()]
+        assert readers == (["Add"] if model.bias is not None else ["Reshape"])
+    runtime_ops = _runtime_op_types(program, tmp_path)
+    assert "QGemm" in runtime_ops and not {"Gemm", "Conv", "FusedConv"} & set(runtime_ops), runtime_ops
+
+
+def test_weight_quantized_per_input_channel_stays_a_float_product() -> None:
+    # QGemm reads a weight's scales per output channel only: scales along the input channels keep
+    # the product in float over the dequantized input, bias inside the Gemm.
+    model = _ResidualBlockEnd(channel_axis=1).eval()
+    program = assert_matches_eager(model, _inputs(), rtol=0, atol=0.1 + 1e-6)
+    gemm = _gemm(program)
+    assert gemm.inputs[0].producer().op_type == "Reshape" and len(gemm.inputs) == 3
+    assert gemm.inputs[1].producer().attributes.get_int("axis", 1) == 1  # ONNX's default axis
 
 
 def test_dynamic_sizes_reshape_back_at_run_time() -> None:
