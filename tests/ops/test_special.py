@@ -206,6 +206,16 @@ def test_bessel_y_of_denormals(dtype):
     assert_matches_eager(lambda x: (torch.special.bessel_y0(x), torch.special.bessel_y1(x)), (x,), rtol=1e-6, atol=0)
 
 
+def test_erfc_keeps_its_tail_in_every_type():
+    # 1 - erf(x) in float32 cancels: erfc(4.6) (7.4e-11) came out 0, and log(erfc(x)) -inf. ATen's
+    # float32 erfc keeps its relative precision down to the subnormals (it flushes to 0 a little
+    # before the float64 value rounds to 0: one subnormal step, the atol).
+    x = torch.cat([dense(-5, 11), real_line()])
+    assert_matches_eager(lambda x: torch.erfc(x), (x,), rtol=3e-7, atol=1.5e-45)
+    assert_matches_eager(lambda x: torch.erfc(x), (x.to(torch.float16),), rtol=1e-3, atol=0)
+    assert_matches_eager(lambda n: torch.erfc(n), (torch.arange(-3, 12),), rtol=3e-7, atol=0)
+
+
 def test_float64_erf_erfc_and_gelu_load_and_keep_float64_precision():
     # ONNX Runtime has no float64 Erf: a float64 model with erf, erfc, ndtr or exact GELU could
     # not be loaded. Tight tolerances: a float32 detour would be 1e-7 off; erfc keeps its relative
