@@ -11,6 +11,7 @@ import torch_onnx_fx
 # where the graph's nodes, each rounded to the half type, would round between them.
 SINGLE_ROUNDING = {
     "silu": torch.nn.functional.silu,
+    "sigmoid": lambda t: torch.sigmoid(t * 4),
     "rsqrt": lambda t: torch.rsqrt(t.abs() + 0.25),
     "softplus_beta": lambda t: torch.nn.functional.softplus(t, beta=2.0, threshold=5.0),
     "log10": lambda t: torch.log10(t.abs() + 0.25),

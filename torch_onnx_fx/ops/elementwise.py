@@ -129,11 +129,12 @@ def _one_plus_exp_of_minus(x: ir.Value) -> ir.Value:
 
 
 def _sigmoid(x: ir.Value) -> ir.Value:
-    """ONNX Runtime's float64 Sigmoid is not float64-accurate (3.6e-8 off relatively at -20), so a
-    float64 sigmoid is ATen's own 1 / (1 + exp(-x))."""
-    if x.dtype == ir.DataType.DOUBLE:
-        return op.Reciprocal(_one_plus_exp_of_minus(x))
-    return op.Sigmoid(x)
+    """ATen's own 1 / (1 + exp(-x)). ONNX Runtime's Sigmoid is accurate to about 3e-8 absolutely,
+    not relatively: float32 sigmoid(-16) came out 5.96e-8 for 1.13e-7 and everything below -19 as 0
+    (eager: 2.1e-9 at -20, 9.4e-14 at -30), so log(sigmoid(x)) went to -inf; float64 was 3.6e-8
+    off relatively at -20. Half precision computes in float32 and rounds once (the
+    half-precision pass), as ATen does."""
+    return op.Reciprocal(_one_plus_exp_of_minus(x))
 
 
 def _sinc(x: ir.Value) -> ir.Value:
@@ -159,10 +160,10 @@ for _name in _FLOAT_FUNCTIONS:
 
 @register("aten::silu", supports=_FLOAT_TO_FLOAT)
 def aten_silu(self: ir.Value) -> ir.Value:
-    """silu(Tensor self) -> Tensor; in float64 ATen's x / (1 + exp(-x)) (see ``_sigmoid``)."""
-    if self.dtype == ir.DataType.DOUBLE:
-        return op.Div(self, _one_plus_exp_of_minus(self))
-    return op.Mul(self, op.Sigmoid(self))
+    """silu(Tensor self) -> Tensor; ATen's x / (1 + exp(-x)): x * Sigmoid(x) inherits Sigmoid's
+    absolute error (silu(-17.8) came out -1.06e-6 for -3.3e-7; see ``_sigmoid``). Measured on a
+    56 M-parameter Llama's prefill: 0.4 % slower at one thread, 1.2 % at two."""
+    return op.Div(self, _one_plus_exp_of_minus(self))
 
 
 def _float_power(node: torch.fx.Node) -> bool:
