@@ -187,7 +187,10 @@ _WORKER = textwrap.dedent(
                     # A padded tensor whose zero padding moved into the convolution reading it.
                     moved += 1
                     continue
-                d = np.abs(got[v.name].astype(np.int32) - value.numpy().astype(np.int32))
+                ours = got[v.name].astype(np.int32)
+                if got[v.name].dtype == np.uint8 and value.dtype == torch.int8:
+                    ours -= 128  # an int8 activation the export shifted to uint8 (zero point + 128)
+                d = np.abs(ours - value.numpy().astype(np.int32))
                 worst = max(worst, int(d.max()))
                 if first is None and d.max() > 0:
                     first = f"{name}: {int((d > 0).sum())} of {d.size} elements, {int(d.max())} step(s)"

@@ -9,8 +9,10 @@
    Runtime's fused operators first (``ort_fusions``), then the standard's (``fusion``);
 3. below opset 18, the graph built at 18 rewritten to the requested opset (``downgrade``), and
    finalized again;
-4. float 1x1 convolutions of a quantized graph as products over channels, in the layout ONNX
-   Runtime runs the integer ones in (``runtime/pointwise_conv``); with ``fusion="onnxruntime"``,
+4. int8 activations of a quantized graph shifted to uint8, the type ONNX Runtime's integer
+   kernels take (``runtime/unsigned_activations``); float 1x1 convolutions of a quantized graph
+   as products over channels, in the layout ONNX Runtime runs the integer ones in
+   (``runtime/pointwise_conv``); with ``fusion="onnxruntime"``,
    products with 4-bit weights as ONNX Runtime's ``MatMulNBits``
    (``matmul_nbits``), after the products with dequantized weights are laid out as ``Gemm``,
    and those of one input packed into one (``packed_projections``);
@@ -44,6 +46,7 @@ from torch_onnx_fx.optimize.runtime.matrix_vector import MatrixVectorPass
 from torch_onnx_fx.optimize.runtime.nan_propagation import NaNPropagationPass
 from torch_onnx_fx.optimize.runtime.one_sided_clip import OneSidedClipPass
 from torch_onnx_fx.optimize.runtime.pointwise_conv import PointwiseConvPass
+from torch_onnx_fx.optimize.runtime.unsigned_activations import UnsignedActivationsPass
 from torch_onnx_fx.optimize.weights.recipes import FoldWeightRecipesPass
 
 __all__ = ["optimize_model"]
@@ -88,6 +91,7 @@ def optimize_model(
         NaNPropagationPass()(model)
         OneSidedClipPass()(model)
         MatrixVectorPass()(model)
+        UnsignedActivationsPass()(model)
         PointwiseConvPass()(model)
         DequantizedWeightPass()(model)
         if fusion_mode == fusion.ONNXRUNTIME:
