@@ -22,13 +22,14 @@ class _ResidualBlockEnd(torch.nn.Module):
 
     def __init__(
         self, kernel: int = 1, stride: int = 1, bias: bool = True, per_channel: bool = True, quantize_conv: bool = False,
-        residual: bool = True, channel_axis: int = 0,
+        residual: bool = True, channel_axis: int = 0, dequantize_axis: int | None = None,
     ):
         super().__init__()
         torch.manual_seed(0)
         weight = torch.randn(8, 4, kernel, kernel)
         self.per_channel, self.stride, self.quantize_conv, self.residual = per_channel, stride, quantize_conv, residual
-        self.axis = channel_axis
+        # The axis the dequantize names: the same one counted from the end is valid for PyTorch.
+        self.axis = channel_axis if dequantize_axis is None else dequantize_axis
         if per_channel:
             other = tuple(d for d in range(4) if d != channel_axis)
             self.register_buffer("scales", weight.abs().amax(dim=other) / 127)
@@ -93,6 +94,12 @@ def test_float_pointwise_conv_becomes_an_integer_product(tmp_path: Path) -> None
         assert readers == (["Add"] if model.bias is not None else ["Reshape"])
     runtime_ops = _runtime_op_types(program, tmp_path)
     assert "QGemm" in runtime_ops and not {"Gemm", "Conv", "FusedConv"} & set(runtime_ops), runtime_ops
+
+
+def test_negative_channel_axis() -> None:
+    # axis -4 of the 4-D weight is axis 0 of the [O, C] matrix (-4 there made ONNX Runtime fail).
+    program = assert_matches_eager(_ResidualBlockEnd(dequantize_axis=-4).eval(), _inputs(), rtol=0, atol=0.1 + 1e-6)
+    assert _gemm(program).inputs[1].producer().attributes.get_int("axis", 1) == 0
 
 
 def test_weight_quantized_per_input_channel_stays_a_float_product() -> None:

@@ -140,7 +140,9 @@ class PointwiseConvPass(ir.passes.InPlacePass):
         matrix = ir.node("Reshape", [dequantize.inputs[0], matrix_shape])
         matrix.outputs[0].dtype = dequantize.inputs[0].dtype
         matrix.outputs[0].shape = ir.Shape([outputs, channels])
-        attributes = {"axis": dequantize.attributes.get_int("axis", 1)} if "axis" in dequantize.attributes else {}
+        # A negative axis counts from the 4-D weight's end: 0 or 1 of the matrix (the only ones
+        # _dequantized_weight takes).
+        attributes = {"axis": dequantize.attributes.get_int("axis", 1) % 4} if "axis" in dequantize.attributes else {}
         weights = ir.node("DequantizeLinear", [matrix.outputs[0], *dequantize.inputs[1:]], attributes=attributes)
         n, _, h, w = x.shape
         integers = _integer_rows_source(x.producer(), weights)
