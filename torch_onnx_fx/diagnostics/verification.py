@@ -204,6 +204,10 @@ def _intermediates(
     atol: float | None,
 ) -> list[VerificationInfo]:
     producers = {out.name: node for node in onnx_program.model.graph for out in node.outputs}
+    offsets = {
+        out.name: int(out.metadata_props[metadata.INTEGER_OFFSET_KEY])
+        for node in onnx_program.model.graph for out in node.outputs if metadata.INTEGER_OFFSET_KEY in out.metadata_props
+    }
     output_names = {v.name for v in onnx_program.model.graph.outputs}
     candidates = [
         node
@@ -221,6 +225,9 @@ def _intermediates(
         expected = fx_values[node.name]
         if expected.is_complex() and not value.is_complex():
             value = as_complex(value)
+        if node.name in offsets:
+            # Stored shifted into another integer type (an int8 activation as uint8).
+            value = (value.to(torch.int32) - offsets[node.name]).to(expected.dtype)
         infos.append(
             VerificationInfo.from_tensors(
                 node.name, expected, value, rtol=rtol, atol=atol,

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "class_name", "node_metadata", "module_stack", "scope_metadata", "source_line", "annotate_graph", "annotate_outputs",
-    "ORIGINAL_NAME_KEY", "INPUT_KIND_KEY", "MODULE_STACK_KEY", "QUANTIZED_RANGE_KEY",
+    "ORIGINAL_NAME_KEY", "INPUT_KIND_KEY", "MODULE_STACK_KEY", "QUANTIZED_RANGE_KEY", "INTEGER_OFFSET_KEY",
 ]
 
 ORIGINAL_NAME_KEY = "pkg.torch.onnx.original_node_name"
@@ -36,6 +36,9 @@ INPUT_KIND_KEY = "pkg.torch.export.graph_signature.InputSpec.kind"
 # On a DequantizeLinear: the integers' declared "min,max" (torchao's quant_min/quant_max), which
 # a weight exported without data cannot show.
 QUANTIZED_RANGE_KEY = "pkg.torch_onnx_fx.quantized_range"
+# On a value: the integers stand this much above the model's own (an int8 activation stored as
+# uint8, runtime/unsigned_activations), for whoever compares them with PyTorch's (verification).
+INTEGER_OFFSET_KEY = "pkg.torch_onnx_fx.integer_offset"
 _INPUT_PERSISTENT_KEY = "pkg.torch.export.graph_signature.InputSpec.persistent"
 _OUTPUT_KIND_KEY = "pkg.torch.export.graph_signature.OutputSpec.kind"
 # In ``ir.Node.meta`` (not saved): the full module paths, which the saved name scopes shorten to

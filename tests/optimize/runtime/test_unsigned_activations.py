@@ -63,6 +63,7 @@ def test_xnnpack_resnet_block_runs_on_integer_kernels(tmp_path: Path) -> None:
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     import torch_onnx_fx
+    from torch_onnx_fx.verification import verify_onnx_program
 
     class Block(torch.nn.Module):
         def __init__(self) -> None:
@@ -99,3 +100,8 @@ def test_xnnpack_resnet_block_runs_on_integer_kernels(tmp_path: Path) -> None:
     (actual,) = program(x)
     expected = converted(x)
     assert (actual - expected).abs().max().item() <= 2 * step + 1e-6
+    # Verification compares the shifted integers with PyTorch's int8 ones 128 lower (within the
+    # one step a rounding midpoint moves; 128 apart without the offset).
+    quantized = [info for info in verify_onnx_program(program, compare_intermediates=True) if info.onnx_op == "QuantizeLinear"]
+    assert len(quantized) >= 3 and quantized[0].passed, quantized
+    assert all(info.actual_dtype == torch.int8 and info.max_abs_diff <= 1 for info in quantized), quantized

@@ -14,7 +14,9 @@ also 128 apart); a ``DequantizeLinear`` reading the result with its own zero poi
 gives ``(q + 128 - z' - 128) * scale``, its value before. :class:`UnsignedActivationsPass` shifts
 a ``QuantizeLinear`` of int8 with a constant per-tensor zero point when every reader of its result
 is such a ``DequantizeLinear`` and the result is no graph output (whose type the caller sees).
-Weights (integer initializers, dequantized without a quantize) keep their signed type.
+Weights (integer initializers, dequantized without a quantize) keep their signed type. The
+shifted value says so (``metadata.INTEGER_OFFSET_KEY``), so that verification compares it with
+PyTorch's int8 tensor 128 lower.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 import onnx_ir as ir
 
 from torch_onnx_fx.optimize.runtime.rewriting import constant_array, initializer, is_standard
+from torch_onnx_fx.translate.metadata import INTEGER_OFFSET_KEY
 
 __all__ = ["UnsignedActivationsPass"]
 
@@ -72,6 +75,7 @@ class UnsignedActivationsPass(ir.passes.InPlacePass):
                 reader.replace_input_with(2, unsigned(_signed_zero_point(reader)))
             node.replace_input_with(2, unsigned(zero_point))
             result.dtype = ir.DataType.UINT8
+            result.metadata_props[INTEGER_OFFSET_KEY] = "128"
             count += 1
         if count:
             logger.debug("UnsignedActivationsPass: %d int8 activation(s) shifted to uint8", count)
