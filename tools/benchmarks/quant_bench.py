@@ -48,6 +48,7 @@ _WORKER = textwrap.dedent(
     import numpy as np, onnxruntime as ort, torch, transformers, onnx_ir as ir
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
     import torch_onnx_fx
+    from torch_onnx_fx.translate.metadata import INTEGER_OFFSET_KEY
 
     model_name, quantizer_name = sys.argv[1], sys.argv[2]
     torch.manual_seed(0)
@@ -187,9 +188,8 @@ _WORKER = textwrap.dedent(
                     # A padded tensor whose zero padding moved into the convolution reading it.
                     moved += 1
                     continue
-                ours = got[v.name].astype(np.int32)
-                if got[v.name].dtype == np.uint8 and value.dtype == torch.int8:
-                    ours -= 128  # an int8 activation the export shifted to uint8 (zero point + 128)
+                # An int8 activation the export stored as uint8 says by how much it is shifted.
+                ours = got[v.name].astype(np.int32) - int(v.metadata_props.get(INTEGER_OFFSET_KEY, 0))
                 d = np.abs(ours - value.numpy().astype(np.int32))
                 worst = max(worst, int(d.max()))
                 if first is None and d.max() > 0:

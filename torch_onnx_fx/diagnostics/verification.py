@@ -203,17 +203,13 @@ def _intermediates(
     rtol: float | None,
     atol: float | None,
 ) -> list[VerificationInfo]:
-    producers = {out.name: node for node in onnx_program.model.graph for out in node.outputs}
-    offsets = {
-        out.name: int(out.metadata_props[metadata.INTEGER_OFFSET_KEY])
-        for node in onnx_program.model.graph for out in node.outputs if metadata.INTEGER_OFFSET_KEY in out.metadata_props
-    }
+    values = {out.name: out for node in onnx_program.model.graph for out in node.outputs}
     output_names = {v.name for v in onnx_program.model.graph.outputs}
     candidates = [
         node
         for node in program.graph.nodes
         if node.op == "call_function"
-        and node.name in producers
+        and node.name in values
         and node.name not in output_names
         and isinstance(fx_values.get(node.name), torch.Tensor)
     ]
@@ -225,13 +221,14 @@ def _intermediates(
         expected = fx_values[node.name]
         if expected.is_complex() and not value.is_complex():
             value = as_complex(value)
-        if node.name in offsets:
+        offset = values[node.name].metadata_props.get(metadata.INTEGER_OFFSET_KEY)
+        if offset is not None:
             # Stored shifted into another integer type (an int8 activation as uint8).
-            value = (value.to(torch.int32) - offsets[node.name]).to(expected.dtype)
+            value = (value.to(torch.int32) - int(offset)).to(expected.dtype)
         infos.append(
             VerificationInfo.from_tensors(
                 node.name, expected, value, rtol=rtol, atol=atol,
-                onnx_op=producers[node.name].op_type, fx_target=target_name(node.target), source=metadata.source_line(node),
+                onnx_op=values[node.name].producer().op_type, fx_target=target_name(node.target), source=metadata.source_line(node),
             )
         )
     return infos

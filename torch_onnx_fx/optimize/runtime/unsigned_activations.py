@@ -65,14 +65,16 @@ class UnsignedActivationsPass(ir.passes.InPlacePass):
             zero_point = _signed_zero_point(node)
             if zero_point is None or result.is_graph_output():
                 continue
-            readers = [reader for reader, _ in result.uses()]
-            if not readers or not all(
-                is_standard(reader, "DequantizeLinear") and reader.inputs[0] is result and _signed_zero_point(reader) is not None
+            # In use order, once each: the shifted zero points are named in the order first made.
+            readers = dict.fromkeys(reader for reader, _ in result.uses())
+            reads = [
+                (reader, _signed_zero_point(reader) if is_standard(reader, "DequantizeLinear") and reader.inputs[0] is result else None)
                 for reader in readers
-            ):
+            ]
+            if not reads or any(reader_zero_point is None for _, reader_zero_point in reads):
                 continue
-            for reader in set(readers):
-                reader.replace_input_with(2, unsigned(_signed_zero_point(reader)))
+            for reader, reader_zero_point in reads:
+                reader.replace_input_with(2, unsigned(reader_zero_point))
             node.replace_input_with(2, unsigned(zero_point))
             result.dtype = ir.DataType.UINT8
             result.metadata_props[INTEGER_OFFSET_KEY] = "128"
