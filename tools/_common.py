@@ -25,7 +25,7 @@ from typing import Any, Iterator, Sequence
 __all__ = [
     "REPO", "machine_info", "describe_machine", "describe_versions", "read_entries", "read_results", "merge_results",
     "IMAGE_DIR", "BENCH_RATIOS_PNG", "OPSWEEP_STATUS_PNG", "OPSWEEP_CAUSES_PNG", "MODELSWEEP_FAMILIES_PNG",
-    "PLOTS", "PLOTS_COMMAND", "image", "compile_package", "save_model_records",
+    "PLOTS", "PLOTS_COMMAND", "image", "compile_package", "save_model_records", "failure",
 ]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -117,6 +117,13 @@ MODELSWEEP_FAMILIES_PNG = "modelsweep_families.png"
 PLOTS = (BENCH_RATIOS_PNG, OPSWEEP_STATUS_PNG, OPSWEEP_CAUSES_PNG, MODELSWEEP_FAMILIES_PNG)
 # matplotlib is an optional extra: neither the package nor its tests need it.
 PLOTS_COMMAND = "pip install -e '.[plots]' && python tools/pages/plots.py"
+
+
+def failure(exc: BaseException) -> str:
+    """How a result file records an exception: its type and the first line of its message (an
+    empty message too), cut at 200 characters."""
+    message = str(exc)
+    return f"{type(exc).__name__}: {message.splitlines()[0][:200] if message else ''}"
 
 
 def image(alt: str, name: str) -> str:

@@ -31,7 +31,7 @@ for _path in (REPO, REPO / "tests"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from tools._common import save_model_records, write_section  # noqa: E402
+from tools._common import failure, save_model_records, write_section  # noqa: E402
 
 RESULTS = REPO / "tools" / "results" / "block_replay.jsonl"
 PAGE = REPO / "docs" / "functions.md"
@@ -119,7 +119,7 @@ def run_case(case: Any) -> Record:
         finally:
             strategies._export_blocks_once = replay
     except Exception as exc:  # noqa: BLE001 - recorded
-        record.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        record.error = failure(exc)
         try:
             torch_onnx_fx.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, verbose=False)
         except Exception:  # noqa: BLE001 - the model does not export at this depth at all

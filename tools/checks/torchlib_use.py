@@ -29,7 +29,7 @@ for _path in (REPO, REPO / "tests"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from tools._common import save_model_records, write_section  # noqa: E402
+from tools._common import failure, save_model_records, write_section  # noqa: E402
 
 RESULTS = REPO / "tools" / "results" / "torchlib_use.jsonl"
 PAGE = REPO / "docs" / "coverage_transformers.md"
@@ -82,7 +82,7 @@ def run_case(case: Any) -> Record:
             torch_onnx_fx.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, verbose=False)
         record.status = "torchlib" if chosen else "ours"
     except Exception as exc:  # noqa: BLE001 - recorded
-        record.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        record.error = failure(exc)
     finally:
         walk.choose = choose
     record.torchlib = dict(chosen)

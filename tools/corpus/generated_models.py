@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import torch
 
+from tools._common import failure
 from tools.corpus.models import ModelCase, _randn
 
 __all__ = ["TASKS", "cases", "small_config", "selected", "built_and_run"]
@@ -231,5 +232,5 @@ def built_and_run(case: ModelCase) -> tuple[Any, str | None]:
         with torch.no_grad():
             model(*args, **kwargs)
     except Exception as exc:  # noqa: BLE001 - reported by the caller
-        return None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        return None, failure(exc)
     return built, None
