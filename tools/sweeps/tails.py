@@ -1,0 +1,298 @@
+"""Elementwise functions over their whole range, in units in the last place, side by side with eager.
+
+The operator sweep compares OpInfo's samples (moderate values) with an absolute-plus-relative
+tolerance, and the differential fuzzer adds extreme inputs under the same tolerance. Neither sees
+a function that is right to 1e-8 absolutely and wrong relatively where its result is tiny:
+``sigmoid(-20)`` computed as 0, ``erfc(4)`` as 0, ``log(erfc(x))`` then ``-inf``. This sweep
+exports each unary elementwise OpInfo op once per floating dtype, runs it in ONNX Runtime on a
+grid that spans the dtype's range (both signs, every decade from the smallest subnormal to the
+largest finite value, dense around -50..50, integers, the op's domain edges, zeros, infinities,
+NaN) and measures every result in units in the last place (ulps) of the dtype against the op
+computed by eager PyTorch in float64. A point is **flagged** when the export is off by more than
+``--ulps`` and by more than ``--factor`` times eager's own error there, or when it gives a
+different special value (NaN, an infinity, a finite number) than eager does.
+
+    python tools/sweeps/tails.py                                   # every op and floating dtype
+    python tools/sweeps/tails.py --ops erfc,sigmoid --dtypes float32 --exporters torch_onnx_fx
+
+Results: ``tools/results/tails.jsonl``; page: ``docs/tails.md``. ``tests/tooling/test_tails.py``
+checks the measure (ulps, special values, the flagging rule) and one op end to end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+REPO = Path(__file__).resolve().parents[2]
+for _path in (REPO, REPO / "tests"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+import torch  # noqa: E402
+import torch.utils._pytree as pytree  # noqa: E402
+
+from tools._common import describe_machine, machine_info  # noqa: E402
+from tools.sweeps.opsweep import OURS, THEIRS, OpCall, _export, _ort_session, describe_exception, op_infos, op_key, skip_reason  # noqa: E402
+
+RESULTS = REPO / "tools" / "results" / "tails.jsonl"
+PAGE = REPO / "docs" / "tails.md"
+FLOATING = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16, "bfloat16": torch.bfloat16}
+# Elementwise ops OpInfo does not list among its unary ufuncs.
+EXTRA_OPS = ("nn.functional.gelu", "nn.functional.hardswish", "nn.functional.leaky_relu")
+# Unary ufuncs that are no function of a value's magnitude: conversions, fills, views of parts.
+_LEFT_OUT = {
+    "bfloat16", "bool", "byte", "cdouble", "cfloat", "chalf", "char", "double", "float", "half", "int",
+    "long", "short", "fill", "jiterator_unary", "conj", "conj_physical", "imag", "real", "positive",
+}
+
+
+def tail_ops() -> list[str]:
+    """Every unary elementwise OpInfo op worth measuring, in op_db's order."""
+    from torch.testing._internal.common_methods_invocations import unary_ufuncs
+
+    names = [op_key(info) for info in unary_ufuncs if not info.name.startswith("_refs.")]
+    return [name for name in dict.fromkeys(names) if name.split(".")[0] not in _LEFT_OUT] + list(EXTRA_OPS)
+
+
+def grid(dtype: torch.dtype, edges: Sequence[float] = (), per_decade: int = 10) -> torch.Tensor:
+    """Distinct values of ``dtype`` spanning its whole range, sorted, NaN last."""
+    info = torch.finfo(dtype)
+    smallest = info.smallest_normal * info.eps  # the smallest subnormal
+    exponents = torch.arange(math.log10(smallest), math.log10(info.max), 1.0 / per_decade, dtype=torch.float64)
+    magnitudes = torch.pow(10.0, exponents)
+    near = [torch.linspace(-50, 50, 2001, dtype=torch.float64), torch.arange(-20, 21, dtype=torch.float64)]
+    for edge in (*edges, -3.0, 3.0, 1.0, 2.0):  # and the kinks of hard* activations, the roots of lgamma
+        for toward in (math.inf, -math.inf):  # the 8 neighbours on each side
+            value, limit = torch.tensor(edge, dtype=dtype), torch.tensor(toward, dtype=dtype)
+            for _ in range(8):
+                value = torch.nextafter(value, limit)
+                near.append(value.to(torch.float64).reshape(1))
+    values = torch.cat([magnitudes, -magnitudes, *near, torch.tensor([0.0, math.inf, -math.inf, smallest, info.max, -info.max], dtype=torch.float64)])
+    distinct = torch.unique(values.to(dtype).to(torch.float64))
+    return torch.cat([torch.tensor([-0.0], dtype=torch.float64), distinct, torch.tensor([math.nan], dtype=torch.float64)]).to(dtype)
+
+
+def ulps(values: torch.Tensor, reference: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """|values - reference| in ulps of ``dtype`` at the float64 ``reference`` (finite points)."""
+    info = torch.finfo(dtype)
+    mantissa_bits = {torch.float64: 53, torch.float32: 24, torch.float16: 11, torch.bfloat16: 8}[dtype]
+    _, exponent = torch.frexp(reference)
+    lowest = round(math.log2(info.smallest_normal)) + 1  # below it, the spacing is the subnormals'
+    exponent = torch.where(reference == 0, lowest, exponent.clamp(min=lowest))
+    spacing = torch.ldexp(torch.ones_like(reference), exponent - mantissa_bits)
+    return ((values.to(torch.float64) - reference).abs() / spacing).nan_to_num(nan=math.inf)
+
+
+def special(values: torch.Tensor) -> torch.Tensor:
+    """0 for a finite value, 1 for NaN, 2 for +inf, 3 for -inf."""
+    kind = torch.zeros(values.shape, dtype=torch.int8)
+    kind[values.isnan()] = 1
+    kind[values == math.inf] = 2
+    kind[values == -math.inf] = 3
+    return kind
+
+
+@dataclasses.dataclass
+class Measure:
+    """How far one output is from the float64 reference, and where it is flagged."""
+
+    max_ulps: float  # over the points where the true result, eager's and the export's are finite
+    flagged: int
+    worst: dict[str, Any] | None  # the flagged point that is furthest off, or the largest error
+
+
+def measure(inputs: torch.Tensor, got: torch.Tensor, eager: torch.Tensor, reference: torch.Tensor, *, max_ulps: float, factor: float) -> tuple[Measure, Measure]:
+    """The export's and eager's errors; the export's flagged points (eager is never flagged)."""
+    dtype = eager.dtype
+    if not dtype.is_floating_point:
+        differs = (got != eager) & ~(got.isnan() if got.is_floating_point() else torch.zeros_like(got, dtype=torch.bool))
+        worst = None
+        if differs.any():
+            i = int(differs.nonzero()[0])
+            worst = {"x": float(inputs[i]), "got": float(got[i]), "eager": float(eager[i])}
+        return Measure(0.0, int(differs.sum()), worst), Measure(0.0, 0, None)
+    reference = reference.to(torch.float64)
+    # The true result's kind is float64's rounded to the dtype: exp(89) is inf in float32. A
+    # result of eager's kind or of the true kind is no mismatch (eager's x * 6 overflows in
+    # hardswish(1e38), the true value does not).
+    truth = special(reference.to(dtype))
+    finite = truth == 0
+    eager_error = torch.where(special(eager) == 0, ulps(eager, reference, dtype), torch.full_like(reference, math.inf))
+    eager_error = torch.where(finite, eager_error, torch.zeros_like(reference))
+    got_error = torch.where(finite, ulps(got, reference, dtype), torch.zeros_like(reference))
+    kind = special(got)
+    wrong_kind = (kind != special(eager)) & (kind != truth)
+    flags = wrong_kind | (finite & (got_error > max_ulps) & (got_error > factor * eager_error))
+    score = torch.where(wrong_kind, torch.full_like(got_error, math.inf), got_error)
+    i = int(torch.argmax(torch.where(flags, score, torch.full_like(score, -1.0))) if flags.any() else torch.argmax(got_error))
+
+    def point(j: int) -> dict[str, Any]:
+        return {"x": float(inputs[j]), "got": float(got[j]), "eager": float(eager[j]), "float64": float(reference[j]),
+                "ulps": float(got_error[j]), "eager_ulps": float(eager_error[j])}
+
+    agreed = finite & (special(eager) == 0) & (kind == 0)  # the largest errors: where both are finite
+    ours = Measure(float(got_error[agreed].max()) if agreed.any() else 0.0, int(flags.sum()), point(i))
+    theirs = Measure(float(eager_error[agreed].max()) if agreed.any() else 0.0, 0, None)
+    return ours, theirs
+
+
+def _as_double(value: Any) -> Any:
+    return pytree.tree_map(lambda t: t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t, value)
+
+
+def _outputs(value: Any) -> list[torch.Tensor]:
+    return [t for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
+
+
+def sweep(name: str, dtype_name: str, exporters: Sequence[str], *, max_ulps: float, factor: float) -> list[dict[str, Any]]:
+    """One op in one dtype: a record per exporter (or one record saying why there is none)."""
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    info, dtype = op_infos()[name], FLOATING[dtype_name]
+    base = {"op": name, "dtype": dtype_name}
+    reason = skip_reason(info, dtype)
+    if reason:
+        return [{**base, "status": "skipped", "reason": reason}]
+    sample = next(iter(info.sample_inputs("cpu", dtype, requires_grad=False)), None)
+    if sample is None:
+        return [{**base, "status": "skipped", "reason": "no sample inputs"}]
+    low, high = info.domain if getattr(info, "domain", None) else (None, None)
+    inputs = grid(dtype, edges=[edge for edge in (low, high) if edge is not None])
+    module = OpCall(info.op, SampleInput(inputs, args=sample.args, kwargs=sample.kwargs))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            eager = _outputs(module(*module.fresh_inputs()))
+            reference = _outputs(module(*_as_double(module.fresh_inputs())))
+            program = torch.export.export(module, module.fresh_inputs())
+        except Exception as exc:  # noqa: BLE001 - an op eager or capture refuses on the grid is a result
+            return [{**base, "status": "skipped", "reason": describe_exception(exc)[0][:200]}]
+        records = []
+        for exporter in exporters:
+            record = {**base, "exporter": exporter, "points": int(inputs.numel())}
+            start = time.perf_counter()
+            try:
+                onnx_program = _export(exporter, program, module.fresh_inputs())
+                onnx_program.initialize_inference_session(_ort_session)
+                got = _outputs(onnx_program(*module.fresh_inputs()))
+            except Exception as exc:  # noqa: BLE001 - a refusal or failure is a result
+                record.update(status="failed", error=describe_exception(exc)[0][:200])
+                records.append(record)
+                continue
+            if len(got) != len(eager):
+                record.update(status="failed", error=f"{len(got)} outputs, eager has {len(eager)}")
+            else:
+                pairs = [measure(inputs, g, e, r, max_ulps=max_ulps, factor=factor) for g, e, r in zip(got, eager, reference)]
+                worst = max(range(len(pairs)), key=lambda k: (pairs[k][0].flagged > 0, pairs[k][0].max_ulps))
+                record.update(
+                    status="flagged" if any(p[0].flagged for p in pairs) else "ok",
+                    flagged=sum(p[0].flagged for p in pairs), max_ulps=max(p[0].max_ulps for p in pairs),
+                    eager_max_ulps=max(p[1].max_ulps for p in pairs), worst=pairs[worst][0].worst,
+                )
+            record["seconds"] = round(time.perf_counter() - start, 2)
+            records.append(record)
+    return records
+
+
+def _number(value: float) -> str:
+    return "inf" if value == math.inf else f"{value:.3g}"
+
+
+def render(machine: dict[str, Any], records: Sequence[dict[str, Any]], exporters: Sequence[str], max_ulps: float, factor: float) -> str:
+    by_case: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for record in records:
+        if "exporter" in record:
+            by_case.setdefault((record["op"], record["dtype"]), {})[record["exporter"]] = record
+    lines = [
+        "# Elementwise functions over their whole range",
+        "",
+        f"Generated by `{machine['command']}` on {describe_machine(machine)}, torch {machine['torch']}, "
+        f"onnxruntime {machine['onnxruntime']}, commit {machine['commit']}, {machine['date']}.",
+        "",
+        "Each unary elementwise OpInfo op, exported once per floating dtype, runs in ONNX Runtime on every",
+        "decade of the dtype's range (both signs, subnormals to the largest value), a dense grid over",
+        "-50..50, integers, the op's domain edges, zeros, infinities and NaN. Errors are ulps of the dtype",
+        "against the op computed by eager PyTorch in float64. A point is flagged when the export is more",
+        f"than {_number(max_ulps)} ulps and more than {_number(factor)}x eager's error off there, or gives another",
+        "special value (NaN, an infinity, a finite number) than eager.",
+        "",
+        "| dtype | ops | " + " | ".join(f"{e}: flagged ops" for e in exporters) + " | " + " | ".join(f"{e}: failed" for e in exporters) + " |",
+        "|---|---:|" + "---:|" * (2 * len(exporters)),
+    ]
+    for dtype in FLOATING:
+        cases = [c for (op, d), c in by_case.items() if d == dtype]
+        if not cases:
+            continue
+        flagged = [sum(1 for c in cases if c.get(e, {}).get("status") == "flagged") for e in exporters]
+        failed = [sum(1 for c in cases if c.get(e, {}).get("status") == "failed") for e in exporters]
+        lines.append(f"| {dtype} | {len(cases)} | " + " | ".join(map(str, flagged)) + " | " + " | ".join(map(str, failed)) + " |")
+    lines += [
+        "",
+        "## Flagged",
+        "",
+        "Every op and dtype where some exporter is flagged: the largest error in ulps of each exporter and",
+        "of eager, and the worst flagged point of ours (input, our result, eager's, float64's).",
+        "",
+        "| op | dtype | " + " | ".join(f"{e}: flagged points / max ulps" for e in exporters) + " | eager max ulps | worst point of ours |",
+        "|---|---|" + "---|" * len(exporters) + "---:|---|",
+    ]
+    for (op, dtype), case in by_case.items():
+        if not any(r.get("status") == "flagged" for r in case.values()):
+            continue
+        cells = []
+        for e in exporters:
+            r = case.get(e, {})
+            cells.append(f"{r['flagged']} / {_number(r['max_ulps'])}" if "flagged" in r else r.get("status", "–"))
+        eager = next((r["eager_max_ulps"] for r in case.values() if "eager_max_ulps" in r), math.nan)
+        ours = case.get(exporters[0], {})
+        w = ours.get("worst") if ours.get("status") == "flagged" else None
+        point = f"x={w['x']:.6g}: {w['got']:.6g}, eager {w['eager']:.6g}, float64 {w.get('float64', math.nan):.6g}" if w else ""
+        lines.append(f"| {op} | {dtype} | " + " | ".join(cells) + f" | {_number(eager)} | {point} |")
+    failures = [r for r in records if r.get("status") == "failed"]
+    if failures:
+        lines += ["", "## Failed exports", "", "| op | dtype | exporter | error |", "|---|---|---|---|"]
+        lines += [f"| {r['op']} | {r['dtype']} | {r['exporter']} | {r['error'].replace('|', '/')} |" for r in failures]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ops", help="comma-separated OpInfo names (default: every unary elementwise op)")
+    parser.add_argument("--dtypes", default=",".join(FLOATING), help="comma-separated floating dtypes")
+    parser.add_argument("--exporters", default=f"{OURS},{THEIRS}", help=f"{OURS} and/or {THEIRS}")
+    parser.add_argument("--ulps", type=float, default=16.0, help="errors up to this many ulps are never flagged")
+    parser.add_argument("--factor", type=float, default=4.0, help="nor errors up to this many times eager's")
+    parser.add_argument("--json", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=PAGE)
+    options = parser.parse_args(argv)
+    ops = options.ops.split(",") if options.ops else tail_ops()
+    unknown = sorted(set(ops) - set(op_infos()))
+    if unknown:
+        parser.error(f"unknown OpInfo names: {', '.join(unknown)}")
+    exporters = options.exporters.split(",")
+    if set(exporters) - {OURS, THEIRS}:
+        parser.error(f"--exporters takes {OURS} and/or {THEIRS}")
+    machine = machine_info("python tools/sweeps/tails.py " + " ".join(argv if argv is not None else sys.argv[1:]))
+    records = []
+    for dtype in options.dtypes.split(","):
+        for name in ops:
+            for record in sweep(name, dtype, exporters, max_ulps=options.ulps, factor=options.factor):
+                records.append(record)
+                if record.get("status") in ("flagged", "failed"):
+                    print(json.dumps(record), flush=True)
+    options.json.parent.mkdir(parents=True, exist_ok=True)
+    options.json.write_text("".join(json.dumps(line) + "\n" for line in [machine, *records]))
+    options.out.write_text(render(machine, records, exporters, options.ulps, options.factor))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
