@@ -33,6 +33,17 @@ def test_float32_sinh_and_cosh_do_not_overflow_before_their_result(fn):
     assert_matches_eager(lambda t: fn(t), (x,), rtol=1e-6, atol=0)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_sinh_keeps_its_relative_precision_near_zero_and_cosh_its_range(dtype):
+    # (exp(x) - exp(-x)) / 2 in float64 cancelled: sinh(1e-20) was 0, sinh(1e-5) 1e5 float64 ulps
+    # off. And e^|x| overflows float64 from 709.78, sinh and cosh only from 710.48.
+    x = torch.tensor([1e-30, -1e-20, 3e-9, -1e-5, 1e-3, 0.7, -20.5, 21.0, 88.0, -1e-38], dtype=dtype)
+    if dtype == torch.float64:
+        x = torch.cat([x, torch.tensor([710.0, -710.4, 709.9, 1e-300])])
+    rtol = 2 * torch.finfo(dtype).eps
+    assert_matches_eager(lambda t: (torch.sinh(t), torch.cosh(t)), (x,), rtol=rtol, atol=0)
+
+
 # Chains of float16 operators ONNX Runtime has no kernel for: it computes each in float32 and
 # drops the Casts between them, rounding once where ATen rounds after each operator.
 _HALF_CHAINS = {
