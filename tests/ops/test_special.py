@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import torch_onnx_fx
 from helpers import assert_matches_eager
 
 S = torch.special
@@ -231,3 +232,49 @@ def test_float64_erf_erfc_and_gelu_load_and_keep_float64_precision():
     assert "Erf" not in {node.op_type for node in program.model.graph}
     # An empty float64 tensor goes through the series' padding.
     assert_matches_eager(lambda x: (*fn(x), *cancelling(x)), (torch.empty(2, 0, dtype=torch.float64),))
+
+
+class _Digamma(torch.nn.Module):
+    def forward(self, x):
+        return torch.digamma(x)
+
+
+def test_float32_special_functions_keep_relative_precision_to_the_ends_of_the_range():
+    # Found by tools/sweeps/tails.py. lgamma ran Lanczos' sum in float32, ~5e-7 off absolutely:
+    # lgamma(1) was 4.8e-7 and values near its roots 100 ulps off; below -4e36 the reflection
+    # was inf - inf. digamma was 100 ulps off near its root at -0.504. 2 pi x overflowed in the
+    # asymptotic Bessel I from 5.4e37 (I NaN, I scaled 0) and x^2 in log_ndtr from 1.8e19.
+    near_roots = [1.0, 2.0, 1 - 2**-23, 1 + 2**-22, 2 - 2**-22, 2 + 2**-21, 0.9999996, 1.0000006, 1.05, 1.9, 2.4, -2.7, -3.25]
+    poles = [-1.0, -20.0, -3e36, -8.8e36, -3.4e38, -0.0]
+    x = torch.tensor(near_roots + poles)
+    assert_matches_eager(lambda x: (torch.lgamma(x), torch.mvlgamma(x.abs() + 1, 3)), (x,), rtol=4 * 2**-24, atol=0)
+    # digamma near its roots: eager's float32 is itself up to 1.4 % off (at 1.4616); ours is
+    # float64's value rounded once.
+    roots = torch.tensor([-0.5, -0.504, -0.51, -1.5, 1.4616, 0.7])
+    program = torch_onnx_fx.export(_Digamma(), (roots,), verbose=False)
+    torch.testing.assert_close(program(roots)[0], torch.digamma(roots.double()).float(), rtol=0, atol=0)
+    huge = torch.tensor([5.5e37, -1e38, 3.4e38, -3.4e38, 80.0, -12.5])
+    assert_matches_eager(lambda x: (torch.i0(x), S.i0e(x), S.i1(x), S.i1e(x)), (huge,), rtol=1e-6, atol=0)
+    assert_matches_eager(lambda x: S.log_ndtr(x), (torch.tensor([-2.2e19, -1.9e19, -1e19, -30.0]),), rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64])
+def test_frexp_of_the_top_binade(dtype):
+    # 2**exponent overflowed there (2**128 in float32, 2**16 in float16): mantissa 0, exponent one low.
+    info = torch.finfo(dtype)
+    x = torch.tensor([info.max, -info.max, info.max / 1.5, info.max / 2, info.smallest_normal * info.eps, 1.0, -3.0], dtype=dtype)
+    assert_matches_eager(lambda x: torch.frexp(x), (x,), rtol=0, atol=0)
+
+
+def test_float64_modified_bessel_i_keeps_float64_precision():
+    # The asymptotic expansion from |x| = 12 on is good to 6e-12 only: 1.4e-9 off in float64 there.
+    x = torch.cat([dense(-40, 40, torch.float64), torch.tensor([12.05, -12.05, 19.99, 20.01, 700.0, -1e300, 1e-300], dtype=torch.float64)])
+    assert_matches_eager(lambda x: (torch.i0(x), S.i0e(x), S.i1(x), S.i1e(x)), (x,), rtol=1e-14, atol=0)
+
+
+def test_float64_lgamma_keeps_its_relative_precision_near_its_roots():
+    # Lanczos' sum is ~1e-15 off absolutely, all of lgamma's value next to 1 and 2: lgamma(1 + 2^-52)
+    # was -1.8e-15 for 1.3e-16. Below 5/2 the Taylor series at 1 and 2 now give it.
+    eps = 2.0**-52
+    x = torch.tensor([1 + eps, 1 - eps / 2, 2 + 2 * eps, 2 - eps, 1 + 1e-9, 2 - 1e-7, 0.5, 0.75, 1.3, 1.49, 1.5, 1.9, 2.45, 2.5, 3.0, 0.1], dtype=torch.float64)
+    assert_matches_eager(lambda x: torch.lgamma(x), (x,), rtol=8 * eps, atol=0)

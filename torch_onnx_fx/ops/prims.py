@@ -60,7 +60,11 @@ def prims_frexp(self: ir.Value) -> tuple[ir.Value, ir.Value]:
     is_zero = op.Equal(magnitude, op.CastLike(0.0, self))
     safe = op.Where(is_zero, op.CastLike(1.0, self), magnitude)
     exponent = op.Add(op.Floor(op.Div(op.Log(safe), op.CastLike(0.6931471805599453, self))), op.CastLike(1.0, self))
-    mantissa = op.Div(self, op.Pow(op.CastLike(2.0, self), exponent))
+    # Two halves of the power: 2**exponent itself overflows at the top binade (2**128 in float32,
+    # 2**16 in float16), which made the mantissa 0 there.
+    two = op.CastLike(2.0, self)
+    first = op.Floor(op.Mul(exponent, op.CastLike(0.5, self)))
+    mantissa = op.Div(op.Div(self, op.Pow(two, first)), op.Pow(two, op.Sub(exponent, first)))
     # log2 can round across a power of two; one correction step in each direction fixes it.
     too_big = op.GreaterOrEqual(op.Abs(mantissa), op.CastLike(1.0, self))
     exponent = op.Where(too_big, op.Add(exponent, op.CastLike(1.0, self)), exponent)

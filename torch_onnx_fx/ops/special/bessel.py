@@ -14,6 +14,7 @@ import onnx_ir as ir
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.ops.special._series import (
+    DOUBLE,
     EULER_GAMMA,
     INF,
     NAN,
@@ -72,30 +73,39 @@ def _log_series_coefficient(k: int, order: int) -> float:
 # -- modified Bessel functions I and K ----------------------------------------------------------------
 
 # I_nu: Maclaurin series up to |x| = 12, then I_nu(x) ~ e^x / sqrt(2 pi x) sum_k (-1)^k a_k(nu) / x^k.
-_I_SERIES_LIMIT = 12.0
+# The expansion's smallest term at 12 is 6e-12, enough for float32 only: float64 switches at 20
+# (smallest term 5e-19; 28 terms reach 1e-17, and the series 45).
+_I_SERIES_LIMIT = {ir.DataType.FLOAT: 12.0, DOUBLE: 20.0}
 _I_SERIES = {
-    0: [1.0 / math.factorial(k) ** 2 for k in range(21)],
-    1: [1.0 / (math.factorial(k) * math.factorial(k + 1)) for k in range(20)],
+    (dtype, order): [1.0 / (math.factorial(k) * math.factorial(k + order)) for k in range(count)]
+    for dtype, count in ((ir.DataType.FLOAT, 21), (DOUBLE, 45)) for order in (0, 1)
 }
-_I_ASYMPTOTIC = {order: [(-1) ** k * a for k, a in enumerate(_hankel_coefficients(order, 11))] for order in (0, 1)}
+_I_ASYMPTOTIC = {
+    (dtype, order): [(-1) ** k * a for k, a in enumerate(_hankel_coefficients(order, count))]
+    for dtype, count in ((ir.DataType.FLOAT, 11), (DOUBLE, 28)) for order in (0, 1)
+}
 
 
 def _bessel_i_series(x: ir.Value, order: int) -> ir.Value:
     """I_0 or I_1 by their Maclaurin series (x^2/4)^k / (k! (k + order)!)."""
-    series = sum_of_powers(op.Mul(op.Mul(x, x), 0.25), _I_SERIES[order])
+    series = sum_of_powers(op.Mul(op.Mul(x, x), 0.25), _I_SERIES[x.dtype, order])
     return series if order == 0 else op.Mul(series, op.Mul(x, 0.5))
 
 
 def _bessel_i(x: ir.Value, order: int, scaled: bool) -> ir.Value:
     """I_0 / I_1, or exp(-|x|) times them. I_1 is odd; eager gives NaN at +-inf unscaled."""
+    limit = _I_SERIES_LIMIT[x.dtype]
     ax = op.Abs(x)
-    small = op.LessOrEqual(ax, _I_SERIES_LIMIT)
+    small = op.LessOrEqual(ax, limit)
     xs = op.Where(small, ax, 0.0)
     series = _bessel_i_series(xs, order)
     if scaled:
         series = op.Mul(series, op.Exp(op.Neg(xs)))
-    xl = op.Where(small, _I_SERIES_LIMIT, ax)
-    asymptotic = op.Div(sum_of_powers(op.Reciprocal(xl), _I_ASYMPTOTIC[order]), op.Sqrt(op.Mul(xl, 2 * math.pi)))
+    xl = op.Where(small, limit, ax)
+    # sqrt(x) sqrt(2 pi), not sqrt(2 pi x): 2 pi x overflows float32 from 5.4e37 and made I NaN
+    # and I scaled 0 there.
+    root = op.Mul(op.Sqrt(xl), math.sqrt(2 * math.pi))
+    asymptotic = op.Div(sum_of_powers(op.Reciprocal(xl), _I_ASYMPTOTIC[x.dtype, order]), root)
     if not scaled:
         # exp(inf) * 0 is eager's NaN at infinity.
         asymptotic = op.Mul(op.Exp(xl), asymptotic)

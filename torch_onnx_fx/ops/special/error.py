@@ -188,7 +188,7 @@ def _log_ndtr(x: ir.Value) -> ir.Value:
     """log Phi(x) = log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 for x <= 0, which stays finite far into the
     lower tail; log1p(-erfc(x / sqrt 2) / 2) above.
     """
-    half_square = op.Mul(op.Mul(x, x), 0.5)
+    half_square = op.Mul(op.Mul(x, 0.5), x)  # x^2 overflows from 1.8e19 in float32, x^2 / 2 later
     lower = op.Sub(op.Log(op.Mul(erfcx(op.Mul(x, -math.sqrt(0.5))), 0.5)), half_square)
     upper_tail = op.Mul(op.Mul(erfcx(op.Mul(x, math.sqrt(0.5))), 0.5), op.Exp(op.Neg(half_square)))
     upper = log1p(op.Neg(op.Where(op.Greater(x, 0.0), upper_tail, 0.0)))

@@ -31,7 +31,7 @@ from torch_onnx_fx.ops.special._series import (
 )
 from torch_onnx_fx.registry import register, wants_context
 
-__all__ = ["lgamma_positive", "prims_lgamma", "prims_digamma", "aten_polygamma", "prims_zeta"]
+__all__ = ["LGAMMA_NEAR_ONE", "zeta_minus_one", "lgamma_positive", "prims_lgamma", "prims_digamma", "aten_polygamma", "prims_zeta"]
 
 
 def _is_integer(x: ir.Value) -> ir.Value:
@@ -66,15 +66,39 @@ _LANCZOS = (
 )
 
 
+def zeta_minus_one(k: int) -> float:
+    """Riemann zeta(k) - 1 for an integer k >= 2: a direct sum plus its Euler-Maclaurin tail
+    (to ~1e-17; summed from 2, so that it keeps its relative precision for large k)."""
+    n = 1000
+    head = math.fsum(j**-k for j in range(2, n))
+    return head + n ** (1 - k) / (k - 1) + 0.5 * n**-k + k / 12 * n ** (-k - 1)
+
+
+# Taylor series at the roots of lgamma, lowest degree first (DLMF 5.7.3 and the recurrence):
+# lgamma(1 + z) = -gamma z + sum_k (-1)^k zeta(k) z^k / k and
+# lgamma(2 + z) = (1 - gamma) z + sum_k (-1)^k (zeta(k) - 1) z^k / k, both to 1e-17 for |z| <= 1/2.
+# Lanczos' sum is ~1e-15 off absolutely: near the roots, where lgamma itself is small, that was
+# all of its value (lgamma(1 + 2^-52) came out -1.8e-15 for 1.3e-16).
+LGAMMA_NEAR_ONE = [0.0, -EULER_GAMMA, *[(-1) ** k * (1.0 + zeta_minus_one(k)) / k for k in range(2, 58)]]
+_LGAMMA_NEAR_TWO = [0.0, 1.0 - EULER_GAMMA, *[(-1) ** k * zeta_minus_one(k) / k for k in range(2, 30)]]
+
+
 def lgamma_positive(y: ir.Value) -> ir.Value:
-    """log Gamma(y) for y >= 1/2 (Lanczos)."""
+    """log Gamma(y) for y >= 1/2: the series at 1 and 2 below 5/2, Lanczos above."""
     z = op.Sub(y, 1.0)
     series = constant(_LANCZOS[0], y)
     for k, coefficient in enumerate(_LANCZOS[1:], start=1):
         series = op.Add(series, op.Div(constant(coefficient, y), op.Add(z, float(k))))
     t = op.Add(z, _LANCZOS_G + 0.5)
     head = op.Sub(op.Mul(op.Add(z, 0.5), op.Log(t)), t)
-    return op.Add(op.Add(head, 0.5 * math.log(2 * math.pi)), op.Log(series))
+    lanczos = op.Add(op.Add(head, 0.5 * math.log(2 * math.pi)), op.Log(series))
+    # y - 1 and y - 2 are exact in these windows (Sterbenz).
+    below = op.Less(y, 1.5)
+    offset = op.Where(below, z, op.Sub(y, 2.0))
+    offset = op.Where(op.Less(y, 2.5), offset, 0.0)
+    near_one = sum_of_powers(offset, LGAMMA_NEAR_ONE)
+    near_two = sum_of_powers(offset, _LGAMMA_NEAR_TWO)
+    return op.Where(op.Less(y, 2.5), op.Where(below, near_one, near_two), lanczos)
 
 
 def _lgamma(x: ir.Value) -> ir.Value:
@@ -85,8 +109,13 @@ def _lgamma(x: ir.Value) -> ir.Value:
     reflected = op.Sub(op.Sub(math.log(math.pi), op.Log(_abs_sin_pi(x))), value)
     # Near 0, lgamma(x) = -log|x| - gamma x + O(x^2): exact where pi x would lose a denormal's bits.
     near_zero = op.Sub(op.Neg(op.Log(op.Abs(x))), op.Mul(x, EULER_GAMMA))
-    # Both infinities give +inf in eager (the reflection would give NaN at -inf).
-    return op.Where(op.IsInf(x), INF, op.Where(op.Less(op.Abs(x), 1e-8), near_zero, op.Where(reflect, reflected, value)))
+    result = op.Where(op.Less(op.Abs(x), 1e-8), near_zero, op.Where(reflect, reflected, value))
+    # Eager's exact zeros at 1 and 2 (Lanczos' sum leaves 1e-15), and +inf at both infinities and
+    # every pole, the non-positive integers: beyond 1e300 the reflection's lgamma(1 - x)
+    # overflows float64 and the difference of infinities was NaN.
+    result = op.Where(op.Or(op.Equal(x, 1.0), op.Equal(x, 2.0)), constant(0.0, x), result)
+    pole = op.Or(op.IsInf(x), op.And(op.LessOrEqual(x, 0.0), _is_integer(x)))
+    return op.Where(pole, INF, result)
 
 
 def _digamma_positive(y: ir.Value) -> ir.Value:
@@ -203,14 +232,23 @@ def _zeta(ctx: OpContext, x: ir.Value, q: ir.Value) -> ir.Value:
 
 @register("prims::lgamma")
 def prims_lgamma(self: ir.Value) -> ir.Value:
-    """lgamma(Tensor self) -> Tensor"""
-    return elementwise(_lgamma, self)
+    """lgamma(Tensor self) -> Tensor
+
+    In float64 for every input type: Lanczos' sum in float32 is ~5e-7 off absolutely, which is
+    lgamma(1) = 4.8e-7 and 100 ulps near its roots at 1 and 2 (eager: half an ulp), and
+    (1 - x) log(1 - x) overflows float32 for x below -4e36, where the reflection gave NaN for inf.
+    """
+    return elementwise(_lgamma, self, wide=True)
 
 
 @register("prims::digamma")
 def prims_digamma(self: ir.Value) -> ir.Value:
-    """digamma(Tensor self) -> Tensor"""
-    return elementwise(_digamma, self)
+    """digamma(Tensor self) -> Tensor
+
+    In float64 for every input type, as lgamma: near its negative roots (-0.504…) float32 left
+    100 ulps where eager has 16.
+    """
+    return elementwise(_digamma, self, wide=True)
 
 
 @register("aten::polygamma")
@@ -222,7 +260,7 @@ def aten_polygamma(n: int, self: ir.Value, *, ctx: OpContext) -> ir.Value:
     zeta summed in float64 as eager does.
     """
     if n == 0:
-        return elementwise(_digamma, self)
+        return elementwise(_digamma, self, wide=True)
     if n == 1:
         return elementwise(_trigamma, self)
     x = working(self, wide=True)

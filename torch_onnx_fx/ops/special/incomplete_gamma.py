@@ -14,7 +14,6 @@ import onnx_ir as ir
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.ops.special._series import (
-    EULER_GAMMA,
     INF,
     NAN,
     constant,
@@ -25,17 +24,10 @@ from torch_onnx_fx.ops.special._series import (
     tensors,
 )
 from torch_onnx_fx.ops.special.error import erfcx
-from torch_onnx_fx.ops.special.gamma import lgamma_positive
+from torch_onnx_fx.ops.special.gamma import LGAMMA_NEAR_ONE, lgamma_positive
 from torch_onnx_fx.registry import register
 
 __all__ = ["prims_igamma", "prims_igammac"]
-
-
-def _zeta_of_integer(k: int) -> float:
-    """Riemann zeta(k) for an integer k >= 2: a direct sum plus its Euler-Maclaurin tail."""
-    n = 1000
-    head = math.fsum(j**-k for j in range(1, n))
-    return head + n ** (1 - k) / (k - 1) + 0.5 * n**-k + k / 12 * n ** (-k - 1)
 
 
 # Temme's uniform asymptotic expansion (DLMF 8.12): with lambda = x / a and
@@ -61,8 +53,8 @@ _TEMME_C2 = (
 _TEMME_MIN_A = 20.0
 _SERIES_TERMS = 40
 _FRACTION_DEPTH = 30
-# lgamma(1 + a) = -gamma a + sum_k (-1)^k zeta(k) a^k / k, for small a where Lanczos at 1 + a loses a.
-_LGAMMA1P = [0.0, -EULER_GAMMA, *[(-1) ** k * _zeta_of_integer(k) / k for k in range(2, 26)]]
+# lgamma(1 + a) by its series in a, for small a where forming 1 + a would round a.
+_LGAMMA1P = LGAMMA_NEAR_ONE[:26]
 
 
 def _lgamma1p(a: ir.Value) -> ir.Value:
