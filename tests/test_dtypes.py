@@ -73,6 +73,17 @@ def test_float64_trigonometry_keeps_float64_precision():
     assert_matches_eager(fn, (x,), rtol=1e-12, atol=1e-14)
 
 
+def test_float64_inverse_functions_at_the_edges_of_their_domains():
+    # Found by tools/sweeps/tails.py against mpmath: acos as pi/2 - asin cancelled near 1 (5e-9
+    # off relatively at 1 - 2^-53); acosh below -1.3e154 was 0, not NaN (its product overflowed
+    # to +inf); atanh was NaN at 1 and 1e14 ulps off near -1; asinh(-1.8e308) was -inf (2|x|).
+    eps = 2.0**-53
+    x = torch.tensor([1 - eps, 1 - 4 * eps, -1 + 2 * eps, 0.999, -0.5, 1e-300, 1.0, -1.0, 0.0, -1e-20], dtype=torch.float64)
+    big = torch.tensor([-1e154, -1.3e154, -1.8e308, 1.8e308, 1e151, 1 + 2 * eps, 2.0, 0.5, -3.0], dtype=torch.float64)
+    inverse = lambda x, big: (torch.acos(x), torch.asin(x), torch.atanh(x), torch.acosh(big), torch.asinh(big))  # noqa: E731
+    assert_matches_eager(inverse, (x, big), rtol=1e-15, atol=0)
+
+
 @pytest.mark.parametrize("dtype", [torch.bool, torch.int8, torch.uint8, torch.int64], ids=str)
 def test_cummax_cummin_fill_with_the_dtypes_own_extremes(dtype):
     # int64's extremes wrapped to 0 in int8, and bool's cummax started from True.

@@ -61,7 +61,12 @@ def _asin(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
 
 
 def _acos(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
-    return tape.op("Sub", [float64_windows.double(tape, math.pi / 2), _asin_of(tape, node.inputs[0])])
+    # 2 atan(sqrt((1 - x) / (1 + x))): pi/2 - asin(x) cancelled near 1 (acos(1 - 2^-53) was
+    # 5e-9 off relatively). pi at -1, NaN beyond [-1, 1] (the root of a negative).
+    x = node.inputs[0]
+    one = float64_windows.double(tape, 1.0)
+    ratio = tape.op("Div", [tape.op("Sub", [one, x]), tape.op("Add", [one, x])])
+    return tape.op("Mul", [_atan_of(tape, tape.op("Sqrt", [ratio])), float64_windows.double(tape, 2.0)])
 
 
 def _tan(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
@@ -126,27 +131,31 @@ def _asinh(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     square = tape.op("Mul", [magnitude, magnitude])
     one = float64_windows.double(tape, 1.0)
     step = tape.op("Add", [magnitude, tape.op("Div", [square, tape.op("Add", [one, tape.op("Sqrt", [tape.op("Add", [one, square])])])])])
-    # For |x| beyond 1e150 the square overflows; there asinh(x) = log(2|x|).
-    large = tape.op("Log", [tape.op("Mul", [magnitude, float64_windows.double(tape, 2.0)])])
+    # For |x| beyond 1e150 the square overflows; there asinh(x) = log|x| + log 2 (2|x| overflows).
+    large = tape.op("Add", [tape.op("Log", [magnitude]), float64_windows.double(tape, math.log(2.0))])
     value = tape.op("Where", [tape.op("Greater", [magnitude, float64_windows.double(tape, 1e150)]), large, _log1p(tape, step)])
     return tape.op("Mul", [tape.op("Sign", [x]), value])
 
 
 def _acosh(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
-    # log1p((x - 1) + sqrt((x - 1)(x + 1))): precise near 1; log(2x) where the product overflows.
+    # log1p((x - 1) + sqrt((x - 1)(x + 1))): precise near 1; log x + log 2 where the product
+    # overflows; NaN below 1 (for x below -1.3e154 the product overflowed to +inf and gave 0).
     x = node.inputs[0]
     one = float64_windows.double(tape, 1.0)
     below = tape.op("Sub", [x, one])
     step = tape.op("Add", [below, tape.op("Sqrt", [tape.op("Mul", [below, tape.op("Add", [x, one])])])])
-    large = tape.op("Log", [tape.op("Mul", [x, float64_windows.double(tape, 2.0)])])
-    return tape.op("Where", [tape.op("Greater", [x, float64_windows.double(tape, 1e150)]), large, _log1p(tape, step)])
+    large = tape.op("Add", [tape.op("Log", [x]), float64_windows.double(tape, math.log(2.0))])
+    value = tape.op("Where", [tape.op("Greater", [x, float64_windows.double(tape, 1e150)]), large, _log1p(tape, step)])
+    return tape.op("Where", [tape.op("Less", [x, one]), float64_windows.double(tape, math.nan), value])
 
 
 def _atanh(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
-    # 0.5 log1p(2x / (1 - x)): precise near 0, ±inf at ±1, NaN beyond.
+    # (log1p(x) - log1p(-x)) / 2: precise near 0 and near ±1 (1 ± x is exact there), ±inf at ±1,
+    # NaN beyond. 0.5 log1p(2x / (1 - x)) rounded 2x / (1 - x) near -1 (1e14 ulps off) and was
+    # NaN at 1 (log1p(inf)).
     x = node.inputs[0]
-    ratio = tape.op("Div", [tape.op("Mul", [x, float64_windows.double(tape, 2.0)]), tape.op("Sub", [float64_windows.double(tape, 1.0), x])])
-    return tape.op("Mul", [_log1p(tape, ratio), float64_windows.double(tape, 0.5)])
+    difference = tape.op("Sub", [_log1p(tape, x), _log1p(tape, tape.op("Neg", [x]))])
+    return tape.op("Mul", [difference, float64_windows.double(tape, 0.5)])
 
 
 def _negative_part(tape: ir.tape.Tape, x: ir.Value, negative: ir.Value) -> ir.Value:
