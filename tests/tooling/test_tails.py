@@ -64,3 +64,12 @@ def test_fixed_tails_hold_over_the_whole_float32_range(op: str) -> None:
     (record,) = tails.sweep(op, "float32", [tails.OURS], max_ulps=16, factor=4)
     assert record["status"] == "ok", record
     assert record["points"] > 3000 and record["max_ulps"] <= 4
+
+
+def test_mpmath_reference_is_exact_and_nan_off_the_real_line() -> None:
+    x = torch.tensor([1e-20, 0.5, -2.0, 710.0, math.inf], dtype=torch.float64)
+    sinh = tails.mpmath_reference("sinh", x)
+    assert sinh is not None and sinh[:2].tolist() == [1e-20, math.sinh(0.5)] and math.isclose(sinh[3], math.sinh(710.0), rel_tol=2**-52)
+    log = tails.mpmath_reference("log", x)
+    assert log is not None and log[2].isnan() and log[4].isnan()  # complex at -2; limits are eager's
+    assert tails.mpmath_reference("nn.functional.hardswish", x) is None
