@@ -1,4 +1,5 @@
-"""``hypot`` and ``nextafter``: elementary functions that need care with the floating-point format.
+"""``hypot``, ``xlogy`` and ``nextafter``: elementary functions that need care with the floating-point
+format or with their special cases.
 
 hypot scales by the larger magnitude so that the squares cannot overflow. nextafter steps the bit
 pattern where ONNX has ``BitCast`` (opset 26), and below that adds one unit in the last place,
@@ -19,7 +20,7 @@ from onnxscript.onnx_opset import opset26
 from torch_onnx_fx.ops.special._series import DOUBLE, FLOAT, INF, NAN, constant, restore, tensors, working
 from torch_onnx_fx.registry import register
 
-__all__ = ["prims_hypot", "prims_nextafter_bitcast", "prims_nextafter"]
+__all__ = ["prims_hypot", "aten_xlogy", "prims_nextafter_bitcast", "prims_nextafter"]
 
 
 @register("prims::hypot")
@@ -33,6 +34,18 @@ def prims_hypot(self: Any, other: Any) -> ir.Value:
     result = op.Where(op.Or(op.IsNaN(x), op.IsNaN(y)), NAN, result)
     # As C's hypot: an infinite argument wins over a NaN.
     return restore(op.Where(op.Or(op.IsInf(x), op.IsInf(y)), INF, result), self)
+
+
+@register("aten::xlogy.Tensor", "aten::xlogy.Scalar_Self", "aten::xlogy.Scalar_Other")
+def aten_xlogy(self: Any, other: Any) -> ir.Value:
+    """xlogy(Tensor self, Tensor other) -> Tensor: ATen's order of cases, NaN ``other`` first, then
+    0 where ``self`` is 0, else self * log(other). torchlib tested self = 0 first, so
+    xlogy(0, nan) came out 0 (found by tools/sweeps/tails.py; torch.onnx has the same)."""
+    # In the inputs' dtype: ATen's float16 kernel rounds log(y) before the product, and the
+    # kernel-gap pass keeps that rounding.
+    x, y = tensors(self, other)
+    product = op.Where(op.Equal(x, constant(0.0, x)), constant(0.0, x), op.Mul(x, op.Log(y)))
+    return op.Where(op.IsNaN(y), constant(NAN, x), product)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -133,14 +133,16 @@ def _regularized_gamma(a: ir.Value, x: ir.Value, upper: bool) -> ir.Value:
     p_small, q_small = _gamma_series(small_a, op.Where(valid, x, 1.0))
     result = op.Where(large, q_large, q_small) if upper else op.Where(large, p_large, p_small)
     zero, one, nan = constant(0.0, x), constant(1.0, x), constant(NAN, x)
-    # Q at x = 0, P at x = inf, Q at a = inf (and the complements).
+    # Q at x = 0, P at x = inf, Q at a = inf (and the complements). The cases apply in ATen's
+    # order of precedence, the last here first there; a NaN argument only where none of them
+    # does (ATen returns P(nan, 0) = 0 and P(inf, nan) = 0 before it meets the NaN).
     at_x_zero, at_x_inf, at_a_inf = (one, zero, one) if upper else (zero, one, zero)
+    result = op.Where(op.Or(op.IsNaN(a), op.IsNaN(x)), NAN, result)
     result = op.Where(op.Equal(x, INF), at_x_inf, result)
     result = op.Where(op.Equal(a, INF), op.Where(op.Equal(x, INF), nan, at_a_inf), result)
     result = op.Where(op.Equal(x, 0.0), at_x_zero, result)
     result = op.Where(op.Equal(a, 0.0), op.Where(op.Greater(x, 0.0), at_x_inf, nan), result)
-    result = op.Where(op.Or(op.Less(x, 0.0), op.Less(a, 0.0)), NAN, result)
-    return op.Where(op.Or(op.IsNaN(a), op.IsNaN(x)), NAN, result)
+    return op.Where(op.Or(op.Less(x, 0.0), op.Less(a, 0.0)), NAN, result)
 
 
 @register("prims::igamma")
