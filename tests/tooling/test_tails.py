@@ -73,3 +73,13 @@ def test_mpmath_reference_is_exact_and_nan_off_the_real_line() -> None:
     log = tails.mpmath_reference("log", x)
     assert log is not None and log[2].isnan() and log[4].isnan()  # complex at -2; limits are eager's
     assert tails.mpmath_reference("nn.functional.hardswish", x) is None
+
+
+def test_binary_ops_run_on_every_pair_of_the_grid() -> None:
+    first, second = tails.pair_grid(torch.float32, per_sign=10)
+    assert first.shape == second.shape == (39 * 39,)
+    assert {"pow", "atan2", "hypot", "xlogy", "igammac"} <= set(tails.binary_ops())
+    assert not any("polynomial" in name or name in ("eq", "gcd") for name in tails.binary_ops())
+    # xlogy(0, nan) was 0 (torchlib's order of cases); eager's NaN is now kept.
+    (record,) = tails.sweep("xlogy", "float32", [tails.OURS], max_ulps=16, factor=4)
+    assert record["status"] == "ok", record
