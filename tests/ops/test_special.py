@@ -304,3 +304,18 @@ def test_igammac_of_a_tiny_order_is_its_exact_value():
 class _Igammac(torch.nn.Module):
     def forward(self, a, x):
         return torch.igammac(a, x)
+
+
+def test_float64_erf_and_modified_bessel_k_keep_float64_precision():
+    # erf's alternating series up to 2.5 lost 44 ulps near 2.45 (GELU 1e-11 relatively); K's
+    # asymptotic expansion from 12 on is good to 6e-12 only (5.6e-11 off at 12.15).
+    x = torch.cat([torch.linspace(1.4, 2.6, 241, dtype=torch.float64), torch.linspace(11.5, 26.0, 59, dtype=torch.float64)])
+    fn = lambda x: (torch.erf(x), torch.erf(-x), S.modified_bessel_k0(x), S.modified_bessel_k1(x), S.scaled_modified_bessel_k0(x), S.scaled_modified_bessel_k1(x))
+    assert_matches_eager(fn, (x,), rtol=2e-15, atol=0)
+
+
+def test_float32_bessel_k0_of_the_smallest_subnormal():
+    # log(x * 0.5) was -inf there (x / 2 rounds to 0): K0 came out inf for 103.4. (Eager's scaled
+    # K0 is inf there itself; ours is 103.4 too.)
+    x = torch.tensor([1.4e-45, 3e-45, 1e-40, 0.5])
+    assert_matches_eager(lambda x: S.modified_bessel_k0(x), (x,), rtol=1e-6, atol=0)

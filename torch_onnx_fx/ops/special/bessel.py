@@ -8,6 +8,7 @@ in between. The series of J, Y and Ai cancel, so they run in float64.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import onnx_ir as ir
@@ -119,34 +120,45 @@ def _bessel_i(x: ir.Value, order: int, scaled: bool) -> ir.Value:
 # K_1 = 1/x + log(x/2) I_1 - x/4 sum (psi(k+1) + psi(k+2)) t^k/(k!(k+1)!) (t = x^2/4) up to x = 2;
 # the trapezoidal rule on exp(x) K_nu(x) = int_0^inf exp(-x (cosh s - 1)) cosh(nu s) ds, which
 # converges geometrically for this analytic integrand, up to x = 12; the asymptotic series
-# exp(x) K_nu(x) ~ sqrt(pi / (2x)) sum_k a_k(nu) / x^k beyond.
+# exp(x) K_nu(x) ~ sqrt(pi / (2x)) sum_k a_k(nu) / x^k beyond. The expansion's smallest term at 12
+# is 6e-12, enough for float32 only: float64 integrates up to 25 with half the step (the
+# integrand narrows as 1 / sqrt(x); the rule's error is exp(-2 pi^2 / (x h^2))) and switches there.
 _K_SERIES_LIMIT = 2.0
-_K_QUADRATURE_LIMIT = 12.0
 _K_SERIES = {
     0: [_log_series_coefficient(k, 0) / 2 for k in range(14)],
     1: [_log_series_coefficient(k, 1) for k in range(14)],
 }
-_K_STEP = 0.2
-_K_NODES = [_K_STEP * j for j in range(20)]
-_K_ASYMPTOTIC = {order: _hankel_coefficients(order, 15) for order in (0, 1)}
+
+
+@dataclasses.dataclass(frozen=True)
+class _KQuadrature:
+    limit: float
+    step: float
+    nodes: int
+    asymptotic_terms: int
+
+
+_K_QUADRATURE = {ir.DataType.FLOAT: _KQuadrature(12.0, 0.2, 20, 15), DOUBLE: _KQuadrature(25.0, 0.1, 40, 24)}
 
 
 def _bessel_k_scaled(x: ir.Value, order: int) -> ir.Value:
     """exp(x) K_0(x) or exp(x) K_1(x) for x > 2."""
-    middle = op.LessOrEqual(x, _K_QUADRATURE_LIMIT)
-    xm = op.Unsqueeze(op.Where(middle, x, _K_QUADRATURE_LIMIT), op.Constant(value_ints=[-1]))
-    weights = [_K_STEP * math.cosh(order * s) * (0.5 if j == 0 else 1.0) for j, s in enumerate(_K_NODES)]
-    exponents = constant([math.cosh(s) - 1.0 for s in _K_NODES], x)
+    rule = _K_QUADRATURE[x.dtype]
+    nodes = [rule.step * j for j in range(rule.nodes)]
+    middle = op.LessOrEqual(x, rule.limit)
+    xm = op.Unsqueeze(op.Where(middle, x, rule.limit), op.Constant(value_ints=[-1]))
+    weights = [rule.step * math.cosh(order * s) * (0.5 if j == 0 else 1.0) for j, s in enumerate(nodes)]
+    exponents = constant([math.cosh(s) - 1.0 for s in nodes], x)
     quadrature = op.MatMul(op.Exp(op.Neg(op.Mul(xm, exponents))), constant(weights, x))
-    xl = op.Where(middle, _K_QUADRATURE_LIMIT, x)
-    asymptotic = op.Mul(sum_of_powers(op.Reciprocal(xl), _K_ASYMPTOTIC[order]), op.Sqrt(op.Div(math.pi / 2, xl)))
+    xl = op.Where(middle, rule.limit, x)
+    asymptotic = op.Mul(sum_of_powers(op.Reciprocal(xl), _hankel_coefficients(order, rule.asymptotic_terms)), op.Sqrt(op.Div(math.pi / 2, xl)))
     return op.Where(middle, quadrature, asymptotic)
 
 
 def _bessel_k(x: ir.Value, order: int, scaled: bool) -> ir.Value:
     small = op.LessOrEqual(x, _K_SERIES_LIMIT)
     xs = op.Where(op.And(small, op.Greater(x, 0.0)), x, 1.0)
-    log_half = op.Log(op.Mul(xs, 0.5))
+    log_half = op.Sub(op.Log(xs), math.log(2.0))  # log(x / 2): x / 2 is 0 for the smallest subnormal
     t = op.Mul(op.Mul(xs, xs), 0.25)
     if order == 0:
         series = op.Sub(sum_of_powers(t, _K_SERIES[0]), op.Mul(log_half, _bessel_i_series(xs, 0)))

@@ -32,16 +32,20 @@ def _polyval(x: ir.Value, coefficients: Sequence[float]) -> ir.Value:
 
 
 def erf(x: ir.Value) -> ir.Value:
-    """erf(x). ONNX Runtime has no float64 Erf: there a Maclaurin series (|x| < 2.5) and 1 - erfc."""
+    """erf(x). ONNX Runtime has no float64 Erf: there a Maclaurin series (|x| < 1.5) and 1 - erfc.
+
+    The series alternates with terms up to e^(x^2): at 2.45 it lost 44 ulps (and GELU, which adds
+    1 + erf(x) there, 1e-11 relatively); from 1.5 on erfc's 80-level fraction (1.2e-15 of erfc)
+    gives erf to an ulp."""
     if x.dtype != DOUBLE:
         return op.Erf(x)
-    small = op.Less(op.Abs(x), 2.5)
+    small = op.Less(op.Abs(x), 1.5)
     xs = op.Where(small, x, 0.0)
     # erf(x) = 2/sqrt(pi) sum_n (-1)^n x^(2n+1) / (n! (2n + 1))
     coefficients = [(-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(45)]
     series = op.Mul(op.Mul(xs, 2.0 / SQRT_PI), sum_of_powers(op.Mul(xs, xs), coefficients))
-    ax = op.Where(small, 2.5, op.Abs(x))
-    complement = op.Mul(_erfcx_continued_fraction(ax, 40), op.Exp(op.Neg(op.Mul(ax, ax))))
+    ax = op.Where(small, 1.5, op.Abs(x))
+    complement = op.Mul(_erfcx_continued_fraction(ax, 80), op.Exp(op.Neg(op.Mul(ax, ax))))
     return op.Where(small, series, op.Mul(op.Sign(x), op.Sub(1.0, complement)))
 
 
