@@ -67,7 +67,7 @@ NOTES = {
     "cos": "as sin",
     "tan": "as sin",
     "igammac": "eager's float64 (the reference) is itself off for tiny a: Q(1e-30, 1) is 1e-30 E1(1) = 2.19e-31 (mpmath), ours; eager gives 7.97e-31",
-    "igamma": "as igammac, for P = 1 - Q where it is computed as Q",
+    "igamma": "as igammac, for P = 1 - Q where it is computed as Q; float64 P(5e-324, 5e-324) is 1 (x^a), eager gives 0",
     "lgamma": "float64: next to its negative roots (-2.457, -2.747...) the reflection cancels, up to 500 ulps of values near 0.004 (1e-13 relatively)",
     "mvlgamma.mvlgamma_p_1": "as lgamma",
     "mvlgamma.mvlgamma_p_3": "as lgamma",
@@ -78,6 +78,12 @@ NOTES = {
     "special.bessel_j1": "as bessel_j0",
     "special.bessel_y0": "as bessel_j0",
     "special.bessel_y1": "as bessel_j0",
+    "special.modified_bessel_k0": "float64, at the smallest subnormal: eager's log(x / 2) is -inf, so eager gives inf (K1: NaN); ours is the true value (K1: inf, its 1/x overflowing)",
+    "special.modified_bessel_k1": "as modified_bessel_k0",
+    "special.scaled_modified_bessel_k0": "as modified_bessel_k0",
+    "special.scaled_modified_bessel_k1": "as modified_bessel_k0",
+    "fmod": "float64, by a subnormal divisor: eager gives NaN (its quotient overflows), the remainder is 0 (ours)",
+    "remainder": "as fmod",
 }
 
 
@@ -226,6 +232,10 @@ def _mpmath_functions() -> dict[str, Callable[[Any], Any]]:
         "special.bessel_j0": lambda x: mp.besselj(0, x), "special.bessel_j1": lambda x: mp.besselj(1, x),
         "special.bessel_y0": lambda x: mp.bessely(0, x), "special.bessel_y1": lambda x: mp.bessely(1, x),
         "special.airy_ai": mp.airyai,
+        "special.modified_bessel_i0": lambda x: mp.besseli(0, x), "special.modified_bessel_i1": lambda x: mp.besseli(1, x),
+        "special.modified_bessel_k0": lambda x: mp.besselk(0, x), "special.modified_bessel_k1": lambda x: mp.besselk(1, x),
+        "special.scaled_modified_bessel_k0": lambda x: mp.besselk(0, x) * mp.exp(x),
+        "special.scaled_modified_bessel_k1": lambda x: mp.besselk(1, x) * mp.exp(x),
     }
 
 
@@ -244,9 +254,10 @@ def mpmath_reference(name: str, inputs: torch.Tensor, budget_s: float = 60.0) ->
             return None
         try:
             value = function(mpmath.mpf(x)) if math.isfinite(x) else math.nan
-            value = float(value) if not isinstance(value, mpmath.mpc) or value.imag == 0 else math.nan
-        except (ValueError, ZeroDivisionError):
-            value = math.nan
+            value = value.real if isinstance(value, mpmath.mpc) and value.imag == 0 else value
+            value = math.nan if isinstance(value, mpmath.mpc) else float(value)
+        except (ValueError, ZeroDivisionError, OverflowError):  # mpmath's own limits (erfc(-1e308))
+            value = math.nan  # and the sweep keeps eager's float64 at such a point
         values.append(value)
     return torch.tensor(values, dtype=torch.float64)
 
