@@ -42,7 +42,7 @@ import torch  # noqa: E402
 import torch.utils._pytree as pytree  # noqa: E402
 
 from tools._common import describe_machine, machine_info  # noqa: E402
-from tools.sweeps.opsweep import OURS, THEIRS, OpCall, _export, _ort_session, describe_exception, op_infos, op_key, skip_reason  # noqa: E402
+from tools.sweeps.opsweep import OURS, THEIRS, OpCall, _as_double, _export, _ort_session, describe_exception, op_infos, op_key, skip_reason  # noqa: E402
 
 RESULTS = REPO / "tools" / "results" / "tails.jsonl"
 PAGE = REPO / "docs" / "tails.md"
@@ -281,10 +281,6 @@ def mpmath_reference(name: str, inputs: torch.Tensor, budget_s: float = 60.0) ->
     return torch.tensor(values, dtype=torch.float64)
 
 
-def _as_double(value: Any) -> Any:
-    return pytree.tree_map(lambda t: t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t, value)
-
-
 def _outputs(value: Any) -> list[torch.Tensor]:
     return [t for t in pytree.tree_leaves(value) if isinstance(t, torch.Tensor)]
 
@@ -315,7 +311,7 @@ def sweep(name: str, dtype_name: str, exporters: Sequence[str], *, max_ulps: flo
         warnings.simplefilter("ignore")
         try:
             eager = _outputs(module(*module.fresh_inputs()))
-            reference = _outputs(module(*_as_double(module.fresh_inputs())))
+            reference = _outputs(module(*map(_as_double, module.fresh_inputs())))
             exact = mpmath_reference(name, inputs) if dtype == torch.float64 and not sample.args and not sample.kwargs else None
             if exact is not None:
                 # mpmath's value where it has one; infinities and NaN as eager's (limits, not values).
