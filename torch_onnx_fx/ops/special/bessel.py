@@ -76,26 +76,27 @@ def _log_series_coefficient(k: int, order: int) -> float:
 # I_nu: Maclaurin series up to |x| = 12, then I_nu(x) ~ e^x / sqrt(2 pi x) sum_k (-1)^k a_k(nu) / x^k.
 # The expansion's smallest term at 12 is 6e-12, enough for float32 only: float64 switches at 20
 # (smallest term 5e-19; 28 terms reach 1e-17, and the series 45).
-_I_SERIES_LIMIT = {ir.DataType.FLOAT: 12.0, DOUBLE: 20.0}
-_I_SERIES = {
-    (dtype, order): [1.0 / (math.factorial(k) * math.factorial(k + order)) for k in range(count)]
-    for dtype, count in ((ir.DataType.FLOAT, 21), (DOUBLE, 45)) for order in (0, 1)
-}
-_I_ASYMPTOTIC = {
-    (dtype, order): [(-1) ** k * a for k, a in enumerate(_hankel_coefficients(order, count))]
-    for dtype, count in ((ir.DataType.FLOAT, 11), (DOUBLE, 28)) for order in (0, 1)
-}
+@dataclasses.dataclass(frozen=True)
+class _IExpansion:
+    limit: float
+    series_terms: int
+    asymptotic_terms: int
+
+
+_I_EXPANSION = {ir.DataType.FLOAT: _IExpansion(12.0, 21, 11), DOUBLE: _IExpansion(20.0, 45, 28)}
 
 
 def _bessel_i_series(x: ir.Value, order: int) -> ir.Value:
     """I_0 or I_1 by their Maclaurin series (x^2/4)^k / (k! (k + order)!)."""
-    series = sum_of_powers(op.Mul(op.Mul(x, x), 0.25), _I_SERIES[x.dtype, order])
+    coefficients = [1.0 / (math.factorial(k) * math.factorial(k + order)) for k in range(_I_EXPANSION[x.dtype].series_terms)]
+    series = sum_of_powers(op.Mul(op.Mul(x, x), 0.25), coefficients)
     return series if order == 0 else op.Mul(series, op.Mul(x, 0.5))
 
 
 def _bessel_i(x: ir.Value, order: int, scaled: bool) -> ir.Value:
     """I_0 / I_1, or exp(-|x|) times them. I_1 is odd; eager gives NaN at +-inf unscaled."""
-    limit = _I_SERIES_LIMIT[x.dtype]
+    expansion = _I_EXPANSION[x.dtype]
+    limit = expansion.limit
     ax = op.Abs(x)
     small = op.LessOrEqual(ax, limit)
     xs = op.Where(small, ax, 0.0)
@@ -106,7 +107,8 @@ def _bessel_i(x: ir.Value, order: int, scaled: bool) -> ir.Value:
     # sqrt(x) sqrt(2 pi), not sqrt(2 pi x): 2 pi x overflows float32 from 5.4e37 and made I NaN
     # and I scaled 0 there.
     root = op.Mul(op.Sqrt(xl), math.sqrt(2 * math.pi))
-    asymptotic = op.Div(sum_of_powers(op.Reciprocal(xl), _I_ASYMPTOTIC[x.dtype, order]), root)
+    alternating = [(-1) ** k * a for k, a in enumerate(_hankel_coefficients(order, expansion.asymptotic_terms))]
+    asymptotic = op.Div(sum_of_powers(op.Reciprocal(xl), alternating), root)
     if not scaled:
         # exp(inf) * 0 is eager's NaN at infinity.
         asymptotic = op.Mul(op.Exp(xl), asymptotic)
