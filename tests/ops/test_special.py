@@ -225,9 +225,10 @@ def test_float64_erf_erfc_and_gelu_load_and_keep_float64_precision():
     fn = lambda x: (torch.erf(x), torch.erfc(x))
     program = assert_matches_eager(fn, (x,), rtol=1e-13, atol=0)
     assert "Erf" not in {node.op_type for node in program.model.graph}
-    # GELU and ndtr are ATen's x / 2 (1 + erf(x / sqrt 2)) and (1 + erf(x / sqrt 2)) / 2, whose
-    # sums cancel for negative x: an ulp of erf becomes ~1e-12 there, in eager's result as in ours.
-    cancelling = lambda x: (torch.nn.functional.gelu(x), S.ndtr(x))
+    # GELU is ATen's x / 2 (1 + erf(x / sqrt 2)), whose sum cancels for negative x: an ulp of erf
+    # becomes ~1e-12 there, in eager's result as in ours. (ATen's ndtr, (1 + erf(x / sqrt 2)) / 2,
+    # cancels too, to 0 from -8.3 on; ours does not: see the tails' test below.)
+    cancelling = lambda x: (torch.nn.functional.gelu(x),)
     program = assert_matches_eager(cancelling, (x,), rtol=1e-11, atol=1e-300)
     assert "Erf" not in {node.op_type for node in program.model.graph}
     # An empty float64 tensor goes through the series' padding.
@@ -319,3 +320,33 @@ def test_float32_bessel_k0_of_the_smallest_subnormal():
     # K0 is inf there itself; ours is 103.4 too.)
     x = torch.tensor([1.4e-45, 3e-45, 1e-40, 0.5])
     assert_matches_eager(lambda x: S.modified_bessel_k0(x), (x,), rtol=1e-6, atol=0)
+
+
+class _Float64ErrorFunctions(torch.nn.Module):
+    def forward(self, x):
+        return torch.erfc(x), S.erfcx(x), S.ndtr(x), S.log_ndtr(x)
+
+
+def test_float64_error_function_tails_are_within_ulps_of_their_exact_values():
+    # exp(-x^2) of a rounded x^2 put erfc 18-412 ulps off from 6 on (erfc(25.7) is 3e-289), and
+    # log_ndtr's upper tail with it; erfcx came from 1 - erf below 2.5 (768 ulps there), and ndtr
+    # from 1 + erf (57 ulps at -2, 0 for 7.6e-24 at -10). Against mpmath: eager's erfc is within an
+    # ulp, its erfcx up to 477 ulps off, its ndtr cancels as ours did, and its log_ndtr is as far
+    # off as ours was (it rounds x / sqrt 2).
+    mpmath = pytest.importorskip("mpmath")
+    x = torch.cat([
+        torch.linspace(6.0, 26.5, 83, dtype=torch.float64), torch.linspace(1.1, 3.1, 81, dtype=torch.float64),
+        torch.linspace(-2.2, -1.0, 25, dtype=torch.float64), torch.linspace(-6.0, -0.6, 28, dtype=torch.float64),
+        torch.tensor([0.0, 0.3, -0.4, 2.0 + 2**-51, 3.0 - 2**-51, 40.0, 700.0], dtype=torch.float64),
+    ])
+    exact = {
+        "erfc": mpmath.erfc, "erfcx": lambda v: mpmath.exp(v * v) * mpmath.erfc(v), "ndtr": mpmath.ncdf,
+        "log_ndtr": lambda v: mpmath.log1p(-mpmath.ncdf(-v)) if v > 0 else mpmath.log(mpmath.ncdf(v)),
+    }
+    program = torch_onnx_fx.export(_Float64ErrorFunctions(), (x,), verbose=False)
+    with mpmath.workdps(40):
+        for name, got in zip(exact, program(x)):
+            expected = torch.tensor([float(exact[name](mpmath.mpf(float(v)))) for v in x], dtype=torch.float64)
+            finite = torch.isfinite(expected) & (expected != 0)
+            torch.testing.assert_close(got[finite], expected[finite], rtol=8 * 2.0**-52, atol=0, msg=name)
+            torch.testing.assert_close(got[~finite], expected[~finite], rtol=0, atol=0, msg=name)

@@ -1,28 +1,31 @@
 """The error function family: ``erfinv``, ``ndtri``, ``erfcx`` and ``log_ndtr``; ``erf`` and ``erfc``
 of float64.
 
-erfcx is Laplace's continued fraction above a threshold and exp(x^2) erfc(x) below it; the
-inverses start from Giles' approximation and are refined by Newton steps, which also carry them
-into the tails the approximation was not fitted for. ONNX Runtime has no float64 ``Erf``, so
-float64 uses a series of its own (:func:`erf`). A float64 model's ``erf`` and ``erfc`` (and
-``special.ndtr`` through them) take it too: with ONNX's ``Erf`` the session could not be created.
-``erfc`` of every type runs in float64, where its tail keeps its relative precision.
+erfcx is Laplace's continued fraction above a threshold; below it float32 computes
+exp(x^2) erfc(x) and float64 a Taylor polynomial per interval. The inverses start from Giles'
+approximation and are refined by Newton steps, which also carry them into the tails the
+approximation was not fitted for. ONNX Runtime has no float64 ``Erf``, so float64 builds erf and
+erfc from erfcx (:func:`erf`, :func:`_erfc`), and ``special.ndtr`` too: with ONNX's ``Erf`` the
+session could not be created. ``erfc`` and ``log_ndtr`` of every type run in float64, where their
+tails keep their relative precision.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence
 
+import numpy as np
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.ops.special._series import DOUBLE, INF, NAN, SQRT_PI, elementwise, log1p, sum_of_powers
+from torch_onnx_fx.ops.special._series import DOUBLE, INF, NAN, SQRT_PI, constant, elementwise, log1p, sum_of_powers
 from torch_onnx_fx.registry import float64_input, floating_result, register
 
 __all__ = [
     "erf", "erfcx", "prims_erf_inv", "prims_ndtri", "aten_erf_float64", "aten_erfc", "aten_special_erfcx",
-    "aten_special_log_ndtr",
+    "aten_special_log_ndtr", "aten_special_ndtr_float64",
 ]
 
 
@@ -32,32 +35,99 @@ def _polyval(x: ir.Value, coefficients: Sequence[float]) -> ir.Value:
 
 
 def erf(x: ir.Value) -> ir.Value:
-    """erf(x). ONNX Runtime has no float64 Erf: there a Maclaurin series (|x| < 1.5) and 1 - erfc.
-
-    The series alternates with terms up to e^(x^2): at 2.45 it lost 44 ulps (and GELU, which adds
-    1 + erf(x) there, 1e-11 relatively); from 1.5 on erfc's 80-level fraction (1.2e-15 of erfc)
-    gives erf to an ulp."""
+    """erf(x). ONNX Runtime has no float64 Erf: there its Maclaurin series below 1/2 and
+    1 - erfc(|x|) above, where erfc (:func:`_erfc_of_magnitude`) is exact to an ulp or two and
+    erf lies in (0.52, 1): 2 ulps. The series alone up to 2.5 lost 44 ulps near 2.45 (its terms
+    grow to e^(x^2)), and 1 + erf(x) in GELU 1e-11 relatively."""
     if x.dtype != DOUBLE:
         return op.Erf(x)
-    small = op.Less(op.Abs(x), 1.5)
+    small = op.Less(op.Abs(x), 0.5)
     xs = op.Where(small, x, 0.0)
-    # erf(x) = 2/sqrt(pi) sum_n (-1)^n x^(2n+1) / (n! (2n + 1))
-    coefficients = [(-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(45)]
+    # erf(x) = 2/sqrt(pi) sum_n (-1)^n x^(2n+1) / (n! (2n + 1)); at 1/2 the 16th term is 1e-23.
+    coefficients = [(-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(16)]
     series = op.Mul(op.Mul(xs, 2.0 / SQRT_PI), sum_of_powers(op.Mul(xs, xs), coefficients))
-    ax = op.Where(small, 1.5, op.Abs(x))
-    complement = op.Mul(_erfcx_continued_fraction(ax, 80), op.Exp(op.Neg(op.Mul(ax, ax))))
+    complement = _erfc_of_magnitude(op.Where(small, 0.5, op.Abs(x)))
     return op.Where(small, series, op.Mul(op.Sign(x), op.Sub(1.0, complement)))
 
 
+def _exp_of_square(x: ir.Value, factor: float) -> ir.Value:
+    """exp(factor x^2) of float64 for factor +-1 or +-1/2, without the error of a rounded x^2.
+
+    exp(-x^2) of a rounded x^2 is off by x^2 ulps relatively (erfc(25.7) 312 ulps). x^2 splits
+    exactly into head^2 + (x - head)(x + head) with head x on a grid of 2^-20: below 64 head has
+    at most 26 significant bits, so head^2 is exact, and the small rest is rounded once. Beyond
+    64 the result under- or overflows whatever x is, so x is clamped there (which also keeps
+    the split finite)."""
+    if x.dtype != DOUBLE:
+        return op.Exp(op.Mul(op.Mul(x, factor), x))
+    x = op.Where(op.Greater(op.Abs(x), 64.0), 64.0, op.Abs(x))
+    head = op.Div(op.Round(op.Mul(x, 2.0**20)), 2.0**20)
+    rest = op.Mul(op.Sub(x, head), op.Add(x, head))
+    return op.Mul(op.Exp(op.Mul(op.Mul(head, head), factor)), op.Exp(op.Mul(rest, factor)))
+
+
+# float64 erfcx on [0, 3): a Taylor polynomial per interval of a quarter, about its middle
+# (|h| <= 1/8, 15 terms: within an ulp of mpmath); Laplace's continued fraction from 3 on, where
+# 32 levels are within an ulp. The continued fraction alone needed 80 levels at 1.5 for 1e-15,
+# and below it erfcx came from 1 - erf, which cancels (768 ulps at 2.5).
+_TAYLOR_WIDTH = 0.25
+_TAYLOR_PIECES = 12
+_TAYLOR_TERMS = 15
+_FRACTION_FROM = _TAYLOR_WIDTH * _TAYLOR_PIECES
+_FRACTION_DEPTH = 32
+
+
+@functools.cache
+def _erfcx_taylor_table() -> np.ndarray:
+    """Taylor coefficients of erfcx about the middle c of each interval, row per interval.
+
+    From y = erfcx, y' = 2 x y - 2 / sqrt(pi) and, differentiating, y^(n+1) = 2 x y^(n) +
+    2 n y^(n-1): a[n+1] = (2 c a[n] + 2 a[n-1]) / (n + 1). The recurrence grows the dominant
+    solution e^(x^2), so it runs in mpmath (torch's sympy brings it) at 50 digits."""
+    import mpmath
+
+    rows = []
+    with mpmath.workdps(50):
+        for k in range(_TAYLOR_PIECES):
+            c = mpmath.mpf(_TAYLOR_WIDTH) * (k + mpmath.mpf(0.5))
+            a = [mpmath.erfc(c) * mpmath.exp(c * c)]
+            a.append(2 * c * a[0] - 2 / mpmath.sqrt(mpmath.pi))
+            for n in range(1, _TAYLOR_TERMS - 1):
+                a.append((2 * c * a[n] + 2 * a[n - 1]) / (n + 1))
+            rows.append([float(v) for v in a])
+    return np.array(rows, dtype=np.float64)
+
+
+def _erfcx_taylor(x: ir.Value) -> ir.Value:
+    """erfcx(x) of float64 for 0 <= x < 3 (other inputs give finite noise for the caller to drop)."""
+    piece = op.Clip(op.Floor(op.Div(x, _TAYLOR_WIDTH)), 0.0, float(_TAYLOR_PIECES - 1))
+    h = op.Sub(x, op.Mul(op.Add(piece, 0.5), _TAYLOR_WIDTH))
+    coefficients = op.Gather(op.Constant(value=ir.tensor(_erfcx_taylor_table())), op.Cast(piece, to=ir.DataType.INT64), axis=0)
+    powers = op.Pow(op.Unsqueeze(h, op.Constant(value_ints=[-1])), constant(np.arange(_TAYLOR_TERMS), h))
+    return op.ReduceSum(op.Mul(coefficients, powers), op.Constant(value_ints=[-1]), keepdims=0)
+
+
+def _erfcx_of_magnitude(x: ir.Value) -> ir.Value:
+    """erfcx(x) of float64 for x >= 0 (and NaN)."""
+    taylor = op.Less(x, _FRACTION_FROM)
+    fraction = _erfcx_continued_fraction(op.Where(taylor, _FRACTION_FROM, x), _FRACTION_DEPTH)
+    return op.Where(taylor, _erfcx_taylor(op.Where(taylor, x, 0.0)), fraction)
+
+
+def _erfc_of_magnitude(x: ir.Value) -> ir.Value:
+    """erfc(x) of float64 for x >= 1/2: erfcx(x) exp(-x^2), each within about an ulp."""
+    return op.Mul(_erfcx_of_magnitude(x), _exp_of_square(x, -1.0))
+
+
 def _erfc(x: ir.Value) -> ir.Value:
-    """erfc(x) of float64: the continued fraction times exp(-x^2) from 1.5 up, where 1 - erf(x)
-    would cancel (erfc(2.4) is 7e-4 and lost 11 bits that way; erfc(6) is 2e-17); 1 - erf(x)
-    below, where it lies in (0.03, 2). 80 levels keep the fraction within 1.2e-15 of erfc at
-    1.5 (40 were 7e-11 off there)."""
-    large = op.Greater(x, 1.5)
-    xl = op.Where(large, x, 1.5)
-    tail = op.Mul(_erfcx_continued_fraction(xl, 80), op.Exp(op.Neg(op.Mul(xl, xl))))
-    return op.Where(large, tail, op.Sub(1.0, erf(op.Where(large, 0.0, x))))
+    """erfc(x) of float64: erfcx(|x|) exp(-x^2) from 1/2 on (2 - that for negative x), where
+    1 - erf(x) would cancel (erfc(2.4) is 7e-4 and lost 11 bits that way; erfc(6) is 2e-17);
+    1 - erf(x) below, where it lies in (0.47, 1.53). Within 3 ulps of mpmath (glibc's, which
+    ATen's is: 1)."""
+    small = op.Less(op.Abs(x), 0.5)
+    tail = _erfc_of_magnitude(op.Where(small, 0.5, op.Abs(x)))
+    large = op.Where(op.Less(x, 0.0), op.Sub(2.0, tail), tail)
+    return op.Where(small, op.Sub(1.0, erf(op.Where(small, x, 0.0))), large)
 
 
 @register("aten::erf", supports=float64_input)
@@ -87,9 +157,13 @@ def _erfcx_continued_fraction(x: ir.Value, depth: int) -> ir.Value:
 
 
 def erfcx(x: ir.Value) -> ir.Value:
-    """exp(x^2) erfc(x). Direct below the threshold where the continued fraction converges
-    quickly; erfcx(-x) = 2 exp(x^2) - erfcx(x) for negative x."""
-    threshold, depth = (2.5, 40) if x.dtype == DOUBLE else (1.5, 26)
+    """exp(x^2) erfc(x); erfcx(-x) = 2 exp(x^2) - erfcx(x) for negative x. float32: direct below
+    1.5, where the continued fraction would need many levels, and the fraction above."""
+    if x.dtype == DOUBLE:
+        positive = _erfcx_of_magnitude(op.Abs(x))
+        negative = op.Sub(op.Mul(_exp_of_square(x, 1.0), 2.0), positive)
+        return op.Where(op.Less(x, 0.0), negative, positive)
+    threshold, depth = 1.5, 26
     ax = op.Abs(x)
     small = op.Less(ax, threshold)
     xs = op.Where(small, ax, 0.0)
@@ -190,16 +264,41 @@ def aten_special_erfcx(self: ir.Value) -> ir.Value:
 
 def _log_ndtr(x: ir.Value) -> ir.Value:
     """log Phi(x) = log(erfcx(-x / sqrt 2) / 2) - x^2 / 2 for x <= 0, which stays finite far into the
-    lower tail; log1p(-erfc(x / sqrt 2) / 2) above.
+    lower tail; log1p(-erfc(x / sqrt 2) / 2) above, erfc as erfcx(x / sqrt 2) exp(-x^2 / 2) of the
+    exact x (erfc of a rounded x / sqrt 2 is off by x^2 ulps relatively, as ATen's is).
     """
     half_square = op.Mul(op.Mul(x, 0.5), x)  # x^2 overflows from 1.8e19 in float32, x^2 / 2 later
     lower = op.Sub(op.Log(op.Mul(erfcx(op.Mul(x, -math.sqrt(0.5))), 0.5)), half_square)
-    upper_tail = op.Mul(op.Mul(erfcx(op.Mul(x, math.sqrt(0.5))), 0.5), op.Exp(op.Neg(half_square)))
-    upper = log1p(op.Neg(op.Where(op.Greater(x, 0.0), upper_tail, 0.0)))
-    return op.Where(op.Greater(x, 0.0), upper, lower)
+    positive = op.Greater(x, 0.0)
+    xp = op.Where(positive, x, 0.0)
+    upper_tail = op.Mul(op.Mul(erfcx(op.Mul(xp, math.sqrt(0.5))), 0.5), _exp_of_square(xp, -0.5))
+    upper = log1p(op.Neg(upper_tail))
+    return op.Where(positive, upper, lower)
 
 
 @register("aten::special_log_ndtr")
 def aten_special_log_ndtr(self: ir.Value) -> ir.Value:
-    """special_log_ndtr(Tensor self) -> Tensor"""
-    return elementwise(_log_ndtr, self)
+    """special_log_ndtr(Tensor self) -> Tensor
+
+    In float64 for every input type: float32's exp(-x^2 / 2) of a rounded x^2 was 18 ulps off in
+    the upper tail (8.05), where ATen's float32 is within one."""
+    return elementwise(_log_ndtr, self, wide=True)
+
+
+def _ndtr(x: ir.Value) -> ir.Value:
+    """Phi(x) of float64: (1 + erf(x / sqrt 2)) / 2 near 0, and from |x| / sqrt 2 = 1/2 on the tail
+    erfc(|x| / sqrt 2) / 2 as erfcx(|x| / sqrt 2) exp(-x^2 / 2) / 2 (1 - that for positive x).
+    The decomposition's 1 + erf cancels for negative x (57 ulps at -2); ATen switches to erfc."""
+    z = op.Mul(op.Abs(x), math.sqrt(0.5))
+    near = op.Less(z, 0.5)
+    xs = op.Where(near, x, 0.0)
+    central = op.Mul(op.Add(erf(op.Mul(xs, math.sqrt(0.5))), 1.0), 0.5)
+    xt = op.Where(near, 1.0, x)
+    tail = op.Mul(op.Mul(_erfcx_of_magnitude(op.Where(near, 1.0, z)), _exp_of_square(xt, -0.5)), 0.5)
+    return op.Where(near, central, op.Where(op.Less(x, 0.0), tail, op.Sub(1.0, tail)))
+
+
+@register("aten::special_ndtr", supports=float64_input)
+def aten_special_ndtr_float64(self: ir.Value) -> ir.Value:
+    """special_ndtr(Tensor self) -> Tensor"""
+    return elementwise(_ndtr, self)
