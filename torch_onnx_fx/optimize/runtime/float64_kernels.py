@@ -7,11 +7,15 @@ does; each entry here is instead the operator's definition in float64 ``Exp``/``
 and Kahan's corrections, so small arguments keep their relative precision too). ``Atan`` (and ``Asin``/``Acos`` through it) takes a
 float32 first guess and one Newton step in float64, which restores full float64 precision.
 
+``Sin`` and ``Cos`` (``INEXACT``) have float64 kernels, but inexact ones next to their zeros: they
+are rewritten too, reduced by pi/2 exactly before the kernels see the argument.
+
 ``REWRITES`` maps an op type to a function of the tape and the node returning the result value.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable
 
@@ -19,7 +23,7 @@ import onnx_ir as ir
 
 from torch_onnx_fx.optimize.runtime import float64_windows
 
-__all__ = ["REWRITES"]
+__all__ = ["IN_RANGE", "INEXACT", "REWRITES"]
 
 Rewrite = Callable[[ir.tape.Tape, ir.Node], ir.Value]
 
@@ -33,7 +37,7 @@ def _atan_of(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
     """Newton on sin θ - x cos θ = 0 from a float32 guess (good to 1e-7; one step squares the
     error); ±inf give ±pi/2 directly."""
     guess = tape.op("Cast", [tape.op("Atan", [tape.op("Cast", [x], {"to": ir.DataType.FLOAT})])], {"to": ir.DataType.DOUBLE})
-    sin, cos = tape.op("Sin", [guess]), tape.op("Cos", [guess])
+    sin, cos = _in_range(tape, "Sin", guess), _in_range(tape, "Cos", guess)
     residual = tape.op("Sub", [sin, tape.op("Mul", [x, cos])])
     slope = tape.op("Add", [cos, tape.op("Mul", [x, sin])])
     refined = tape.op("Sub", [guess, tape.op("Div", [residual, slope])])
@@ -69,9 +73,82 @@ def _acos(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     return tape.op("Mul", [_atan_of(tape, tape.op("Sqrt", [ratio])), float64_windows.double(tape, 2.0)])
 
 
+# Marks a Sin/Cos whose argument lies within [-pi/2, pi/2] (a reduced one, atan's guess), where
+# ONNX Runtime's kernels are exact and which the pass must not reduce again.
+IN_RANGE = "torch_onnx_fx.argument_in_range"
+# Cody and Waite's reduction by pi/2 is exact while the quadrant count has at most 20 bits.
+_REDUCIBLE = 2.0**20 * math.pi / 2
+
+
+@functools.cache
+def _half_pi_parts() -> tuple[float, float, float]:
+    """pi/2 as c1 + c2 + c3, c1 and c2 with 33 significant bits (so q c1 and q c2 are exact for
+    |q| < 2^20), c3 the rest rounded."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        rest, parts = mpmath.pi / 2, []
+        for _ in range(2):
+            exponent = int(mpmath.floor(mpmath.log(abs(rest), 2)))
+            part = mpmath.nint(rest * mpmath.mpf(2) ** (32 - exponent)) * mpmath.mpf(2) ** (exponent - 32)
+            parts.append(float(part))
+            rest -= part
+        return parts[0], parts[1], float(rest)
+
+
+def _in_range(tape: ir.tape.Tape, op_type: str, x: ir.Value) -> ir.Value:
+    value = tape.op(op_type, [x])
+    value.producer().meta[IN_RANGE] = True
+    return value
+
+
+def _quadrant_and_rest(tape: ir.tape.Tape, x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """(q mod 4, r, reducible) with x = q pi/2 + r, |r| <= pi/4, r to float64 precision."""
+    c1, c2, c3 = _half_pi_parts()
+    q = tape.op("Round", [tape.op("Mul", [x, float64_windows.double(tape, 2 / math.pi)])])
+    r = x
+    for part in (c1, c2, c3):
+        r = tape.op("Sub", [r, tape.op("Mul", [q, float64_windows.double(tape, part)])])
+    four = float64_windows.double(tape, 4.0)
+    quadrant = tape.op("Sub", [q, tape.op("Mul", [tape.op("Floor", [tape.op("Div", [q, four])]), four])])
+    reducible = tape.op("Less", [tape.op("Abs", [x]), float64_windows.double(tape, _REDUCIBLE)])
+    return quadrant, r, reducible
+
+
+def _sines(tape: ir.tape.Tape, x: ir.Value, shifts: tuple[int, ...]) -> list[ir.Value]:
+    """sin(x + shift pi/2) for each shift (0: sine, 1: cosine), from one reduction of x.
+
+    ONNX Runtime's float64 Sin and Cos reduce the argument by a two-part pi: 100-800 ulps next to
+    their zeros (sin(12.55) 142 ulps; sin(pi) 2.4e-16 for 1.2e-16), where glibc (ATen) is exact.
+    Beyond 2^20 pi/2 (and for infinities and NaN) their own value, which was measured exact there.
+    """
+    quadrant, r, reducible = _quadrant_and_rest(tape, x)
+    sin, cos = _in_range(tape, "Sin", r), _in_range(tape, "Cos", r)
+    two, four = float64_windows.double(tape, 2.0), float64_windows.double(tape, 4.0)
+    results = []
+    for shift in shifts:
+        turn = tape.op("Add", [quadrant, float64_windows.double(tape, float(shift))]) if shift else quadrant
+        half = tape.op("Floor", [tape.op("Div", [turn, two])])
+        odd = tape.op("Equal", [tape.op("Sub", [turn, tape.op("Mul", [half, two])]), float64_windows.double(tape, 1.0)])
+        magnitude = tape.op("Where", [odd, cos, sin])
+        # Turns 2 and 3 negate; 4 (the cosine's shifted 3) is 0 again.
+        negative = tape.op("And", [tape.op("GreaterOrEqual", [turn, two]), tape.op("Less", [turn, four])])
+        value = tape.op("Where", [negative, tape.op("Neg", [magnitude]), magnitude])
+        results.append(tape.op("Where", [reducible, value, _in_range(tape, "Cos" if shift else "Sin", x)]))
+    return results
+
+
+def _sin(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
+    return None if node.meta.get(IN_RANGE) else _sines(tape, node.inputs[0], (0,))[0]
+
+
+def _cos(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
+    return None if node.meta.get(IN_RANGE) else _sines(tape, node.inputs[0], (1,))[0]
+
+
 def _tan(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
-    x = node.inputs[0]
-    return tape.op("Div", [tape.op("Sin", [x]), tape.op("Cos", [x])])
+    sin, cos = _sines(tape, node.inputs[0], (0, 1))
+    return tape.op("Div", [sin, cos])
 
 
 def _beyond_twenty(tape: ir.tape.Tape, magnitude: ir.Value, small: ir.Value) -> ir.Value:
@@ -245,8 +322,11 @@ def _has_rank(rewrite: Rewrite) -> Rewrite:
     return guarded  # type: ignore[return-value]
 
 
+# Operators ONNX Runtime has float64 kernels for, but inexact ones: rewritten all the same.
+INEXACT = frozenset({"Sin", "Cos"})
+
 REWRITES: dict[str, Rewrite] = {
-    "Atan": _atan, "Asin": _asin, "Acos": _acos, "Tan": _tan, "Sinh": _sinh, "Cosh": _cosh,
+    "Atan": _atan, "Asin": _asin, "Acos": _acos, "Sin": _sin, "Cos": _cos, "Tan": _tan, "Sinh": _sinh, "Cosh": _cosh,
     "Asinh": _asinh, "Acosh": _acosh, "Atanh": _atanh, "Elu": _elu, "Selu": _selu, "LeakyRelu": _leaky_relu,
     "PRelu": _prelu, "HardSigmoid": _hard_sigmoid, "Softplus": _softplus, "Softsign": _softsign,
     "Mish": _mish, "HardSwish": _hard_swish,
