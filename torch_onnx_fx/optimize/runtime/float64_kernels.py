@@ -23,7 +23,7 @@ import onnx_ir as ir
 
 from torch_onnx_fx.optimize.runtime import float64_windows
 
-__all__ = ["IN_RANGE", "INEXACT", "REWRITES"]
+__all__ = ["KEPT", "INEXACT", "REWRITES"]
 
 Rewrite = Callable[[ir.tape.Tape, ir.Node], ir.Value]
 
@@ -37,7 +37,7 @@ def _atan_of(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
     """Newton on sin θ - x cos θ = 0 from a float32 guess (good to 1e-7; one step squares the
     error); ±inf give ±pi/2 directly."""
     guess = tape.op("Cast", [tape.op("Atan", [tape.op("Cast", [x], {"to": ir.DataType.FLOAT})])], {"to": ir.DataType.DOUBLE})
-    sin, cos = _in_range(tape, "Sin", guess), _in_range(tape, "Cos", guess)
+    sin, cos = _kept(tape, "Sin", guess), _kept(tape, "Cos", guess)
     residual = tape.op("Sub", [sin, tape.op("Mul", [x, cos])])
     slope = tape.op("Add", [cos, tape.op("Mul", [x, sin])])
     refined = tape.op("Sub", [guess, tape.op("Div", [residual, slope])])
@@ -73,9 +73,10 @@ def _acos(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     return tape.op("Mul", [_atan_of(tape, tape.op("Sqrt", [ratio])), float64_windows.double(tape, 2.0)])
 
 
-# Marks a Sin/Cos whose argument lies within [-pi/2, pi/2] (a reduced one, atan's guess), where
-# ONNX Runtime's kernels are exact and which the pass must not reduce again.
-IN_RANGE = "torch_onnx_fx.argument_in_range"
+# Marks the Sin/Cos these rewrites write themselves, which the pass must not rewrite again: on a
+# reduced argument or atan's guess (within [-pi/2, pi/2], where ONNX Runtime's kernels are exact),
+# or past the reducible range, where they were measured exact too.
+KEPT = "torch_onnx_fx.kept_kernel"
 # Cody and Waite's reduction by pi/2 is exact while the quadrant count has at most 20 bits.
 _REDUCIBLE = 2.0**20 * math.pi / 2
 
@@ -96,9 +97,9 @@ def _half_pi_parts() -> tuple[float, float, float]:
         return parts[0], parts[1], float(rest)
 
 
-def _in_range(tape: ir.tape.Tape, op_type: str, x: ir.Value) -> ir.Value:
+def _kept(tape: ir.tape.Tape, op_type: str, x: ir.Value) -> ir.Value:
     value = tape.op(op_type, [x])
-    value.producer().meta[IN_RANGE] = True
+    value.producer().meta[KEPT] = True
     return value
 
 
@@ -123,7 +124,7 @@ def _sines(tape: ir.tape.Tape, x: ir.Value, shifts: tuple[int, ...]) -> list[ir.
     Beyond 2^20 pi/2 (and for infinities and NaN) their own value, which was measured exact there.
     """
     quadrant, r, reducible = _quadrant_and_rest(tape, x)
-    sin, cos = _in_range(tape, "Sin", r), _in_range(tape, "Cos", r)
+    sin, cos = _kept(tape, "Sin", r), _kept(tape, "Cos", r)
     two, four = float64_windows.double(tape, 2.0), float64_windows.double(tape, 4.0)
     results = []
     for shift in shifts:
@@ -134,16 +135,16 @@ def _sines(tape: ir.tape.Tape, x: ir.Value, shifts: tuple[int, ...]) -> list[ir.
         # Turns 2 and 3 negate; 4 (the cosine's shifted 3) is 0 again.
         negative = tape.op("And", [tape.op("GreaterOrEqual", [turn, two]), tape.op("Less", [turn, four])])
         value = tape.op("Where", [negative, tape.op("Neg", [magnitude]), magnitude])
-        results.append(tape.op("Where", [reducible, value, _in_range(tape, "Cos" if shift else "Sin", x)]))
+        results.append(tape.op("Where", [reducible, value, _kept(tape, "Cos" if shift else "Sin", x)]))
     return results
 
 
 def _sin(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
-    return None if node.meta.get(IN_RANGE) else _sines(tape, node.inputs[0], (0,))[0]
+    return None if node.meta.get(KEPT) else _sines(tape, node.inputs[0], (0,))[0]
 
 
 def _cos(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
-    return None if node.meta.get(IN_RANGE) else _sines(tape, node.inputs[0], (1,))[0]
+    return None if node.meta.get(KEPT) else _sines(tape, node.inputs[0], (1,))[0]
 
 
 def _tan(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
