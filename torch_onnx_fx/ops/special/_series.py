@@ -18,7 +18,7 @@ from onnxscript import opset18 as op
 
 __all__ = [
     "FLOAT", "DOUBLE", "EULER_GAMMA", "SQRT_PI", "INF", "NAN", "working", "restore", "elementwise", "tensors",
-    "constant", "sum_of_powers", "log1p", "expm1", "trip_count",
+    "constant", "sum_of_powers", "piecewise_taylor", "log1p", "expm1", "trip_count",
 ]
 
 FLOAT = ir.DataType.FLOAT
@@ -87,6 +87,21 @@ def sum_of_powers(t: ir.Value, coefficients: Sequence[float]) -> ir.Value:
     """
     powers = op.Pow(op.Unsqueeze(t, op.Constant(value_ints=[-1])), constant(np.arange(len(coefficients)), t))
     return op.MatMul(powers, constant(coefficients, t))
+
+
+def piecewise_taylor(x: ir.Value, table: np.ndarray, start: float, width: float) -> ir.Value:
+    """A Taylor polynomial per interval: row k of ``table`` holds the coefficients (degree 0 up)
+    about the middle of [start + k width, start + (k + 1) width). ``x`` outside the intervals
+    takes the nearest one's polynomial (finite noise for the caller to drop).
+
+    One polynomial per short interval keeps |x - middle| small, so few terms of a fast-converging
+    series are exact where a single series about 0 would need many that cancel."""
+    pieces, terms = table.shape
+    piece = op.Clip(op.Floor(op.Div(op.Sub(x, start), width)), constant(0.0, x), constant(float(pieces - 1), x))
+    h = op.Sub(x, op.Add(op.Mul(op.Add(piece, 0.5), width), start))
+    coefficients = op.Gather(op.Constant(value=ir.tensor(table.astype(x.dtype.numpy()))), op.Cast(piece, to=ir.DataType.INT64), axis=0)
+    powers = op.Pow(op.Unsqueeze(h, op.Constant(value_ints=[-1])), constant(np.arange(terms), h))
+    return op.ReduceSum(op.Mul(coefficients, powers), op.Constant(value_ints=[-1]), keepdims=0)
 
 
 def log1p(u: ir.Value) -> ir.Value:

@@ -20,7 +20,7 @@ import numpy as np
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.ops.special._series import DOUBLE, INF, NAN, SQRT_PI, constant, elementwise, log1p, sum_of_powers
+from torch_onnx_fx.ops.special._series import DOUBLE, INF, NAN, SQRT_PI, elementwise, log1p, piecewise_taylor, sum_of_powers
 from torch_onnx_fx.registry import float64_input, floating_result, register
 
 __all__ = [
@@ -99,12 +99,8 @@ def _erfcx_taylor_table() -> np.ndarray:
 
 
 def _erfcx_taylor(x: ir.Value) -> ir.Value:
-    """erfcx(x) of float64 for 0 <= x < 3 (other inputs give finite noise for the caller to drop)."""
-    piece = op.Clip(op.Floor(op.Div(x, _TAYLOR_WIDTH)), 0.0, float(_TAYLOR_PIECES - 1))
-    h = op.Sub(x, op.Mul(op.Add(piece, 0.5), _TAYLOR_WIDTH))
-    coefficients = op.Gather(op.Constant(value=ir.tensor(_erfcx_taylor_table())), op.Cast(piece, to=ir.DataType.INT64), axis=0)
-    powers = op.Pow(op.Unsqueeze(h, op.Constant(value_ints=[-1])), constant(np.arange(_TAYLOR_TERMS), h))
-    return op.ReduceSum(op.Mul(coefficients, powers), op.Constant(value_ints=[-1]), keepdims=0)
+    """erfcx(x) of float64 for 0 <= x < 3."""
+    return piecewise_taylor(x, _erfcx_taylor_table(), 0.0, _TAYLOR_WIDTH)
 
 
 def _erfcx_of_magnitude(x: ir.Value) -> ir.Value:
