@@ -362,3 +362,20 @@ def test_float64_lgamma_between_five_halves_and_ten_keeps_float64_precision():
     # two terms near 1.3): 14 and 18 ulps, where there were 40 and 85.
     near_roots = -torch.tensor([2.6, 2.65], dtype=torch.float64)
     assert_matches_eager(lambda x: torch.lgamma(x), (near_roots,), rtol=20 * 2.0**-52, atol=0)
+
+
+class _Airy(torch.nn.Module):
+    def forward(self, x):
+        return S.airy_ai(x)
+
+
+def test_float64_airy_ai_is_within_ulps_of_its_exact_value():
+    # The Maclaurin series up to |x| = 5 cancels (its terms grow as e^zeta) and the asymptotic
+    # expansions from 5 are good to e^(-2 zeta): Ai was 1e-9 off relatively at -5.65 and 5.5.
+    # Against mpmath: eager's own float64 Ai is 1e-5 off between -2.6 and -2.09 (7e-5 at -2.35).
+    mpmath = pytest.importorskip("mpmath")
+    x = torch.tensor([-12.3, -10.5, -9.1, -8.4, -7.0, -6.3, -5.65, -4.05, -2.35, -2.25, -1.0, 0.0, 0.7, 2.0, 2.8, 3.45, 4.1, 4.85, 5.5, 6.2, 7.6, 9.0, 10.35, 11.95, 13.5, 20.0], dtype=torch.float64)
+    program = torch_onnx_fx.export(_Airy(), (x,), verbose=False)
+    with mpmath.workdps(40):
+        expected = torch.tensor([float(mpmath.airyai(mpmath.mpf(float(v)))) for v in x], dtype=torch.float64)
+    torch.testing.assert_close(program(x)[0], expected, rtol=64 * 2.0**-52, atol=0)

@@ -3,14 +3,17 @@ Bessel J and Y, the spherical Bessel function j0 and Airy Ai.
 
 Each is a Maclaurin series (with a logarithmic part for K and Y) for small arguments and an
 asymptotic expansion for large ones; K has trapezoidal quadrature of an integral representation
-in between. The series of J, Y and Ai cancel, so they run in float64.
+in between, and Ai a Taylor polynomial per short interval instead of the series. The series of J
+and Y cancel, so they run in float64, as Ai's polynomials do.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
+import numpy as np
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
@@ -22,6 +25,7 @@ from torch_onnx_fx.ops.special._series import (
     SQRT_PI,
     constant,
     elementwise,
+    piecewise_taylor,
     sum_of_powers,
     working,
 )
@@ -323,13 +327,15 @@ def prims_spherical_bessel_j0(self: ir.Value) -> ir.Value:
     return elementwise(_spherical_bessel_j0, self)
 
 
-# Airy Ai: Maclaurin series Ai = c1 f - c2 g (DLMF 9.4.1) in float64 for |x| <= 5; beyond,
+# Airy Ai: a Taylor polynomial per interval of 1/2 for |x| < 13 (in float64); beyond,
 # Ai(x) ~ exp(-zeta) / (2 sqrt(pi) x^1/4) sum (-1)^k u_k / zeta^k and
 # Ai(-x) ~ (sin(zeta + pi/4) sum (-1)^k u_2k / zeta^2k - cos(zeta + pi/4) sum (-1)^k u_2k+1 / zeta^2k+1)
-# / (sqrt(pi) x^1/4), zeta = 2/3 x^3/2 (DLMF 9.7.5, 9.7.9).
-_AIRY_SERIES_LIMIT = 5.0
-_AIRY_C1 = 0.355028053887817239260
-_AIRY_C2 = 0.258819403792806798405
+# / (sqrt(pi) x^1/4), zeta = 2/3 x^3/2 (DLMF 9.7.5, 9.7.9). The Maclaurin series about 0 that the
+# polynomials replace cancelled (its terms grow as e^zeta): 3e7 ulps at 5.5 where the asymptotic
+# expansions took over, and a float64 Ai 1e-9 off relatively at -5.6.
+_AIRY_TAYLOR_LIMIT = 13.0
+_AIRY_TAYLOR_WIDTH = 0.5
+_AIRY_TAYLOR_TERMS = 24
 
 
 def _airy_u(count: int) -> list[float]:
@@ -343,25 +349,30 @@ def _airy_u(count: int) -> list[float]:
 _AIRY_U = _airy_u(12)
 
 
-def _airy_series_coefficients(offset: int) -> list[float]:
-    """Coefficients of f (offset 0) or g / x (offset 1) as a series in x^3."""
-    coefficients, value = [], 1.0
-    for k in range(20):
-        coefficients.append(value)
-        value /= (3 * k + 2 + offset) * (3 * k + 3 + offset)
-    return coefficients
+@functools.cache
+def _airy_taylor_table() -> np.ndarray:
+    """Taylor coefficients of Ai about the middle c of each interval, a row per interval.
+
+    Ai'' = x Ai gives a[2] = c a[0] / 2 and a[n+2] = (c a[n] + a[n-1]) / ((n + 2)(n + 1)) from
+    a[0] = Ai(c), a[1] = Ai'(c); mpmath (torch's sympy brings it) at 50 digits."""
+    import mpmath
+
+    pieces = int(2 * _AIRY_TAYLOR_LIMIT / _AIRY_TAYLOR_WIDTH)
+    rows = []
+    with mpmath.workdps(50):
+        for k in range(pieces):
+            c = -mpmath.mpf(_AIRY_TAYLOR_LIMIT) + mpmath.mpf(_AIRY_TAYLOR_WIDTH) * (k + mpmath.mpf(0.5))
+            a = [mpmath.airyai(c), mpmath.airyai(c, derivative=1), c * mpmath.airyai(c) / 2]
+            for n in range(1, _AIRY_TAYLOR_TERMS - 2):
+                a.append((c * a[n] + a[n - 1]) / ((n + 2) * (n + 1)))
+            rows.append([float(v) for v in a])
+    return np.array(rows, dtype=np.float64)
 
 
 def _airy_ai(x: ir.Value) -> ir.Value:
-    small = op.LessOrEqual(op.Abs(x), _AIRY_SERIES_LIMIT)
-    xs = working(op.Where(small, x, 0.0), wide=True)
-    cube = op.Mul(op.Mul(xs, xs), xs)
-    # The constants go into the coefficients: ONNX Runtime fuses MatMul times a constant into a
-    # FusedMatMul whose float32 alpha would cost this cancelling difference its float64 digits.
-    f = sum_of_powers(cube, [_AIRY_C1 * c for c in _airy_series_coefficients(0)])
-    g = op.Mul(sum_of_powers(cube, [_AIRY_C2 * c for c in _airy_series_coefficients(1)]), xs)
-    series = op.CastLike(op.Sub(f, g), x)
-    z = op.Where(small, _AIRY_SERIES_LIMIT, op.Abs(x))
+    small = op.Less(op.Abs(x), _AIRY_TAYLOR_LIMIT)
+    taylor = piecewise_taylor(op.Where(small, x, 0.0), _airy_taylor_table(), -_AIRY_TAYLOR_LIMIT, _AIRY_TAYLOR_WIDTH)
+    z = op.Where(small, _AIRY_TAYLOR_LIMIT, op.Abs(x))
     root = op.Sqrt(z)
     zeta = op.Div(op.Mul(op.Mul(z, root), 2.0), 3.0)
     inverse = op.Reciprocal(zeta)
@@ -375,11 +386,21 @@ def _airy_ai(x: ir.Value) -> ir.Value:
     odd = op.Mul(sum_of_powers(inverse2, [(-1) ** k * _AIRY_U[2 * k + 1] for k in range(6)]), inverse)
     theta = op.Add(zeta, math.pi / 4)
     oscillating = op.Div(op.Sub(op.Mul(op.Sin(theta), even), op.Mul(op.Cos(theta), odd)), op.Mul(quarter, SQRT_PI))
-    result = op.Where(small, series, op.Where(op.Greater(x, 0.0), decaying, oscillating))
+    result = op.Where(small, taylor, op.Where(op.Greater(x, 0.0), decaying, oscillating))
     return op.Where(op.IsInf(x), NAN, result)
 
 
 @register("aten::special_airy_ai")
 def aten_special_airy_ai(self: ir.Value) -> ir.Value:
-    """special_airy_ai(Tensor x) -> Tensor"""
-    return elementwise(_airy_ai, self)
+    """special_airy_ai(Tensor x) -> Tensor
+
+    In float64 for every input type: float32's asymptotic expansion, exp(-zeta) of a rounded zeta,
+    was 28 ulps off at 11.55."""
+    result = elementwise(_airy_ai, self, wide=True)
+    if self.dtype != ir.DataType.FLOAT:
+        return result
+    # Eager's float32 Ai(-x) takes its phase 2 x^3/2 / 3 in float32: NaN from 3.07e25 on, where
+    # 2 x^3/2 overflows (no float32 argument there determines the phase to a turn). NaN here too.
+    magnitude = op.Abs(self)
+    overflows = op.IsInf(op.Mul(op.Mul(magnitude, op.Sqrt(magnitude)), 2.0))
+    return op.Where(op.And(op.Less(self, 0.0), overflows), NAN, result)
