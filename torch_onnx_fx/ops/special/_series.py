@@ -18,7 +18,7 @@ from onnxscript import opset18 as op
 
 __all__ = [
     "FLOAT", "DOUBLE", "EULER_GAMMA", "SQRT_PI", "INF", "NAN", "working", "restore", "elementwise", "tensors",
-    "constant", "sum_of_powers", "piecewise_taylor", "log1p", "expm1", "trip_count",
+    "constant", "sum_of_powers", "taylor_table", "piecewise_taylor", "log1p", "expm1", "trip_count",
 ]
 
 FLOAT = ir.DataType.FLOAT
@@ -87,6 +87,18 @@ def sum_of_powers(t: ir.Value, coefficients: Sequence[float]) -> ir.Value:
     """
     powers = op.Pow(op.Unsqueeze(t, op.Constant(value_ints=[-1])), constant(np.arange(len(coefficients)), t))
     return op.MatMul(powers, constant(coefficients, t))
+
+
+def taylor_table(coefficients_at: Callable[[Any, Any], Sequence[Any]], start: float, width: float, pieces: int) -> np.ndarray:
+    """The table :func:`piecewise_taylor` reads: row k the Taylor coefficients (degree 0 up) that
+    ``coefficients_at(c, mpmath)`` gives about c, the middle of [start + k width, start + (k + 1)
+    width). Computed in mpmath (torch's sympy brings it) at 50 digits: the coefficients come from
+    recurrences of the functions' differential equations, which grow their dominant solutions."""
+    import mpmath
+
+    with mpmath.workdps(50):
+        middles = [mpmath.mpf(start) + mpmath.mpf(width) * (k + mpmath.mpf(0.5)) for k in range(pieces)]
+        return np.array([[float(a) for a in coefficients_at(c, mpmath)] for c in middles], dtype=np.float64)
 
 
 def piecewise_taylor(x: ir.Value, table: np.ndarray, start: float, width: float) -> ir.Value:

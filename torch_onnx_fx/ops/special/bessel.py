@@ -27,6 +27,7 @@ from torch_onnx_fx.ops.special._series import (
     elementwise,
     piecewise_taylor,
     sum_of_powers,
+    taylor_table,
     working,
 )
 from torch_onnx_fx.registry import register
@@ -354,19 +355,16 @@ def _airy_taylor_table() -> np.ndarray:
     """Taylor coefficients of Ai about the middle c of each interval, a row per interval.
 
     Ai'' = x Ai gives a[2] = c a[0] / 2 and a[n+2] = (c a[n] + a[n-1]) / ((n + 2)(n + 1)) from
-    a[0] = Ai(c), a[1] = Ai'(c); mpmath (torch's sympy brings it) at 50 digits."""
-    import mpmath
+    a[0] = Ai(c), a[1] = Ai'(c)."""
 
-    pieces = int(2 * _AIRY_TAYLOR_LIMIT / _AIRY_TAYLOR_WIDTH)
-    rows = []
-    with mpmath.workdps(50):
-        for k in range(pieces):
-            c = -mpmath.mpf(_AIRY_TAYLOR_LIMIT) + mpmath.mpf(_AIRY_TAYLOR_WIDTH) * (k + mpmath.mpf(0.5))
-            a = [mpmath.airyai(c), mpmath.airyai(c, derivative=1), c * mpmath.airyai(c) / 2]
-            for n in range(1, _AIRY_TAYLOR_TERMS - 2):
-                a.append((c * a[n] + a[n - 1]) / ((n + 2) * (n + 1)))
-            rows.append([float(v) for v in a])
-    return np.array(rows, dtype=np.float64)
+    def at(c, mpmath):
+        a = [mpmath.airyai(c), mpmath.airyai(c, derivative=1)]
+        a.append(c * a[0] / 2)
+        for n in range(1, _AIRY_TAYLOR_TERMS - 2):
+            a.append((c * a[n] + a[n - 1]) / ((n + 2) * (n + 1)))
+        return a
+
+    return taylor_table(at, -_AIRY_TAYLOR_LIMIT, _AIRY_TAYLOR_WIDTH, int(2 * _AIRY_TAYLOR_LIMIT / _AIRY_TAYLOR_WIDTH))
 
 
 def _airy_ai(x: ir.Value) -> ir.Value:

@@ -20,7 +20,7 @@ import numpy as np
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.ops.special._series import DOUBLE, INF, NAN, SQRT_PI, elementwise, log1p, piecewise_taylor, sum_of_powers
+from torch_onnx_fx.ops.special._series import DOUBLE, INF, NAN, SQRT_PI, elementwise, log1p, piecewise_taylor, sum_of_powers, taylor_table
 from torch_onnx_fx.registry import float64_input, floating_result, register
 
 __all__ = [
@@ -42,12 +42,16 @@ def erf(x: ir.Value) -> ir.Value:
     if x.dtype != DOUBLE:
         return op.Erf(x)
     small = op.Less(op.Abs(x), 0.5)
-    xs = op.Where(small, x, 0.0)
-    # erf(x) = 2/sqrt(pi) sum_n (-1)^n x^(2n+1) / (n! (2n + 1)); at 1/2 the 16th term is 1e-23.
-    coefficients = [(-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(16)]
-    series = op.Mul(op.Mul(xs, 2.0 / SQRT_PI), sum_of_powers(op.Mul(xs, xs), coefficients))
     complement = _erfc_of_magnitude(op.Where(small, 0.5, op.Abs(x)))
-    return op.Where(small, series, op.Mul(op.Sign(x), op.Sub(1.0, complement)))
+    return op.Where(small, _erf_series(op.Where(small, x, 0.0)), op.Mul(op.Sign(x), op.Sub(1.0, complement)))
+
+
+def _erf_series(x: ir.Value) -> ir.Value:
+    """erf(x) of float64 for |x| < 1/2: 2/sqrt(pi) sum_n (-1)^n x^(2n+1) / (n! (2n + 1)), whose
+    16th term is 1e-23 there. The callers that only need this branch call it, not :func:`erf`,
+    whose other branch would be built (a continued fraction) and never selected."""
+    coefficients = [(-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(16)]
+    return op.Mul(op.Mul(x, 2.0 / SQRT_PI), sum_of_powers(op.Mul(x, x), coefficients))
 
 
 def _exp_of_square(x: ir.Value, factor: float) -> ir.Value:
@@ -82,20 +86,16 @@ def _erfcx_taylor_table() -> np.ndarray:
     """Taylor coefficients of erfcx about the middle c of each interval, row per interval.
 
     From y = erfcx, y' = 2 x y - 2 / sqrt(pi) and, differentiating, y^(n+1) = 2 x y^(n) +
-    2 n y^(n-1): a[n+1] = (2 c a[n] + 2 a[n-1]) / (n + 1). The recurrence grows the dominant
-    solution e^(x^2), so it runs in mpmath (torch's sympy brings it) at 50 digits."""
-    import mpmath
+    2 n y^(n-1): a[n+1] = (2 c a[n] + 2 a[n-1]) / (n + 1)."""
 
-    rows = []
-    with mpmath.workdps(50):
-        for k in range(_TAYLOR_PIECES):
-            c = mpmath.mpf(_TAYLOR_WIDTH) * (k + mpmath.mpf(0.5))
-            a = [mpmath.erfc(c) * mpmath.exp(c * c)]
-            a.append(2 * c * a[0] - 2 / mpmath.sqrt(mpmath.pi))
-            for n in range(1, _TAYLOR_TERMS - 1):
-                a.append((2 * c * a[n] + 2 * a[n - 1]) / (n + 1))
-            rows.append([float(v) for v in a])
-    return np.array(rows, dtype=np.float64)
+    def at(c, mpmath):
+        a = [mpmath.erfc(c) * mpmath.exp(c * c)]
+        a.append(2 * c * a[0] - 2 / mpmath.sqrt(mpmath.pi))
+        for n in range(1, _TAYLOR_TERMS - 1):
+            a.append((2 * c * a[n] + 2 * a[n - 1]) / (n + 1))
+        return a
+
+    return taylor_table(at, 0.0, _TAYLOR_WIDTH, _TAYLOR_PIECES)
 
 
 def _erfcx_taylor(x: ir.Value) -> ir.Value:
@@ -123,7 +123,7 @@ def _erfc(x: ir.Value) -> ir.Value:
     small = op.Less(op.Abs(x), 0.5)
     tail = _erfc_of_magnitude(op.Where(small, 0.5, op.Abs(x)))
     large = op.Where(op.Less(x, 0.0), op.Sub(2.0, tail), tail)
-    return op.Where(small, op.Sub(1.0, erf(op.Where(small, x, 0.0))), large)
+    return op.Where(small, op.Sub(1.0, _erf_series(op.Where(small, x, 0.0))), large)
 
 
 @register("aten::erf", supports=float64_input)
@@ -289,7 +289,7 @@ def _ndtr(x: ir.Value) -> ir.Value:
     z = op.Mul(op.Abs(x), math.sqrt(0.5))
     near = op.Less(z, 0.5)
     xs = op.Where(near, x, 0.0)
-    central = op.Mul(op.Add(erf(op.Mul(xs, math.sqrt(0.5))), 1.0), 0.5)
+    central = op.Mul(op.Add(_erf_series(op.Mul(xs, math.sqrt(0.5))), 1.0), 0.5)
     xt = op.Where(near, 1.0, x)
     tail = op.Mul(op.Mul(_erfcx_of_magnitude(op.Where(near, 1.0, z)), _exp_of_square(xt, -0.5)), 0.5)
     return op.Where(near, central, op.Where(op.Less(x, 0.0), tail, op.Sub(1.0, tail)))

@@ -102,8 +102,9 @@ def lgamma_positive(y: ir.Value) -> ir.Value:
     recurring = op.And(op.Not(direct), op.Less(y, _LGAMMA_RECURRENCE_END))
     # k steps down to base in [3/2, 5/2); y - k and every factor base + j are exact, and the
     # product of at most 8 of them rounds 7 times.
-    steps = op.Floor(op.Sub(op.Where(recurring, y, 2.5), 1.5))
-    base = op.Sub(op.Where(recurring, y, 2.5), steps)
+    yr = op.Where(recurring, y, 2.5)
+    steps = op.Floor(op.Sub(yr, 1.5))
+    base = op.Sub(yr, steps)
     product = base
     for j in range(1, int(_LGAMMA_RECURRENCE_END) - 2):
         product = op.Mul(product, op.Where(op.Greater(steps, float(j)), op.Add(base, float(j)), 1.0))
