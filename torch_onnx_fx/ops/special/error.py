@@ -61,9 +61,7 @@ def _exp_of_square(x: ir.Value, factor: float) -> ir.Value:
     exactly into head^2 + (x - head)(x + head) with head x on a grid of 2^-20: below 64 head has
     at most 26 significant bits, so head^2 is exact, and the small rest is rounded once. Beyond
     64 the result under- or overflows whatever x is, so x is clamped there (which also keeps
-    the split finite)."""
-    if x.dtype != DOUBLE:
-        return op.Exp(op.Mul(op.Mul(x, factor), x))
+    the split finite). Every caller runs in float64 (log_ndtr widens float32)."""
     x = op.Where(op.Greater(op.Abs(x), 64.0), 64.0, op.Abs(x))
     head = op.Div(op.Round(op.Mul(x, 2.0**20)), 2.0**20)
     rest = op.Mul(op.Sub(x, head), op.Add(x, head))
@@ -263,7 +261,7 @@ def _log_ndtr(x: ir.Value) -> ir.Value:
     lower tail; log1p(-erfc(x / sqrt 2) / 2) above, erfc as erfcx(x / sqrt 2) exp(-x^2 / 2) of the
     exact x (erfc of a rounded x / sqrt 2 is off by x^2 ulps relatively, as ATen's is).
     """
-    half_square = op.Mul(op.Mul(x, 0.5), x)  # x^2 overflows from 1.8e19 in float32, x^2 / 2 later
+    half_square = op.Mul(op.Mul(x, 0.5), x)  # (x / 2) x: x^2 would overflow first
     lower = op.Sub(op.Log(op.Mul(erfcx(op.Mul(x, -math.sqrt(0.5))), 0.5)), half_square)
     positive = op.Greater(x, 0.0)
     xp = op.Where(positive, x, 0.0)
