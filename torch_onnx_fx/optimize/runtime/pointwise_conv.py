@@ -41,7 +41,7 @@ import numpy as np
 import onnx_ir as ir
 
 from torch_onnx_fx.dtypes import SUB_BYTE
-from torch_onnx_fx.optimize.runtime.rewriting import INTEGER_WEIGHTS, initializer, is_standard, leading_shape, replace
+from torch_onnx_fx.optimize.runtime.rewriting import INTEGER_WEIGHTS, initializer, is_quantized, is_standard, leading_shape, replace
 
 __all__ = ["PointwiseConvPass"]
 
@@ -49,7 +49,6 @@ logger = logging.getLogger(__name__)
 
 # Byte-sized ones: PT2E makes no 4-bit convolution weights, and none was tried here.
 _INTEGER_WEIGHTS = INTEGER_WEIGHTS - SUB_BYTE
-_ACTIVATIONS = frozenset({"Relu", "Clip"})
 _BYTES = frozenset({ir.DataType.UINT8, ir.DataType.INT8})
 
 
@@ -73,23 +72,12 @@ def _is_pointwise(conv: ir.Node) -> bool:
     )
 
 
-def _quantized(value: ir.Value) -> bool:
-    """Whether some reader quantizes ``value``, directly or after an activation ONNX Runtime folds
-    into the integer convolution."""
-    for reader, _ in value.uses():
-        if is_standard(reader, "QuantizeLinear"):
-            return True
-        if reader.op_type in _ACTIVATIONS and reader.domain in ("", "ai.onnx") and _quantized(reader.outputs[0]):
-            return True
-    return False
-
-
 def _summed_then_quantized(value: ir.Value) -> bool:
     """Whether ``value`` is only added to (a residual sum) and each sum is quantized: the block end
     PT2E leaves in float, between integer convolutions that run channels-last."""
     readers = [reader for reader, _ in value.uses()]
     return bool(readers) and not value.is_graph_output() and all(
-        is_standard(reader, "Add") and _quantized(reader.outputs[0]) for reader in readers
+        is_standard(reader, "Add") and is_quantized(reader.outputs[0]) for reader in readers
     )
 
 

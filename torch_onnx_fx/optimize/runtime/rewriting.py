@@ -12,7 +12,10 @@ from collections.abc import Sequence
 import numpy as np
 import onnx_ir as ir
 
-__all__ = ["INTEGER_WEIGHTS", "constant_array", "free_initializer_name", "initializer", "is_standard", "leading_shape", "rank", "replace"]
+__all__ = [
+    "INTEGER_WEIGHTS", "constant_array", "free_initializer_name", "initializer", "is_quantized", "is_standard", "leading_shape",
+    "rank", "replace",
+]
 
 # The integer types whose DequantizeLinear the runtime passes read as a dequantized weight.
 INTEGER_WEIGHTS = frozenset({
@@ -64,6 +67,18 @@ def is_standard(node: ir.Node | None, op_type: str) -> bool:
     """Whether ``node`` is the ONNX standard's ``op_type`` (not a same-named operator of another
     domain)."""
     return node is not None and node.op_type == op_type and node.domain in ("", "ai.onnx")
+
+
+def is_quantized(value: ir.Value) -> bool:
+    """Whether some reader quantizes ``value``, directly or after an activation ONNX Runtime folds
+    into its integer kernels (``Relu``, ``Clip``): what makes ONNX Runtime run the operator that
+    computes ``value`` as one of them."""
+    for reader, _ in value.uses():
+        if is_standard(reader, "QuantizeLinear"):
+            return True
+        if (is_standard(reader, "Relu") or is_standard(reader, "Clip")) and is_quantized(reader.outputs[0]):
+            return True
+    return False
 
 
 def rank(value: ir.Value | None) -> int | None:
