@@ -12,7 +12,9 @@
 4. int8 activations of a quantized graph shifted to uint8, the type ONNX Runtime's integer
    kernels take (``runtime/unsigned_activations``); float 1x1 convolutions of a quantized graph
    as products over channels, in the layout ONNX Runtime runs the integer ones in
-   (``runtime/pointwise_conv``); with ``fusion="onnxruntime"``,
+   (``runtime/pointwise_conv``); integer convolutions over 3 input channels (an image network's
+   stem) widened with zero channels to the 4 ONNX Runtime's fast kernel takes
+   (``runtime/conv_input_channels``); with ``fusion="onnxruntime"``,
    products with 4-bit weights as ONNX Runtime's ``MatMulNBits``
    (``matmul_nbits``), after the products with dequantized weights are laid out as ``Gemm``,
    and those of one input packed into one (``packed_projections``);
@@ -38,6 +40,7 @@ from torch_onnx_fx.optimize.module_functions import ModuleFunctionsPass
 from torch_onnx_fx.optimize.ort_fusions import fuse_for_onnxruntime, share_present
 from torch_onnx_fx.optimize.packed_projections import PackedNBitsPass
 from torch_onnx_fx.optimize.quantized_pad import QuantizedPadPass
+from torch_onnx_fx.optimize.runtime.conv_input_channels import ConvInputChannelsPass
 from torch_onnx_fx.optimize.runtime.dequantized_weights import DequantizedWeightPass
 from torch_onnx_fx.optimize.runtime.integer_reductions import IntegerReductionsPass
 from torch_onnx_fx.optimize.runtime.exact_round_trips import ExactRoundTripsPass
@@ -93,6 +96,7 @@ def optimize_model(
         MatrixVectorPass()(model)
         UnsignedActivationsPass()(model)
         PointwiseConvPass()(model)
+        ConvInputChannelsPass()(model)
         DequantizedWeightPass()(model)
         if fusion_mode == fusion.ONNXRUNTIME:
             if MatMulNBitsPass()(model).modified:
