@@ -18,7 +18,7 @@ import numpy as np
 import onnx_ir as ir
 
 from torch_onnx_fx.ops.windows import int64s
-from torch_onnx_fx.optimize.runtime.rewriting import initializer, replace
+from torch_onnx_fx.optimize.runtime.rewriting import initializer, reduced_axes, replace
 
 __all__ = ["IntegerReductionsPass"]
 
@@ -28,21 +28,6 @@ _INTEGERS = frozenset({
     ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
     ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64,
 })
-
-
-def _reduced_axes(node: ir.Node, rank: int) -> list[int] | None:
-    """The axes the node reduces (sorted, non-negative); None when they are not known here."""
-    axes = node.inputs[1] if len(node.inputs) > 1 else None
-    if axes is None:
-        noop = node.attributes.get("noop_with_empty_axes")
-        return [] if noop is not None and noop.as_int() else list(range(rank))
-    if axes.const_value is None:
-        return None
-    listed = [int(a) % rank for a in axes.const_value.numpy().reshape(-1)] if rank else []
-    if not listed:
-        noop = node.attributes.get("noop_with_empty_axes")
-        return [] if noop is not None and noop.as_int() else list(range(rank))
-    return sorted(set(listed))
 
 
 def _flattened(tape: ir.tape.Tape, x: ir.Value, rank: int, reduced: list[int], pad: int) -> ir.Value:
@@ -214,7 +199,7 @@ class IntegerReductionsPass(ir.passes.InPlacePass):
             if x.shape is None or _exact_already(node):
                 continue
             rank = x.shape.rank()
-            reduced = _reduced_axes(node, rank)
+            reduced = reduced_axes(node, rank)
             if reduced is None or not reduced:
                 continue
             tape = ir.tape.Tape()

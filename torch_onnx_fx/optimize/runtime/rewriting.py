@@ -14,7 +14,7 @@ import onnx_ir as ir
 
 __all__ = [
     "INTEGER_WEIGHTS", "constant_array", "free_initializer_name", "initializer", "is_quantized", "is_standard", "leading_shape",
-    "rank", "replace",
+    "rank", "reduced_axes", "replace",
 ]
 
 # The integer types whose DequantizeLinear the runtime passes read as a dequantized weight.
@@ -84,6 +84,21 @@ def is_quantized(value: ir.Value) -> bool:
 def rank(value: ir.Value | None) -> int | None:
     """``value``'s rank, None when it is absent or its shape unknown."""
     return None if value is None or value.shape is None else len(value.shape)
+
+
+def reduced_axes(node: ir.Node, rank: int) -> list[int] | None:
+    """The axes the node reduces (sorted, non-negative); None when they are not known here."""
+    axes = node.inputs[1] if len(node.inputs) > 1 else None
+    if axes is None:
+        noop = node.attributes.get("noop_with_empty_axes")
+        return [] if noop is not None and noop.as_int() else list(range(rank))
+    if axes.const_value is None:
+        return None
+    listed = [int(a) % rank for a in axes.const_value.numpy().reshape(-1)] if rank else []
+    if not listed:
+        noop = node.attributes.get("noop_with_empty_axes")
+        return [] if noop is not None and noop.as_int() else list(range(rank))
+    return sorted(set(listed))
 
 
 def replace(node: ir.Node, new_nodes: Sequence[ir.Node], results: Sequence[ir.Value], tag: str) -> None:
