@@ -19,8 +19,9 @@
    (``matmul_nbits``), after the products with dequantized weights are laid out as ``Gemm``,
    and those of one input packed into one (``packed_projections``);
 5. integer sums and products ONNX Runtime would compute in double precision made exact
-   (``runtime/integer_reductions``), and nodes its CPU provider has no kernel for computed in a
-   wider type (``runtime/kernel_gaps``);
+   (``runtime/integer_reductions``), float32 sums its kernels add element by element accumulated
+   in double (``runtime/float_accumulation``), and nodes its CPU provider has no kernel for
+   computed in a wider type (``runtime/kernel_gaps``);
 6. with ``export_modules_as_functions``, the chosen module instances outlined as calls of ONNX
    functions (``module_functions``), last, so the functions hold the optimized nodes;
 7. the legacy ``custom_opsets`` imported, and the oldest IR version that holds every type used.
@@ -44,6 +45,7 @@ from torch_onnx_fx.optimize.runtime.conv_input_channels import ConvInputChannels
 from torch_onnx_fx.optimize.runtime.dequantized_weights import DequantizedWeightPass
 from torch_onnx_fx.optimize.runtime.integer_reductions import IntegerReductionsPass
 from torch_onnx_fx.optimize.runtime.exact_round_trips import ExactRoundTripsPass
+from torch_onnx_fx.optimize.runtime.float_accumulation import FloatAccumulationPass
 from torch_onnx_fx.optimize.runtime.kernel_gaps import KernelGapPass
 from torch_onnx_fx.optimize.runtime.matrix_vector import MatrixVectorPass
 from torch_onnx_fx.optimize.runtime.nan_propagation import NaNPropagationPass
@@ -91,6 +93,7 @@ def optimize_model(
             downgrade.DowngradeOpsetPass(opset_version)(model)
             optimizer.finalize(model)
         IntegerReductionsPass()(model)
+        FloatAccumulationPass()(model)
         NaNPropagationPass()(model)
         OneSidedClipPass()(model)
         MatrixVectorPass()(model)
