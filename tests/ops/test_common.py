@@ -73,6 +73,15 @@ CASES = {
  "adaptive_avg_1d_unbatched": (lambda x: F.adaptive_avg_pool1d(x, 2), lambda: (torch.randn(3, 8),)),
  "masked_select": (lambda x, m: torch.masked_select(x, m), lambda: (torch.randn(3, 4), torch.rand(4) > 0.3)),
  "cdist": (lambda a, b: tuple(torch.cdist(a, b, p=p) for p in (0.0, 1.0, 2.0, 3.0, float("inf"))), lambda: (torch.randn(2, 5, 3), torch.randn(2, 4, 3))),
+ # A NaN difference (a NaN coordinate, or inf - inf): ATen's cdist and pdist count it as NaN for
+ # p = 0; for p = inf cdist's running std::max skips it and pdist's vectorized max keeps it.
+ "cdist_pdist_nonfinite": (
+     lambda a, b: tuple(f for p in (0.0, float("inf")) for f in (torch.cdist(a, b, p=p), F.pdist(a[0], p=p))),
+     lambda: (
+         torch.tensor([[[1.0, float("nan"), 0.0], [float("inf"), 2.0, 1.0], [0.5, 0.0, -1.0]]]),
+         torch.tensor([[[1.0, 0.0, 0.0], [float("inf"), 2.0, 3.0], [0.0, float("-inf"), 0.0], [float("nan"), float("nan"), 0.0]]]),
+     ),
+ ),
  "linspace": (lambda x: (x + torch.linspace(-2.0, -3, 6), torch.linspace(0, 10, 6, dtype=torch.int64)), lambda: (torch.randn(6),)),
  "var_std_mean": (lambda x: (*torch.var_mean(x, 1), *torch.std_mean(x, (0, 1), correction=0), torch.var(x[:1], 0), x.std(), x.var(1, keepdim=True)), lambda: (torch.randn(3, 4),)),
  "kthvalue_median": (lambda x: (*torch.kthvalue(x, 2, 1), *torch.kthvalue(x, 3, 0, keepdim=True), *torch.median(x, 1), torch.median(x)), lambda: (torch.randn(5, 4),)),

@@ -68,13 +68,26 @@ def aten_adaptive_avg_pool(self: ir.Value, output_size: Sequence[int]) -> ir.Val
 
 @register("aten::_cdist_forward")
 def aten_cdist_forward(x1: ir.Value, x2: ir.Value, p: float, compute_mode: int | None = None) -> ir.Value:
-    """_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor"""
+    """_cdist_forward(Tensor x1, Tensor x2, float p, int? compute_mode) -> Tensor
+
+    For p = inf ATen's cdist keeps a running std::max from 0, which never takes a NaN: a NaN
+    difference is skipped (the largest of the others, 0 if all are NaN)."""
+    return _distances(x1, x2, p, skip_nan_in_max=True)
+
+
+def _distances(x1: ir.Value, x2: ir.Value, p: float, *, skip_nan_in_max: bool) -> ir.Value:
+    """The p-norms of all pairwise row differences of ``x1`` and ``x2``."""
     # [..., P, 1, M] - [..., 1, R, M]: all pairwise differences, reduced over the last dim.
     diff = op.Abs(op.Sub(op.Unsqueeze(x1, op.Constant(value_ints=[-2])), op.Unsqueeze(x2, op.Constant(value_ints=[-3]))))
     last = op.Constant(value_ints=[-1])
     if p == 0:
-        return op.ReduceSum(op.CastLike(op.Not(op.Equal(diff, op.CastLike(0, diff))), diff), last, keepdims=0)
+        # ATen counts min(ceil(|d|), 1): a NaN difference (a NaN coordinate, or inf - inf) makes
+        # the count NaN, where a comparison with 0 would count it as 1.
+        nonzero = op.CastLike(op.Not(op.Equal(diff, op.CastLike(0, diff))), diff)
+        return op.ReduceSum(op.Where(op.IsNaN(diff), diff, nonzero), last, keepdims=0)
     if p == float("inf"):
+        if skip_nan_in_max:
+            diff = op.Where(op.IsNaN(diff), op.CastLike(0, diff), diff)
         return op.ReduceMax(diff, last, keepdims=0)
     if p == 1:
         return op.ReduceSum(diff, last, keepdims=0)
@@ -87,7 +100,8 @@ def aten_cdist_forward(x1: ir.Value, x2: ir.Value, p: float, compute_mode: int |
 def aten_pdist_forward(self: ir.Value, p: float = 2.0) -> ir.Value:
     """_pdist_forward(Tensor self, float p=2.) -> Tensor"""
     # The distances of rows i < j, in row-major order: the strict upper triangle of cdist(x, x).
-    distances = aten_cdist_forward(self, self, p)
+    # ATen's pdist takes vectorized maxima for p = inf, which keep a NaN.
+    distances = _distances(self, self, p, skip_nan_in_max=False)
     rows = op.Range(tx.int64(0), op.Squeeze(op.Shape(self, start=0, end=1)), tx.int64(1))
     upper = op.Less(op.Unsqueeze(rows, tx.ints(1)), op.Unsqueeze(rows, tx.ints(0)))
     return op.Compress(op.Reshape(distances, tx.ints(-1)), op.Reshape(upper, tx.ints(-1)), axis=0)
