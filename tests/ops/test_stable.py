@@ -8,6 +8,7 @@ large values was 0, and bfloat16 remainder and round(decimals) were off by units
 
 from __future__ import annotations
 
+import onnx
 import pytest
 import torch
 import torch.nn.functional as F
@@ -170,3 +171,14 @@ def test_logcumsumexp_of_infinities_and_other_lengths():
         lambda x: torch.logcumsumexp(x, 1), (torch.randn(2, 5, 3),), dynamic_shapes=({0: "a", 1: "b", 2: "c"},),
         more_inputs=[((torch.randn(2, 9, 3) * 50,), {}), ((torch.randn(1, 1, 1),), {}), ((torch.randn(3, 0, 2),), {})],
     )
+
+
+@pytest.mark.parametrize("ord", [2, 1, 0.5, float("inf"), 0])
+def test_norm_over_all_dims_keeps_each_dim(ord):
+    # dim=None with keepdim: eager keeps every dim as 1 ([1] for a vector, [1, 1] for a matrix);
+    # the flattened norm came back as a scalar, an invalid model for ONNX's checker.
+    for x in (torch.randn(5), torch.randn(3, 4)):
+        program = assert_matches_eager(
+            lambda x: (torch.linalg.norm(x, keepdim=True), torch.linalg.vector_norm(x, ord, keepdim=True)), (x,), rtol=1e-6, atol=1e-6
+        )
+        onnx.checker.check_model(program.model_proto, full_check=True)

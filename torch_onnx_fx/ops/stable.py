@@ -169,6 +169,12 @@ def aten_linalg_vector_norm(
         self = op.Cast(self, to=onnx_dtype(dtype) if isinstance(dtype, torch.dtype) else int(dtype))
     rank = self.shape.rank() if self.shape is not None else None
     if dim is None or (isinstance(dim, (list, tuple)) and not dim):
+        if keepdim:
+            if rank is None:
+                raise ValueError("linalg_vector_norm over all dims with keepdim needs an input of known rank")
+            # Every dim kept as 1: the norm of the flattened input, shaped back.
+            norm = aten_linalg_vector_norm(self, ord, None, False)
+            return op.Reshape(norm, op.Constant(value_ints=[1] * rank))
         self, axes, keepdim = op.Reshape(self, op.Constant(value_ints=[-1])), [0], False
     else:
         axes = [dim] if isinstance(dim, int) else list(dim)
