@@ -21,7 +21,8 @@
 5. integer sums and products ONNX Runtime would compute in double precision made exact
    (``runtime/integer_reductions``), float32 sums its kernels add element by element accumulated
    in double (``runtime/float_accumulation``), and nodes its CPU provider has no kernel for
-   computed in a wider type (``runtime/kernel_gaps``);
+   computed in a wider type (``runtime/kernel_gaps``); an ``Expand`` to an empty shape, which
+   ONNX Runtime's optimizer drops, as a constant (``runtime/empty_expand``);
 6. with ``export_modules_as_functions``, the chosen module instances outlined as calls of ONNX
    functions (``module_functions``), last, so the functions hold the optimized nodes;
 7. the legacy ``custom_opsets`` imported, and the oldest IR version that holds every type used.
@@ -44,6 +45,7 @@ from torch_onnx_fx.optimize.quantized_pad import QuantizedPadPass
 from torch_onnx_fx.optimize.runtime.conv_input_channels import ConvInputChannelsPass
 from torch_onnx_fx.optimize.runtime.dequantized_weights import DequantizedWeightPass
 from torch_onnx_fx.optimize.runtime.integer_reductions import IntegerReductionsPass
+from torch_onnx_fx.optimize.runtime.empty_expand import EmptyExpandPass
 from torch_onnx_fx.optimize.runtime.exact_round_trips import ExactRoundTripsPass
 from torch_onnx_fx.optimize.runtime.float_accumulation import FloatAccumulationPass
 from torch_onnx_fx.optimize.runtime.kernel_gaps import KernelGapPass
@@ -109,6 +111,7 @@ def optimize_model(
             # Weights a widened node reads are cast at every inference; stored cast instead.
             FoldWeightRecipesPass(weights)(model)
         ExactRoundTripsPass()(model)
+        EmptyExpandPass()(model)
         if opset_version < built_at:
             downgrade.LateReductionsPass(opset_version)(model)
     if module_functions is not False:
