@@ -40,6 +40,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     pooling,
     prims,
     quantized,
+    resampling,
     sorting,
     special,
     stable,
