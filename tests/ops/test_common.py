@@ -82,6 +82,15 @@ CASES = {
          torch.tensor([[[1.0, 0.0, 0.0], [float("inf"), 2.0, 3.0], [0.0, float("-inf"), 0.0], [float("nan"), float("nan"), 0.0]]]),
      ),
  ),
+ # PyTorch allows an output padding up to the dilation; ONNX Runtime's ConvTranspose rejects one
+ # as large as the stride when it runs.
+ "conv_transpose_output_padding_past_stride": (
+     lambda x, w, b: (
+         F.conv_transpose2d(x, w, b, stride=(3, 2), padding=(1, 2), output_padding=(2, 3), groups=2, dilation=(4, 4)),
+         F.conv_transpose2d(x[0], w, None, stride=(1, 2), padding=(0, 4), output_padding=(0, 3), groups=2, dilation=(2, 4)),
+     ),
+     lambda: (torch.randn(2, 2, 4, 4), torch.randn(2, 2, 4, 5), torch.randn(4)),
+ ),
  "linspace": (lambda x: (x + torch.linspace(-2.0, -3, 6), torch.linspace(0, 10, 6, dtype=torch.int64)), lambda: (torch.randn(6),)),
  "var_std_mean": (lambda x: (*torch.var_mean(x, 1), *torch.std_mean(x, (0, 1), correction=0), torch.var(x[:1], 0), x.std(), x.var(1, keepdim=True)), lambda: (torch.randn(3, 4),)),
  "kthvalue_median": (lambda x: (*torch.kthvalue(x, 2, 1), *torch.kthvalue(x, 3, 0, keepdim=True), *torch.median(x, 1), torch.median(x)), lambda: (torch.randn(5, 4),)),

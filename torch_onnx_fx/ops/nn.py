@@ -16,7 +16,7 @@ from onnxscript import opset18 as op
 from onnxscript import opset23
 
 from torch_onnx_fx.ops import _tensors as tx
-from torch_onnx_fx.registry import arg_example, limit_torchlib, register
+from torch_onnx_fx.registry import arg_example, arg_value, floating_input, limit_torchlib, register
 
 __all__ = [
     "aten_weight_norm",
@@ -374,3 +374,72 @@ def _lstm_without_projections(node: Any) -> bool:
 
 
 limit_torchlib("aten::lstm.input", _lstm_without_projections)
+
+
+def _transposed_arguments(node: torch.fx.Node) -> tuple[list[int], list[int], list[int]] | None:
+    """(strides, paddings, output paddings) of a floating transposed convolution, static."""
+    if not floating_input(node) or not isinstance(arg_example(node, 1), torch.Tensor):
+        return None
+    spatial = arg_example(node, 1).dim() - 2
+    if node.target == torch.ops.aten.convolution.default:
+        if not arg_value(node, 6, "transposed", False):
+            return None
+        stride, padding, extra = arg_value(node, 3, "stride", 1), arg_value(node, 4, "padding", 0), arg_value(node, 7, "output_padding", 0)
+    else:
+        stride, padding, extra = arg_value(node, 3, "stride", 1), arg_value(node, 4, "padding", 0), arg_value(node, 5, "output_padding", 0)
+    values = [list(v) if isinstance(v, (list, tuple)) else [v] * spatial for v in (stride, padding, extra)]
+    if not all(isinstance(i, int) for v in values for i in v):
+        return None
+    return values[0], values[1], values[2]
+
+
+def _output_padding_past_stride(node: torch.fx.Node) -> bool:
+    """An output padding as large as the stride (PyTorch allows it below the dilation), which
+    ONNX Runtime's ConvTranspose rejects when it runs."""
+    arguments = _transposed_arguments(node)
+    return arguments is not None and any(e >= s for s, e in zip(arguments[0], arguments[2]))
+
+
+def _transposed_conv(
+    input: ir.Value, weight: ir.Value, bias: ir.Value | None, stride: Any, padding: Any, output_padding: Any, groups: int, dilation: Any,
+) -> ir.Value:
+    """The output padding moved into the end pads (the rows it adds past the cropped end are rows
+    the full transposed product has): ``pads_end = padding - output_padding``; where that is
+    negative the rows lie past the full product, which gives them the bias only."""
+    spatial = weight.shape.rank() - 2
+
+    def each(value: Any) -> list[int]:
+        return [int(v) for v in value] if isinstance(value, (list, tuple)) else [int(value)] * spatial
+
+    strides, pads, extras, dilations = each(stride), each(padding), each(output_padding), each(dilation)
+    unbatched = input.shape.rank() == spatial + 1
+    x = op.Unsqueeze(input, op.Constant(value_ints=[0])) if unbatched else input
+    ends = [max(p - e, 0) for p, e in zip(pads, extras)]
+    beyond = [max(e - p, 0) for p, e in zip(pads, extras)]
+    inputs = [x, weight] + ([bias] if bias is not None and not any(beyond) else [])
+    y = op.ConvTranspose(*inputs, strides=strides, pads=pads + ends, dilations=dilations, group=groups)
+    if any(beyond):
+        y = op.Pad(y, op.Constant(value_ints=[0] * (spatial + 2) + [0, 0] + beyond))
+        if bias is not None:
+            y = op.Add(y, op.Reshape(bias, op.Constant(value_ints=[-1] + [1] * spatial)))
+    return op.Squeeze(y, op.Constant(value_ints=[0])) if unbatched else y
+
+
+@register("aten::conv_transpose1d", "aten::conv_transpose2d.input", "aten::conv_transpose3d.input", supports=_output_padding_past_stride)
+def aten_conv_transpose_output_padding(
+    input: ir.Value, weight: ir.Value, bias: ir.Value | None = None, stride: Any = 1, padding: Any = 0,
+    output_padding: Any = 0, groups: int = 1, dilation: Any = 1,
+) -> ir.Value:
+    """conv_transpose{1,2,3}d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[] stride=1, SymInt[] padding=0,
+    SymInt[] output_padding=0, SymInt groups=1, SymInt[] dilation=1) -> Tensor, output_padding >= stride"""
+    return _transposed_conv(input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+@register("aten::convolution", supports=_output_padding_past_stride)
+def aten_convolution_output_padding(
+    input: ir.Value, weight: ir.Value, bias: ir.Value | None, stride: Any, padding: Any, dilation: Any,
+    transposed: bool, output_padding: Any, groups: int,
+) -> ir.Value:
+    """convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation,
+    bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor, transposed with output_padding >= stride"""
+    return _transposed_conv(input, weight, bias, stride, padding, output_padding, groups, dilation)
