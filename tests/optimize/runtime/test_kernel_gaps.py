@@ -104,6 +104,17 @@ def test_float64_instance_and_group_norm_keep_float64_precision():
     assert_matches_eager(lambda x: (norm(x), groups(x)), (x,), rtol=1e-10, atol=1e-10)
 
 
+def test_float64_global_average_pooling_runs():
+    # ONNX Runtime has no float64 GlobalAveragePool: the session failed to load (an OpInfo sample
+    # of adaptive_avg_pool1d at 20 samples).
+    from helpers import assert_matches_eager
+
+    x = torch.randn(3, 8, 8, dtype=torch.float64) * 1e3
+    assert_matches_eager(
+        lambda x: (torch.nn.functional.adaptive_avg_pool1d(x, 1), torch.nn.functional.adaptive_avg_pool2d(x[None], 1)), (x,), rtol=1e-13, atol=0
+    )
+
+
 def test_rewritten_values_do_not_share_names_with_loop_bodies():
     # A float64 Atan rewrite in the main graph beside a Loop (complex128 logdet): its values once
     # took names the Loop body already used, which ONNX Runtime rejects as not SSA.

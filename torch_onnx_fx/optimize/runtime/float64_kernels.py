@@ -314,6 +314,13 @@ def _instance_normalization(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
     return tape.op("Add", [tape.op("Mul", [scaled, tape.op("Reshape", [scale, per_channel])]), tape.op("Reshape", [bias, per_channel])])
 
 
+def _global_average_pool(tape: ir.tape.Tape, node: ir.Node) -> ir.Value:
+    """The mean over the spatial axes of [N, C, ...], kept as size 1."""
+    rank = node.inputs[0].shape.rank()
+    axes = tape.op("Constant", [], {"value": ir.tensor(list(range(2, rank)), dtype=ir.DataType.INT64)})
+    return tape.op("ReduceMean", [node.inputs[0], axes], {"keepdims": 1})
+
+
 def _has_rank(rewrite: Rewrite) -> Rewrite:
     def guarded(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:  # type: ignore[return]
         if node.inputs[0].shape is None:
@@ -332,5 +339,6 @@ REWRITES: dict[str, Rewrite] = {
     "PRelu": _prelu, "HardSigmoid": _hard_sigmoid, "Softplus": _softplus, "Softsign": _softsign,
     "Mish": _mish, "HardSwish": _hard_swish,
     "NonZero": _nonzero, "InstanceNormalization": _has_rank(_instance_normalization),
+    "GlobalAveragePool": _has_rank(_global_average_pool),
     **float64_windows.REWRITES,
 }
