@@ -219,7 +219,7 @@ def _floating_arange(*names: str) -> Any:
 
     def accepts(node: torch.fx.Node) -> bool:
         result = node.meta.get("val")
-        if not isinstance(result, torch.Tensor) or result.dtype not in _ARANGE_ACCUMULATOR:
+        if not isinstance(result, torch.Tensor) or result.dtype not in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
             return False
         bounds = [arg_value(node, i, name, 1 if name == "step" else 0) for i, name in enumerate(names)]
         return all(isinstance(b, (int, float, torch.SymInt, torch.SymFloat)) and not isinstance(b, bool) for b in bounds)
@@ -228,8 +228,7 @@ def _floating_arange(*names: str) -> Any:
 
 
 # ATen's CPU kernel computes start + step * i in acc_type (double for float32) and rounds once.
-_ARANGE_ACCUMULATOR = {torch.float64: ir.DataType.DOUBLE, torch.float32: ir.DataType.DOUBLE, torch.float16: ir.DataType.FLOAT, torch.bfloat16: ir.DataType.FLOAT}
-_ONNX_ACCUMULATOR = {
+_ACCUMULATOR = {
     ir.DataType.DOUBLE: ir.DataType.DOUBLE, ir.DataType.FLOAT: ir.DataType.DOUBLE,
     ir.DataType.FLOAT16: ir.DataType.FLOAT, ir.DataType.BFLOAT16: ir.DataType.FLOAT,
 }
@@ -250,8 +249,8 @@ def _floating_range(start: Any, end: Any, step: Any, dtype: Any) -> ir.Value:
     first, last, stride = wide(start), wide(end), wide(step)
     zero = op.Constant(value=ir.tensor(0.0, dtype=ir.DataType.DOUBLE))
     length = op.Cast(op.Max(op.Ceil(op.Div(op.Sub(last, first), stride)), zero), to=ir.DataType.INT64)
-    positions = op.Range(op.Constant(value=ir.tensor(0, dtype=ir.DataType.INT64)), length, op.Constant(value=ir.tensor(1, dtype=ir.DataType.INT64)))
-    accumulator = _ONNX_ACCUMULATOR[target]
+    positions = op.Range(tx.int64(0), length, tx.int64(1))
+    accumulator = _ACCUMULATOR[target]
     values = op.Add(op.Cast(first, to=accumulator), op.Mul(op.Cast(stride, to=accumulator), op.Cast(positions, to=accumulator)))
     return values if target == accumulator else op.Cast(values, to=target)
 

@@ -17,7 +17,8 @@ folded by ONNX Runtime when it loads the model, so ``apply_weights`` still repla
 as the model stores it). The added products are 0 x 0: the integer sums are the same numbers,
 and the output is the same bit for bit under every ONNX Runtime optimization level (a float
 ``Conv`` adds exact zeros). Measured on that MobileNetV2: the stem 470 -> 195 us, the whole int8
-model 0.49x -> 0.45x of the float32 export's latency at one thread (``quant_bench``).
+model 0.54x -> 0.50x of the float32 export's latency at one thread (both graphs interleaved with
+the float one, ``docs/quantization.md``).
 
 Taken only where the symmetric kernel can then run: one group, a 4-D weight, the activation an
 8-bit per-tensor dequantize with a constant zero point, the weight an int8 dequantize with zero
@@ -139,7 +140,8 @@ class ConvInputChannelsPass(ir.passes.InPlacePass):
             widened[1] += extra
             padded.outputs[0].dtype, padded.outputs[0].shape = source.dtype, ir.Shape(widened)
             # A dequantize of its own: another reader of the narrow one keeps it.
-            copy = ir.node("DequantizeLinear", [padded.outputs[0], *dequantize.inputs[1:]], attributes={name: attr.value for name, attr in dequantize.attributes.items()})
+            attributes = {name: attr.value for name, attr in dequantize.attributes.items()}
+            copy = ir.node("DequantizeLinear", [padded.outputs[0], *dequantize.inputs[1:]], attributes=attributes)
             copy.outputs[0].dtype, copy.outputs[0].shape = dequantize.outputs[0].dtype, ir.Shape(widened)
             stem = conv.outputs[0].name or "conv"
             padded.outputs[0].name = f"{stem}__wide_source{index}"
