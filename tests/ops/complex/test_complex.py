@@ -199,7 +199,7 @@ def test_complex_scalar_tensor_is_a_0d_complex_tensor():
     )
 
 
-@pytest.mark.parametrize("case", ["any", "all", "mean", "mean_dim", "index_select"])
+@pytest.mark.parametrize("case", ["any", "all", "mean", "mean_dim", "index_select", "cumsum_flip"])
 def test_zero_dim_complex_reductions_and_selection_are_valid_onnx(case):
     """A 0-d complex tensor is its own any/all/mean/selection: torchlib reduced over the real
     view's pair (averaging real and imaginary parts) or over an axis a 0-d value lacks."""
@@ -213,6 +213,9 @@ def test_zero_dim_complex_reductions_and_selection_are_valid_onnx(case):
         "mean": (lambda z, m: (torch.mean(z), torch.mean(m)), (scalar, matrix)),
         "mean_dim": (lambda m: torch.mean(m, 1, keepdim=True), (matrix,)),
         "index_select": (lambda z, i: torch.index_select(z, 0, i), (scalar, torch.tensor([0]))),
+        # The real view's axis 0 of a 0-d tensor is the pair: cumsum added the real part into the
+        # imaginary one, flip swapped them (found sweeping complex64 at 20 samples).
+        "cumsum_flip": (lambda z, m: (z.cumsum(0), z.flip(0), m.flip((0, 1)), m.flip(-1), m.cumsum(-1)), (scalar, matrix)),
     }
     function, args = cases[case]
     program = assert_matches_eager(function, args)

@@ -19,7 +19,7 @@ from torch_onnx_fx.ops._tensors import int64, ints
 from torch_onnx_fx.ops.complex.real_view import _complex_rank, _dim, _filled, _nonzero, _re, _real_to_complex, _size_tensor
 from torch_onnx_fx.registry import register, wants_context
 
-__all__ = ['aten_identity_complex', 'aten_convert_complex', 'aten_full_complex', 'aten_full_like_complex', 'aten_unsqueeze_complex', 'aten_select_complex', 'aten_index_select_complex', 'aten_expand_complex', 'aten_squeeze_complex', 'aten_split_complex', 'aten_unbind_complex', 'aten_copy_complex', 'aten_repeat_complex', 'aten_assert_noop_complex', 'aten_sym_size_complex', 'aten_sym_numel_complex', 'aten_scalar_tensor_complex']
+__all__ = ['aten_identity_complex', 'aten_convert_complex', 'aten_full_complex', 'aten_full_like_complex', 'aten_unsqueeze_complex', 'aten_select_complex', 'aten_index_select_complex', 'aten_expand_complex', 'aten_squeeze_complex', 'aten_split_complex', 'aten_unbind_complex', 'aten_copy_complex', 'aten_repeat_complex', 'aten_assert_noop_complex', 'aten_sym_size_complex', 'aten_sym_numel_complex', 'aten_scalar_tensor_complex', 'aten_flip_complex']
 
 
 # -- identity, conversions, factories ------------------------------------------------------------
@@ -212,3 +212,15 @@ def aten_sym_size_complex(self: ir.Value, dim: int) -> ir.Value:
 def aten_sym_numel_complex(self: ir.Value) -> ir.Value:
     """sym_numel(Tensor self) -> SymInt: half the real view's element count"""
     return op.Div(op.Size(self), int64(2))
+
+
+@register("aten::flip", complex=True)
+def aten_flip_complex(self: ir.Value, dims: Sequence[int]) -> ir.Value:
+    """flip(Tensor self, int[] dims) -> Tensor: the complex axes reversed, never the (re, im) pair.
+    A 0-d tensor's dim 0 is itself (torchlib reversed its real view's pair: re and im swapped)."""
+    rank = _complex_rank(self)
+    axes = sorted({_dim(d, rank) for d in dims}) if rank else []
+    if not axes:
+        return op.Identity(self)
+    # From the last element back past the first: INT64_MIN as the end of a reversed slice.
+    return op.Slice(self, ints(*[-1] * len(axes)), ints(*[-(2**63)] * len(axes)), ints(*axes), ints(*[-1] * len(axes)))

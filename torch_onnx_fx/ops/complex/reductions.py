@@ -75,7 +75,12 @@ def _abs_complex64(self: ir.Value, bool_reduce: bool = False) -> ir.Value:
 def aten_cumsum_complex(self: ir.Value, dim: int, *, dtype: Any = None) -> ir.Value:
     """cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor: both parts add up"""
     self = _in_dtype(self, dtype)
-    return op.CumSum(self, int64(_dim(dim, _complex_rank(self))))
+    rank = _complex_rank(self)
+    if rank == 0:
+        # A 0-d tensor's running sum is itself: its real view's axis 0 is the (re, im) pair,
+        # which a CumSum there adds into the imaginary part.
+        return op.Identity(self)
+    return op.CumSum(self, int64(_dim(dim, rank)))
 
 
 @register("aten::nonzero", complex=True)
