@@ -199,7 +199,7 @@ def test_complex_scalar_tensor_is_a_0d_complex_tensor():
     )
 
 
-@pytest.mark.parametrize("case", ["any", "all", "mean", "mean_dim", "index_select", "cumsum_flip", "empty_means"])
+@pytest.mark.parametrize("case", ["any", "all", "mean", "mean_dim", "index_select", "cumsum_flip", "empty_means", "real_fills"])
 def test_zero_dim_complex_reductions_and_selection_are_valid_onnx(case):
     """A 0-d complex tensor is its own any/all/mean/selection: torchlib reduced over the real
     view's pair (averaging real and imaginary parts) or over an axis a 0-d value lacks."""
@@ -216,6 +216,11 @@ def test_zero_dim_complex_reductions_and_selection_are_valid_onnx(case):
         # The real view's axis 0 of a 0-d tensor is the pair: cumsum added the real part into the
         # imaginary one, flip swapped them (found sweeping complex64 at 20 samples).
         "cumsum_flip": (lambda z, m: (z.cumsum(0), z.flip(0), m.flip((0, 1)), m.flip(-1), m.cumsum(-1)), (scalar, matrix)),
+        # A real result asked of a complex input came out as a real view [..., 2].
+        "real_fills": (
+            lambda m: (torch.zeros_like(m, dtype=torch.float64), torch.full_like(m, -1.5, dtype=torch.float32), m.new_ones((3,), dtype=torch.int64)),
+            (matrix,),
+        ),
         # An empty mean is NaN in ATen; ONNX Runtime's ReduceMean gave 0.
         "empty_means": (lambda e: (e.mean(), torch.var_mean(e)[1], e.reshape(3, 0).mean(1), e.mean(0, keepdim=True)), (torch.zeros(0, dtype=torch.complex64),)),
     }

@@ -76,7 +76,7 @@ def aten_full_complex(*args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
         fill = args[2] if new else args[1]
     else:
         fill = 0.0 if "zeros" in name else 1.0
-    return _filled(fill, _size_tensor(size), onnx_dtype(result.real.dtype))
+    return _result_filled(fill, _size_tensor(size), result)
 
 
 @register("aten::scalar_tensor", complex=True)
@@ -103,7 +103,17 @@ def aten_full_like_complex(self: ir.Value, *args: Any, ctx: OpContext, **kwargs:
     shape = op.Shape(self, end=-1) if source.is_complex() else op.Shape(self)
     if isinstance(fill, ir.Value) and ctx.inputs[1].is_complex():
         return op.Expand(op.CastLike(fill, self) if source.is_complex() else fill, op.Concat(shape, ints(2), axis=0))
-    return _filled(fill, shape, onnx_dtype(ctx.result.real.dtype))
+    return _result_filled(fill, shape, ctx.result)
+
+
+def _result_filled(fill: Any, shape: ir.Value, result: torch.Tensor) -> ir.Value:
+    """``fill`` over ``shape`` as the result's type: its real view when complex, a plain real
+    tensor when a complex input asked for a real one (``zeros_like(z, dtype=torch.float64)``,
+    which came out as a real view [..., 2])."""
+    if result.is_complex():
+        return _filled(fill, shape, onnx_dtype(result.real.dtype))
+    value = fill if isinstance(fill, ir.Value) else op.Constant(value=ir.tensor(float(fill), dtype=ir.DataType.DOUBLE))
+    return op.Expand(op.Cast(value, to=onnx_dtype(result.dtype)), shape)
 
 
 # -- layout --------------------------------------------------------------------------------------
