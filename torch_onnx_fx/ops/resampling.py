@@ -1,6 +1,6 @@
 """Linear and cubic resizing as ATen computes it: one weighted sum per axis, with ATen's own taps
 and weights. Antialiased (``F.interpolate(..., antialias=True)``) in float32 and float64, plain
-(linear, bilinear, bicubic, trilinear) in float64.
+(linear, bilinear, bicubic, trilinear) in float64 by scale factors.
 
 torchlib writes ``Resize(antialias=1)``. ONNX Runtime's kernel follows the ONNX formula, which
 is ATen's only for the plain case: with ``align_corners=True`` or explicit scales that differ
@@ -62,10 +62,16 @@ def _float_input(node: torch.fx.Node) -> bool:
     return _static_sizes(node, (torch.float32, torch.float64))
 
 
-def _float64_input(node: torch.fx.Node) -> bool:
-    """float32 plain interpolation stays ONNX's Resize, which computes ATen's values; ONNX Runtime
-    has no float64 Resize kernel."""
-    return _static_sizes(node, (torch.float64,))
+def _float64_scaled(node: torch.fx.Node) -> bool:
+    """float64 plain interpolation by scale factors: torchlib's Resize, for which ONNX Runtime has
+    no float64 kernel. float32 stays Resize, which computes ATen's values, and float64 by output
+    size is decomposed by torch into gathers that match ATen for infinite inputs too."""
+    if not _static_sizes(node, (torch.float64,)):
+        return False
+    scales = node.args[3:] if not str(node.target).endswith(".vec") else node.args[3:4]
+    return any(scale is not None for scale in scales) or any(
+        node.kwargs.get(name) is not None for name in ("scale_factors", "scales", "scales_d", "scales_h", "scales_w")
+    )
 
 
 def _taps(kind: str, size: int, out: int, align_corners: bool, scale: float | None, dtype: torch.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -146,7 +152,7 @@ def _translations(kind: str, name: str, supports: Any) -> None:
 
 _translations("bilinear_aa", "_upsample_bilinear2d_aa", _float_input)
 _translations("bicubic_aa", "_upsample_bicubic2d_aa", _float_input)
-_translations("linear", "upsample_linear1d", _float64_input)
-_translations("bilinear", "upsample_bilinear2d", _float64_input)
-_translations("bicubic", "upsample_bicubic2d", _float64_input)
-_translations("trilinear", "upsample_trilinear3d", _float64_input)
+_translations("linear", "upsample_linear1d", _float64_scaled)
+_translations("bilinear", "upsample_bilinear2d", _float64_scaled)
+_translations("bicubic", "upsample_bicubic2d", _float64_scaled)
+_translations("trilinear", "upsample_trilinear3d", _float64_scaled)
