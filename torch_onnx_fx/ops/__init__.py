@@ -25,6 +25,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     diagonal,
     double_precision,
     embedding_bag,
+    floating_arange,
     grid_sample,
     histogram,
     indexing,

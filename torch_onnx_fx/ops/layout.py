@@ -24,8 +24,7 @@ from torch_onnx_fx.translate.op_context import OpContext
 __all__ = [
     "aten_alias", "aten_view", "aten_reshape", "aten_expand", "aten_unsqueeze", "aten_transpose",
     "aten_slice", "aten_select", "aten_cat", "aten_new_ones", "prims_convert_element_type",
-    "aten_arange", "aten_arange_start", "aten_arange_start_step", "aten_arange_floating", "aten_arange_start_floating",
-    "aten_arange_start_step_floating", "aten_gather", "aten_embedding",
+    "aten_arange", "aten_arange_start", "aten_arange_start_step", "aten_gather", "aten_embedding",
     "aten_contiguous", "aten_type_as", "aten_permute", "aten_split_static", "aten_zeros", "aten_zeros_like",
     "aten_unbind", "aten_repeat_interleave_self_int", "aten_index_tensor",
     "aten_full_like", "aten_clone", "aten_new_zeros", "aten_masked_fill", "aten_detach", "aten_to_copy",
@@ -176,8 +175,8 @@ def prims_convert_element_type(a: ir.Value, dtype: int) -> ir.Value:
 
 def _integral_arange(*names: str) -> Any:
     """An arange of int64 from integer bounds (symbolic ones included): ONNX's Range computes it
-    exactly. Floating bounds or results, whose length ATen computes in double, are left to the
-    others."""
+    exactly. Floating bounds or results, whose length ATen computes in double, are left to
+    ``ops/floating_arange.py``."""
 
     def accepts(node: torch.fx.Node) -> bool:
         result = node.meta.get("val")
@@ -212,65 +211,6 @@ def aten_arange_start(start: Any, end: Any, *args: Any, **kwargs: Any) -> ir.Val
 def aten_arange_start_step(start: Any, end: Any, step: Any = 1, *args: Any, **kwargs: Any) -> ir.Value:
     """arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, ...) -> Tensor"""
     return _range(start, end, step)
-
-
-def _floating_arange(*names: str) -> Any:
-    """An arange with a floating result, from numbers or symbolic sizes."""
-
-    def accepts(node: torch.fx.Node) -> bool:
-        result = node.meta.get("val")
-        if not isinstance(result, torch.Tensor) or result.dtype not in (torch.float64, torch.float32, torch.float16, torch.bfloat16):
-            return False
-        bounds = [arg_value(node, i, name, 1 if name == "step" else 0) for i, name in enumerate(names)]
-        return all(isinstance(b, (int, float, torch.SymInt, torch.SymFloat)) and not isinstance(b, bool) for b in bounds)
-
-    return accepts
-
-
-# ATen's CPU kernel computes start + step * i in acc_type (double for float32) and rounds once.
-_ACCUMULATOR = {
-    ir.DataType.DOUBLE: ir.DataType.DOUBLE, ir.DataType.FLOAT: ir.DataType.DOUBLE,
-    ir.DataType.FLOAT16: ir.DataType.FLOAT, ir.DataType.BFLOAT16: ir.DataType.FLOAT,
-}
-
-
-def _floating_range(start: Any, end: Any, step: Any, dtype: Any) -> ir.Value:
-    """A floating arange as ATen's: its length ceil((end - start) / step) in double (torchlib's
-    Range in float32 made arange(0.1, -7.9, -4.0) 3 long for eager's 2, and every float64 arange
-    float32-accurate), its values start + step * i in ATen's accumulator type, rounded once.
-    ``dtype`` is the ONNX type the walk hands over, None for the default (float32)."""
-
-    def wide(value: Any) -> ir.Value:
-        if isinstance(value, (int, float)):
-            return op.Constant(value=ir.tensor(float(value), dtype=ir.DataType.DOUBLE))
-        return op.Cast(value, to=ir.DataType.DOUBLE)
-
-    target = ir.DataType(int(dtype)) if dtype is not None else ir.DataType.FLOAT
-    first, last, stride = wide(start), wide(end), wide(step)
-    zero = op.Constant(value=ir.tensor(0.0, dtype=ir.DataType.DOUBLE))
-    length = op.Cast(op.Max(op.Ceil(op.Div(op.Sub(last, first), stride)), zero), to=ir.DataType.INT64)
-    positions = op.Range(tx.int64(0), length, tx.int64(1))
-    accumulator = _ACCUMULATOR[target]
-    values = op.Add(op.Cast(first, to=accumulator), op.Mul(op.Cast(stride, to=accumulator), op.Cast(positions, to=accumulator)))
-    return values if target == accumulator else op.Cast(values, to=target)
-
-
-@register("aten::arange", supports=_floating_arange("end"))
-def aten_arange_floating(end: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> ir.Value:
-    """arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
-    return _floating_range(0, end, 1, dtype)
-
-
-@register("aten::arange.start", supports=_floating_arange("start", "end"))
-def aten_arange_start_floating(start: Any, end: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> ir.Value:
-    """arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, ...) -> Tensor"""
-    return _floating_range(start, end, 1, dtype)
-
-
-@register("aten::arange.start_step", supports=_floating_arange("start", "end", "step"))
-def aten_arange_start_step_floating(start: Any, end: Any, step: Any = 1, dtype: Any = None, *args: Any, **kwargs: Any) -> ir.Value:
-    """arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, ...) -> Tensor"""
-    return _floating_range(start, end, step, dtype)
 
 
 def _gather_of_tensors(node: torch.fx.Node) -> bool:

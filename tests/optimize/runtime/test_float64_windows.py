@@ -110,13 +110,14 @@ def test_float64_transposed_convolution_pooling_and_resizing_with_dynamic_sizes(
     )
 
 
-def test_float64_resizing_by_an_inexact_scale_is_left_to_the_runtime():
-    # The graph holds the scale 1.7 as float32 while ATen computes with the double 1.7: source
-    # positions computed from the float32 one would be off by ~1e-8, an approximation, so the
-    # node stays a Resize that ONNX Runtime refuses to load (loud, not wrong).
+def test_float64_resizing_by_an_inexact_scale_uses_atens_own_weights():
+    # The graph would hold the scale 1.7 as float32 while ATen computes with the double 1.7, so
+    # this pass leaves such a Resize alone (ONNX Runtime then refused to load it). The
+    # translation in ops/resampling.py now asks ATen for the weights at export, computed with
+    # the double scale: the values match and no Resize is left.
     class Upscale(torch.nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return F.interpolate(x, scale_factor=1.7, mode="bilinear")
 
-    program = torch_onnx_fx.export(Upscale(), (_randn(1, 2, 4, 5),), verbose=False)
-    assert "Resize" in ops_of(program)
+    program = assert_matches_eager(Upscale(), (_randn(1, 2, 4, 5),), rtol=1e-13, atol=1e-13)
+    assert "Resize" not in ops_of(program)
