@@ -205,7 +205,8 @@ def _resize_interpolating(tape: ir.tape.Tape, node: ir.Node) -> ir.Value | None:
     each output the weighted sum of the gathered neighbours (two, or four with clamped indices),
     weights computed in float64 from the sizes. ATen's kernel nests its sums the same way, so
     the float64 results are ATen's to rounding. Antialiasing, ``exclude_outside``, cropping and
-    scales that are not short binary fractions are left to the runtime."""
+    scales that are not short binary fractions are left to the runtime (the interpolations of
+    static sizes ``ops/resampling.py`` translates before any ``Resize`` is written)."""
     x = node.inputs[0]
     attributes = {name: attribute.value for name, attribute in node.attributes.items()}
     mode = attributes.get("mode", "nearest")
