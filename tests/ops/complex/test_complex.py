@@ -218,7 +218,11 @@ def test_zero_dim_complex_reductions_and_selection_are_valid_onnx(case):
         "cumsum_flip": (lambda z, m: (z.cumsum(0), z.flip(0), m.flip((0, 1)), m.flip(-1), m.cumsum(-1)), (scalar, matrix)),
         # A real result asked of a complex input came out as a real view [..., 2].
         "real_fills": (
-            lambda m: (torch.zeros_like(m, dtype=torch.float64), torch.full_like(m, -1.5, dtype=torch.float32), m.new_ones((3,), dtype=torch.int64)),
+            lambda m: (
+                torch.zeros_like(m, dtype=torch.float64), torch.full_like(m, -1.5, dtype=torch.float32), m.new_ones((3,), dtype=torch.int64),
+                # Integers kept in their type: 2**53 + 1 has no double.
+                torch.full_like(m, 2**53 + 1, dtype=torch.int64),
+            ),
             (matrix,),
         ),
         # An empty mean is NaN in ATen; ONNX Runtime's ReduceMean gave 0.

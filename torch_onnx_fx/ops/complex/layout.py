@@ -112,8 +112,16 @@ def _result_filled(fill: Any, shape: ir.Value, result: torch.Tensor) -> ir.Value
     which came out as a real view [..., 2])."""
     if result.is_complex():
         return _filled(fill, shape, onnx_dtype(result.real.dtype))
-    value = fill if isinstance(fill, ir.Value) else op.Constant(value=ir.tensor(float(fill), dtype=ir.DataType.DOUBLE))
-    return op.Expand(op.Cast(value, to=onnx_dtype(result.dtype)), shape)
+    dtype = onnx_dtype(result.dtype)
+    if isinstance(fill, ir.Value):
+        value = op.Cast(fill, to=dtype)
+    elif result.dtype.is_floating_point:
+        # Held in double, rounded once to the result's type.
+        value = op.Cast(op.Constant(value=ir.tensor(float(fill), dtype=ir.DataType.DOUBLE)), to=dtype)
+    else:
+        # Integers in their own type: 2**53 + 1 has no double.
+        value = op.Constant(value=ir.tensor(torch.tensor(fill, dtype=result.dtype).numpy(), dtype=dtype))
+    return op.Expand(value, shape)
 
 
 # -- layout --------------------------------------------------------------------------------------
