@@ -233,6 +233,15 @@ def test_zero_dim_complex_reductions_and_selection_are_valid_onnx(case):
     onnx.checker.check_model(program.model_proto, full_check=True)
 
 
+def test_fill_from_a_dynamic_size():
+    # The fill is a symbolic size, not a tensor: reading it as one raised AttributeError.
+    z = torch.randn(4, 3, dtype=torch.complex64)
+    assert_matches_eager(
+        lambda z: (torch.full_like(z, z.shape[0], dtype=torch.float32), torch.full_like(z, z.shape[0])), (z,),
+        dynamic_shapes=({0: torch.export.Dim("b")},), more_inputs=[((torch.randn(6, 3, dtype=torch.complex64),), {})],
+    )
+
+
 @pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
 def test_complex_matrix_products(dtype):
     """mm/bmm of complex matrices (and what decomposes to them: multi_dot) as four real MatMuls."""

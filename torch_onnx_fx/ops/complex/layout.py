@@ -101,7 +101,7 @@ def aten_full_like_complex(self: ir.Value, *args: Any, ctx: OpContext, **kwargs:
         fill = args[0] if args else kwargs.get("fill_value", kwargs.get("value"))
     source = ctx.inputs[0]
     shape = op.Shape(self, end=-1) if source.is_complex() else op.Shape(self)
-    if isinstance(fill, ir.Value) and ctx.inputs[1].is_complex():
+    if isinstance(fill, ir.Value) and isinstance(ctx.inputs[1], torch.Tensor) and ctx.inputs[1].is_complex():
         return op.Expand(op.CastLike(fill, self) if source.is_complex() else fill, op.Concat(shape, ints(2), axis=0))
     return _result_filled(fill, shape, ctx.result)
 
