@@ -34,6 +34,13 @@ def test_integer_reductions_are_exact_past_2_to_the_53_and_wrap_on_overflow(name
     assert_matches_eager(REDUCTIONS[name], (BIG,))
 
 
+@pytest.mark.parametrize("name", ["prod-dim", "prod-of-one", "sum-dim-keepdim"])
+def test_axes_held_as_an_attribute_below_opset_18(name):
+    # At opset 17 ReduceProd names its axes in an attribute: read as "no axes input", the product
+    # over dim 1 was taken over every axis (a scalar for a [3] result).
+    assert_matches_eager(REDUCTIONS[name], (BIG,), opset_version=17)
+
+
 def test_long_integer_products_take_few_steps():
     # 1000 factors: a loop of ten halvings, not a thousand multiplications.
     x = torch.randint(-3, 4, (1000,), dtype=torch.int64)

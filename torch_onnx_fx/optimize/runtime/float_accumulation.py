@@ -51,10 +51,7 @@ def _summed_count(node: ir.Node) -> int | None:
     x = node.inputs[0]
     if x.shape is None:
         return None
-    rank = x.shape.rank()
-    listed = node.attributes.get("axes")
-    # Below opset 18 (13 for ReduceSum) the axes are an attribute.
-    axes = sorted({a % rank for a in listed.as_ints()}) if listed is not None and rank else reduced_axes(node, rank)
+    axes = reduced_axes(node, x.shape.rank())
     if axes is None:
         return None
     sizes = [x.shape[axis] for axis in axes]

@@ -88,6 +88,11 @@ def rank(value: ir.Value | None) -> int | None:
 
 def reduced_axes(node: ir.Node, rank: int) -> list[int] | None:
     """The axes the node reduces (sorted, non-negative); None when they are not known here."""
+    attribute = node.attributes.get("axes")
+    if attribute is not None:
+        # Before opset 18 (13 for ReduceSum) the axes are an attribute; none listed means all.
+        listed = sorted({a % rank for a in attribute.as_ints()}) if rank else []
+        return listed or list(range(rank))
     axes = node.inputs[1] if len(node.inputs) > 1 else None
     if axes is None:
         noop = node.attributes.get("noop_with_empty_axes")
