@@ -10,7 +10,6 @@ import onnx_ir as ir
 import pytest
 import torch
 
-import torch_onnx_fx
 from helpers import assert_matches_eager
 
 pytest.importorskip("onnxruntime", reason="the rewrites adapt to ONNX Runtime's kernel registry")
