@@ -13,7 +13,7 @@ from onnxscript import opset18 as op
 
 __all__ = [
     "INT64", "END", "ints", "int64", "rank", "filled_like", "scatter_elements", "scatter_nd", "slice_axis",
-    "index_coordinates",
+    "index_coordinates", "mean_by_count",
 ]
 
 INT64 = ir.DataType.INT64
@@ -42,6 +42,14 @@ def rank(value: ir.Value) -> int:
     if value.shape is None:
         raise ValueError(f"{value.name} needs a known rank")
     return value.shape.rank()
+
+
+def mean_by_count(x: ir.Value, axes: list[int], keepdims: bool) -> ir.Value:
+    """The sum over ``axes`` divided by their element count (read at run time), as ATen divides:
+    NaN for an empty reduction, where ONNX Runtime's ReduceMean returns 0 or the empty input."""
+    total = op.ReduceSum(x, ints(*axes), keepdims=int(keepdims))
+    count = op.ReduceProd(op.Gather(op.Shape(x), ints(*axes)), keepdims=0)
+    return op.Div(total, op.CastLike(count, total))
 
 
 def filled_like(value: ir.Value, fill: float, shape: ir.Value | None = None) -> ir.Value:

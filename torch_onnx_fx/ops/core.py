@@ -21,6 +21,7 @@ from onnx_ir.tensor_adapters import TorchTensor, from_torch_dtype
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.normalize.inplace import is_inert_in_place
+from torch_onnx_fx.ops import _tensors as tx
 from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.registry import arg_example, register, wants_context
 
@@ -411,9 +412,7 @@ def aten_mean_of_empty(
     x = op.Cast(self, to=dtype) if dtype is not None else self
     rank = self.shape.rank()
     axes = list(range(rank)) if not dim else [d % rank for d in dim]
-    total = op.ReduceSum(x, op.Constant(value_ints=axes), keepdims=1 if keepdim else 0)
-    count = op.ReduceProd(op.Gather(op.Shape(x), op.Constant(value_ints=axes)), keepdims=0)
-    return op.Div(total, op.CastLike(count, total))
+    return tx.mean_by_count(x, axes, keepdim)
 
 
 def _numel(example: Any) -> Any:

@@ -13,7 +13,7 @@ from onnxscript import opset18 as op
 from onnxscript import opset20
 
 from torch_onnx_fx.translate.op_context import OpContext
-from torch_onnx_fx.ops._tensors import int64, ints
+from torch_onnx_fx.ops._tensors import int64, ints, mean_by_count
 from torch_onnx_fx.ops.complex.real_view import _complex_rank, _const, _dim, _im, _in_dtype, _join, _nonzero, _re, _torchlib
 from torch_onnx_fx.registry import register, wants_context
 
@@ -159,7 +159,7 @@ def aten_var_complex(self: ir.Value, *args: Any, ctx: OpContext, **kwargs: Any) 
     if correction is None:
         correction = 1 if values.get("unbiased", True) else 0
     axes = _reduced_axes(dim, _complex_rank(self))
-    mean = _mean(self, axes, keepdims=True) if axes else self
+    mean = mean_by_count(self, axes, keepdims=True) if axes else self
     spread = op.Sub(self, mean)
     squares = op.ReduceSum(op.Mul(spread, spread), ints(-1), keepdims=0)
     total = op.ReduceSum(squares, ints(*axes), keepdims=int(keepdim)) if axes else squares
@@ -183,18 +183,10 @@ def aten_sum_complex(self: ir.Value, dim: Any = None, keepdim: bool = False, *, 
     return _complex_reduction("ReduceSum", self, dim, keepdim, dtype)
 
 
-def _mean(z: ir.Value, axes: list[int], keepdims: bool) -> ir.Value:
-    """The sum over ``axes`` divided by their element count, as ATen divides: NaN for an empty
-    reduction (ONNX Runtime's ReduceMean gives 0 there)."""
-    total = op.ReduceSum(z, ints(*axes), keepdims=int(keepdims))
-    count = op.ReduceProd(op.Gather(op.Shape(z), ints(*axes)), keepdims=0)
-    return op.Div(total, op.CastLike(count, total))
-
-
 @register("aten::mean", "aten::mean.dim", complex=True)
 def aten_mean_complex(self: ir.Value, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> ir.Value:
     """mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
     (a 0-d complex tensor is its own mean; torchlib averaged its real and imaginary parts)"""
     self = _in_dtype(self, dtype)
     axes = _reduced_axes(dim, _complex_rank(self))
-    return _mean(self, axes, keepdim) if axes else op.Identity(self)
+    return mean_by_count(self, axes, keepdim) if axes else op.Identity(self)
