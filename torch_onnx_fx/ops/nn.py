@@ -16,6 +16,7 @@ from onnxscript import opset18 as op
 from onnxscript import opset23
 
 from torch_onnx_fx.ops import _tensors as tx
+from torch_onnx_fx.ops import windows
 from torch_onnx_fx.registry import arg_example, arg_value, floating_input, limit_torchlib, register
 
 __all__ = [
@@ -376,28 +377,23 @@ def _lstm_without_projections(node: Any) -> bool:
 limit_torchlib("aten::lstm.input", _lstm_without_projections)
 
 
-def _transposed_arguments(node: torch.fx.Node) -> tuple[list[int], list[int], list[int]] | None:
-    """(strides, paddings, output paddings) of a floating transposed convolution, static."""
+def _output_padding_past_stride(node: torch.fx.Node) -> bool:
+    """A floating transposed convolution whose output padding is as large as its stride on some
+    axis (PyTorch allows it below the dilation), which ONNX Runtime's ConvTranspose rejects when
+    it runs."""
     if not floating_input(node) or not isinstance(arg_example(node, 1), torch.Tensor):
-        return None
+        return False
     spatial = arg_example(node, 1).dim() - 2
     if node.target == torch.ops.aten.convolution.default:
         if not arg_value(node, 6, "transposed", False):
-            return None
-        stride, padding, extra = arg_value(node, 3, "stride", 1), arg_value(node, 4, "padding", 0), arg_value(node, 7, "output_padding", 0)
+            return False
+        stride, extra = arg_value(node, 3, "stride", 1), arg_value(node, 7, "output_padding", 0)
     else:
-        stride, padding, extra = arg_value(node, 3, "stride", 1), arg_value(node, 4, "padding", 0), arg_value(node, 5, "output_padding", 0)
-    values = [list(v) if isinstance(v, (list, tuple)) else [v] * spatial for v in (stride, padding, extra)]
-    if not all(isinstance(i, int) for v in values for i in v):
-        return None
-    return values[0], values[1], values[2]
-
-
-def _output_padding_past_stride(node: torch.fx.Node) -> bool:
-    """An output padding as large as the stride (PyTorch allows it below the dilation), which
-    ONNX Runtime's ConvTranspose rejects when it runs."""
-    arguments = _transposed_arguments(node)
-    return arguments is not None and any(e >= s for s, e in zip(arguments[0], arguments[2]))
+        stride, extra = arg_value(node, 3, "stride", 1), arg_value(node, 5, "output_padding", 0)
+    strides, extras = windows.per_axis(stride, spatial, [1] * spatial), windows.per_axis(extra, spatial, [0] * spatial)
+    if not all(isinstance(i, int) for i in strides + extras):
+        return False
+    return any(e >= s for s, e in zip(strides, extras))
 
 
 def _transposed_conv(
@@ -407,11 +403,8 @@ def _transposed_conv(
     the full transposed product has): ``pads_end = padding - output_padding``; where that is
     negative the rows lie past the full product, which gives them the bias only."""
     spatial = weight.shape.rank() - 2
-
-    def each(value: Any) -> list[int]:
-        return [int(v) for v in value] if isinstance(value, (list, tuple)) else [int(value)] * spatial
-
-    strides, pads, extras, dilations = each(stride), each(padding), each(output_padding), each(dilation)
+    strides, dilations = windows.per_axis(stride, spatial, [1] * spatial), windows.per_axis(dilation, spatial, [1] * spatial)
+    pads, extras = windows.per_axis(padding, spatial, [0] * spatial), windows.per_axis(output_padding, spatial, [0] * spatial)
     unbatched = input.shape.rank() == spatial + 1
     x = op.Unsqueeze(input, op.Constant(value_ints=[0])) if unbatched else input
     ends = [max(p - e, 0) for p, e in zip(pads, extras)]
