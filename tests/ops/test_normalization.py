@@ -35,6 +35,15 @@ def test_group_norm(opset, fused, affine):
     assert ("GroupNormalization" in _op_types(program)) == fused
 
 
+@pytest.mark.parametrize("opset", [18, 21])
+@pytest.mark.parametrize("shape", [(0, 6, 5), (0, 6)])
+def test_group_norm_of_an_empty_batch(opset, shape):
+    """The [N, groups, -1] view of every other translation made a model ONNX Runtime refused to
+    load when N is 0 (OpInfo's empty sample)."""
+    program = assert_matches_eager(nn.GroupNorm(3, 6).eval(), (torch.randn(*shape),), opset_version=opset)
+    assert program(torch.randn(*shape))[0].shape == shape
+
+
 @pytest.mark.parametrize("opset, fused", [(18, False), (23, True)])
 @pytest.mark.parametrize("eps", [None, 1e-3])
 def test_rms_norm(opset, fused, eps):

@@ -11,13 +11,15 @@ from typing import Any, Sequence
 
 import numpy as np
 import onnx_ir as ir
+import torch
 from onnxscript import opset18 as op
 from onnxscript import opset21, opset23
 
-from torch_onnx_fx.registry import register
+from torch_onnx_fx.registry import arg_example, register
 
 __all__ = [
     "aten_group_norm_opset21",
+    "aten_group_norm_of_empty_batch",
     "aten_rms_norm",
     "aten_rms_norm_opset23",
     "aten_batch_norm",
@@ -32,6 +34,21 @@ def _per_channel(value: ir.Value | None, x: ir.Value, fill: float) -> ir.Value:
         return value
     channels = op.Shape(x, start=1, end=2)
     return op.Expand(op.CastLike(fill, x), channels)
+
+
+def _empty_batch(node: Any) -> bool:
+    example = arg_example(node)
+    return isinstance(example, torch.Tensor) and example.dim() > 0 and isinstance(example.shape[0], int) and example.shape[0] == 0
+
+
+@register("aten::group_norm", supports=_empty_batch)
+def aten_group_norm_of_empty_batch(input: ir.Value, num_groups: int, *args: Any, **kwargs: Any) -> ir.Value:
+    """group_norm of a batch of 0 samples: an empty result of the input's shape.
+
+    Every other translation views the input as [N, groups, -1], which ONNX cannot reshape when N
+    is 0 (the -1 is ambiguous: ONNX Runtime refuses the model at load), ONNX Runtime's
+    GroupNormalization (opset 21) included. Registered first, so it is preferred to both."""
+    return op.Identity(input)
 
 
 @register("aten::group_norm", min_opset=21)
