@@ -47,6 +47,24 @@ def test_integer_einsums_sum_exactly(dtype, equation):
     assert_matches_eager(lambda *xs: torch.einsum(equation, *xs), operands)
 
 
+@pytest.mark.parametrize(
+    "equation, shapes",
+    [
+        ("...ik,...j->ij", [(2, 3, 4), (2, 5)]),  # the ellipsis summed away
+        ("i...,i...->i", [(3, 4, 5), (3, 4, 5)]),
+        ("...ij,...jk->...ik", [(2, 3, 4, 5), (5, 6)]),  # ellipses of different ranks
+        ("...i,...i->...", [(2, 3, 4), (4,)]),
+        ("...,...->", [(3, 4), (4,)]),
+        ("...ij,...jk", [(3, 4, 5), (1, 5, 6)]),  # ONNX Runtime's own Einsum, broadcasting
+    ],
+)
+def test_einsum_ellipses_onnx_runtime_does_not_run(equation, shapes):
+    """ONNX Runtime's Einsum refuses ellipses of different ranks (at load) and an ellipsis the
+    output drops (when run); those are torch's decomposition now."""
+    operands = tuple(torch.randn(*shape) for shape in shapes)
+    assert_matches_eager(lambda *xs: torch.einsum(equation, *xs), operands)
+
+
 @pytest.mark.parametrize("divisor", [4, -3, 1, -7])
 @pytest.mark.parametrize("dtype", [torch.int8, torch.int32, torch.int64])
 def test_floor_division_by_a_number_is_exact_in_six_nodes(dtype, divisor):

@@ -314,14 +314,37 @@ def aten_pow_integer(self: Any, exponent: Any, *, ctx: OpContext) -> ir.Value:
     return _power_by_squaring(base, power, _EXPONENT_BITS[dtype], ctx)
 
 
-def _not_integral_result(node: torch.fx.Node) -> bool:
-    return not _integral_result(node)
+def _ellipses_onnx_runtime_takes(node: torch.fx.Node) -> bool:
+    """Whether ONNX Runtime's Einsum runs the equation's ellipses: it needs every input's ellipsis
+    to cover as many dims (no broadcasting of ranks, '...ij,...jk' of [2, 3, 4, 5] and [5, 6]
+    fails to load) and, when the inputs have one, the output to keep it (summing over an
+    ellipsis, '...ik,...j->ij', fails when run)."""
+    equation = node.args[0] if node.args else None
+    operands = node.args[1] if len(node.args) > 1 else ()
+    if not isinstance(equation, str) or "..." not in equation:
+        return True
+    inputs, arrow, output = equation.replace(" ", "").partition("->")
+    if arrow and "..." not in output:
+        return False
+    ranks = set()
+    for subscript, operand in zip(inputs.split(","), operands):
+        example = operand.meta.get("val") if isinstance(operand, torch.fx.Node) else None
+        if "..." in subscript:
+            if not isinstance(example, torch.Tensor):
+                return False
+            ranks.add(example.dim() - len(subscript.replace("...", "")))
+    return len(ranks) <= 1
+
+
+def _einsum_onnx_runtime_computes(node: torch.fx.Node) -> bool:
+    return not _integral_result(node) and _ellipses_onnx_runtime_takes(node)
 
 
 # ONNX Runtime's integer Einsum reduces through double precision and saturates (an int64 sum past
-# 2**53 loses bits; 'i->' of int8 [120, 100, -128] is not -140 wrapped as ATen's sum gives): integer
-# einsums are left to torch's decomposition, into products and sums that are exact here.
-limit_torchlib("aten::einsum", _not_integral_result)
+# 2**53 loses bits; 'i->' of int8 [120, 100, -128] is not -140 wrapped as ATen's sum gives), and
+# some ellipses it does not run: those einsums are left to torch's decomposition, into products
+# and sums that are exact here.
+limit_torchlib("aten::einsum", _einsum_onnx_runtime_computes)
 
 
 # Euclid's steps for the worst pair of each type (consecutive Fibonacci numbers), and a margin.
