@@ -95,6 +95,8 @@ CASES = {
  "var_std_mean": (lambda x: (*torch.var_mean(x, 1), *torch.std_mean(x, (0, 1), correction=0), torch.var(x[:1], 0), x.std(), x.var(1, keepdim=True)), lambda: (torch.randn(3, 4),)),
  "kthvalue_median": (lambda x: (*torch.kthvalue(x, 2, 1), *torch.kthvalue(x, 3, 0, keepdim=True), *torch.median(x, 1), torch.median(x)), lambda: (torch.randn(5, 4),)),
  "searchsorted": (lambda s, v: (torch.searchsorted(s, v), torch.searchsorted(s, v, right=True, out_int32=True), torch.searchsorted(s[0], v)), lambda: (torch.sort(torch.randn(2, 6)).values, torch.tensor([[0.0, 1.0, -1.0], [0.5, -0.5, 2.0]]))),
+ # A sorter reorders the boundaries; the count of boundaries before a value is the same in any order.
+ "searchsorted_with_sorter": (lambda s, o, v: (torch.searchsorted(s, v, sorter=o), torch.searchsorted(s, v, side="right", sorter=o), torch.searchsorted(s[1], v[0], sorter=o[1])), lambda: (torch.tensor([[2.0, -1.0, 0.5, 0.5, 3.0, float("nan")], [1.0, 0.0, -2.0, 4.0, 1.0, -1.0]]), torch.tensor([[1, 2, 3, 0, 4, 5], [2, 5, 1, 0, 4, 3]]), torch.tensor([[0.5, 2.5, float("nan"), 9.0], [1.0, -3.0, 0.0, 4.0]]))),
  "signbit_fmax_fmin_prod_frexp": (lambda x, y: (torch.signbit(x), torch.fmax(x, y), torch.fmin(x, y), torch.prod(x, 1), *torch.frexp(x)), lambda: (torch.tensor([[-0.0, 0.0, 1.5, -3.0], [8.0, float("nan"), 0.3, -1e-3]]), torch.tensor([[1.0, float("nan"), -2.0, 0.5], [0.0, 1.0, float("nan"), 2.0]]))),
  "adaptive_max_uneven_with_indices": (lambda x: (*F.adaptive_max_pool2d(x, (2, 3), return_indices=True), *F.adaptive_max_pool1d(x[0], 3, return_indices=True)), lambda: (torch.randn(1, 4, 4, 4),)),
  "adaptive_max_unbatched_3d": (lambda x: (F.adaptive_max_pool2d(x, (3, 2)), F.adaptive_max_pool3d(x[None], (2, 2, 3))), lambda: (torch.randn(4, 5, 7),)),

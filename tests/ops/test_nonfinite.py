@@ -10,6 +10,7 @@ import itertools
 
 import pytest
 import torch
+from torch.export import Dim
 
 import torch_onnx_fx
 from helpers import assert_matches_eager
@@ -75,6 +76,41 @@ def test_bucketize_and_searchsorted_of_nan_are_past_every_boundary(dtype):
     assert_matches_eager(model, (x, boundaries), rtol=0, atol=0)
     ints = torch.tensor([-3, 0, 2, 9])
     assert_matches_eager(model, (ints, torch.tensor([-1, 0, 2, 5])), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_searchsorted_past_nan_boundaries_follows_atens_binary_search(dtype):
+    """torch.sort puts NaNs last; ATen's binary search moves right past a NaN boundary, so a
+    value's index is where the search lands, not the count of boundaries below it (which put
+    every value one or two past eager's). Dynamic sizes, none included, run the search in a loop."""
+    def model(boundaries, x):
+        return (
+            torch.searchsorted(boundaries, x), torch.searchsorted(boundaries, x, side="right"),
+            torch.bucketize(x, boundaries), torch.bucketize(x, boundaries, right=True, out_int32=True),
+        )
+
+    boundaries = torch.tensor([-1.0, 0.5, 0.5, 2.0, 3.0, float("nan"), float("nan")], dtype=dtype)
+    x = torch.tensor([2.5, 0.5, -5.0, 3.0, float("nan"), float("inf"), 0.0], dtype=dtype)
+    torch.manual_seed(0)
+    more = [
+        ((torch.sort(torch.cat([torch.randn(n), torch.full((n // 5,), float("nan"))])).values.to(dtype), torch.randn(m).to(dtype)), {})
+        for n, m in [(0, 3), (1, 4), (12, 0), (40, 9)]
+    ]
+    assert_matches_eager(
+        model, (boundaries, x), rtol=0, atol=0, dynamic_shapes=({0: Dim("n", min=0)}, {0: Dim("m", min=0)}), more_inputs=more,
+    )
+    assert_matches_eager(model, (boundaries, x), rtol=0, atol=0)  # static sizes: a fixed number of steps
+
+
+def test_searchsorted_compares_in_the_promoted_type():
+    """int8 boundaries and an int64 value, float boundaries and a 2.5 scalar: ATen promotes both
+    sides before comparing (the ONNX comparison of mixed types was refused at load)."""
+
+    def model(boundaries, wide, floats):
+        return torch.searchsorted(boundaries, wide), torch.searchsorted(boundaries, 2.5), torch.searchsorted(floats, boundaries.long())
+
+    boundaries = torch.tensor([1, 2, 3, 100], dtype=torch.int8)
+    assert_matches_eager(model, (boundaries, torch.tensor([300, 2, -200]), torch.tensor([0.5, 2.0, 99.5])), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

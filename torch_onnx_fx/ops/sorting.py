@@ -15,6 +15,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.registry import arg_example, arg_value, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
@@ -179,11 +180,8 @@ def aten_mode(self: ir.Value, dim: int = -1, keepdim: bool = False) -> tuple[ir.
     return values, indices
 
 
-def _without_sorter(node: Any) -> bool:
-    return node.kwargs.get("sorter") is None
-
-
-@register("aten::searchsorted.Tensor", "aten::searchsorted.Scalar", supports=_without_sorter)
+@register("aten::searchsorted.Tensor", "aten::searchsorted.Scalar")
+@wants_context
 def aten_searchsorted(
     sorted_sequence: ir.Value,
     self: Any,
@@ -192,40 +190,75 @@ def aten_searchsorted(
     right: bool = False,
     side: str | None = None,
     sorter: ir.Value | None = None,
+    ctx: OpContext,
 ) -> ir.Value:
     """searchsorted.Tensor(Tensor sorted_sequence, Tensor self, *, bool out_int32=False, bool right=False, str? side=None, Tensor? sorter=None) -> Tensor"""
-    # The insertion index is the count of boundaries before the value: < for the left side,
-    # <= for the right side, compared on a new trailing axis and summed.
-    if not isinstance(self, ir.Value):
-        self = op.CastLike(self, sorted_sequence)
-    boundaries = sorted_sequence
-    if sorted_sequence.shape is not None and sorted_sequence.shape.rank() > 1:
-        boundaries = op.Unsqueeze(sorted_sequence, op.Constant(value_ints=[-2]))
-    values = op.Unsqueeze(self, op.Constant(value_ints=[-1]))
-    # ATen's binary search moves past a boundary unless boundary >= value (> on the right side):
-    # a NaN value is past every boundary (index len), where boundary < value never holds for it.
-    stops = op.Greater(boundaries, values) if right or side == "right" else op.GreaterOrEqual(boundaries, values)
-    before = op.Cast(op.Not(stops), to=ir.DataType.INT64)
-    # The count is the last running sum. ONNX Runtime's ReduceSum would be the obvious choice but
-    # returns an empty input unchanged; a leading zero column keeps the axis non-empty.
-    zeros = op.ConstantOfShape(
-        op.Concat(op.Shape(before, end=-1), op.Constant(value_ints=[1]), axis=0), value=ir.tensor(np.array([0], dtype=np.int64))
-    )
-    running = op.CumSum(op.Concat(zeros, before, axis=-1), op.Constant(value_int=-1))
-    count = op.Gather(running, op.Constant(value_int=-1), axis=-1)
-    return op.Cast(count, to=ir.DataType.INT32) if out_int32 else count
+    result = _binary_search(sorted_sequence, self, ctx.inputs[0], ctx.inputs[1], right or side == "right", sorter, ctx)
+    return op.Cast(result, to=ir.DataType.INT32) if out_int32 else result
 
 
 @register("aten::bucketize.Tensor", "aten::bucketize.Scalar")
-def aten_bucketize(self: Any, boundaries: ir.Value, *, out_int32: bool = False, right: bool = False) -> ir.Value:
+@wants_context
+def aten_bucketize(self: Any, boundaries: ir.Value, *, out_int32: bool = False, right: bool = False, ctx: OpContext) -> ir.Value:
     """bucketize.Tensor(Tensor self, Tensor boundaries, *, bool out_int32=False, bool right=False) -> Tensor
 
     searchsorted with the arguments swapped (boundaries are 1-D); torch's decomposition of it
     guards on data-dependent sizes and cannot be exported.
     """
-    return aten_searchsorted(boundaries, self, out_int32=out_int32, right=right)
+    result = _binary_search(boundaries, self, ctx.inputs[1], ctx.inputs[0], right, None, ctx)
+    return op.Cast(result, to=ir.DataType.INT32) if out_int32 else result
 
 
+def _binary_search(
+    boundaries: ir.Value, values: Any, boundaries_example: torch.Tensor, values_example: Any, right: bool, sorter: ir.Value | None, ctx: OpContext
+) -> ir.Value:
+    """ATen's binary search, step by step: ``start`` moves past the middle boundary unless
+    ``boundary >= value`` (``>`` on the right side), both in their promoted type.
+
+    Counting the boundaries below each value agrees only while every comparison is ordered:
+    ``torch.sort`` puts NaNs last, and past them ATen's search moves right (a NaN boundary is
+    never ``>=``), landing elsewhere than a count (``[-1, 0.5, 2, 3, nan]`` puts 0.5 at 1, a
+    count at 2). The search also keeps the memory to the values' size, where a count compares
+    every value with every boundary.
+    """
+    if isinstance(values_example, torch.Tensor):
+        common = onnx_dtype(torch.promote_types(boundaries_example.dtype, values_example.dtype))
+        values = ctx.cast(values, common)
+    else:
+        common = onnx_dtype(torch.result_type(boundaries_example, values_example))
+        values = ctx.constant(values, common)
+    boundaries = ctx.cast(boundaries, common)
+    if sorter is not None:
+        boundaries = op.GatherElements(boundaries, sorter, axis=-1)
+    length = boundaries_example.shape[-1]
+    count = op.Squeeze(op.Shape(boundaries, start=-1))
+    last = op.Sub(count, op.Constant(value_int=1))
+    start = op.ConstantOfShape(op.Shape(values), value=ir.tensor(np.array([0], dtype=np.int64)))
+    end = op.Add(start, count)
+    one_row = boundaries_example.dim() == 1
+    stops = op.Greater if right else op.GreaterOrEqual
+
+    def step(_: ir.Value, start: ir.Value, end: ir.Value) -> list[ir.Value]:
+        # ATen's start + ((end - start) >> 1), both non-negative.
+        middle = op.Div(op.Add(start, end), op.Constant(value_int=2))
+        # A finished search's middle can be the length; any boundary stands in for it there.
+        index = op.Min(middle, last)
+        boundary = op.Gather(boundaries, index) if one_row else op.GatherElements(boundaries, index, axis=-1)
+        # A finished search (start == end == middle) takes the left branch, which keeps it.
+        left = op.Or(stops(boundary, values), op.GreaterOrEqual(start, end))
+        return [op.Where(left, start, op.Add(middle, op.Constant(value_int=1))), op.Where(left, middle, end)]
+
+    if isinstance(length, int):
+        # A range of n halves to at most n // 2 each step: n.bit_length() steps end every search.
+        return ctx.loop(length.bit_length(), [start, end], step)[0] if length else start
+
+    def finished(start: ir.Value, end: ir.Value) -> ir.Value:
+        # A leading 0 keeps the maximum defined for no values at all.
+        searching = op.Reshape(op.Cast(op.Less(start, end), to=ir.DataType.INT64), op.Constant(value_ints=[-1]))
+        return op.Equal(op.ReduceMax(op.Concat(op.Constant(value_ints=[0]), searching, axis=0), keepdims=0), op.Constant(value_int=0))
+
+    # At most as many steps as boundaries (none for none), each ending when every search has.
+    return ctx.loop(op.Min(count, op.Constant(value_int=64)), [start, end], step, until=finished)[0]
 
 
 def _cumulative_extreme(self: ir.Value, dim: int, pick_max: bool) -> tuple[ir.Value, ir.Value]:
