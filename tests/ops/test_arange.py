@@ -1,5 +1,5 @@
-"""Floating aranges as ATen computes them: the length in double, the values in ATen's
-accumulator type, rounded once."""
+"""Aranges as ATen computes them: the bounds in ATen's accumulator type, the length in double
+(in integers for int64), the values in the accumulator, converted once."""
 
 from __future__ import annotations
 
@@ -18,6 +18,26 @@ def test_constant_aranges_match_eager(dtype: torch.dtype) -> None:
     # These short ones are bit-identical; longer ones can differ from eager by an ulp in places.
     bounds = [(0.1, -7.9, -4.0), (0.0, 1.0, 0.1), (1.0, 2.0, 0.3), (-1.7, 3.3, 0.5), (0, 5, 1)]
     assert_matches_eager(lambda x: tuple(torch.arange(*b, dtype=dtype) + x for b in bounds), (torch.zeros(1, dtype=dtype),), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64])
+def test_integer_aranges_from_floating_bounds(dtype: torch.dtype) -> None:
+    # ATen truncates the bounds to int64 and wraps each value into the type: uint8's
+    # arange(-0.9, 2.1, 2.0) is [0, 2] (torchlib's [0, 1]), arange(2.1, -2.9, -1.0) ends 255, 254
+    # (torchlib's 0, 255), arange(0.1, -7.9, -4.0) is 2 long (torchlib's 3, an invalid model).
+    bounds = [(-0.9, 2.1, 2.0), (2.1, -2.9, -1.0), (0.1, -7.9, -4.0), (0.5, 5.5, 1.5), (-3, 5, 2), (7.9,)]
+    assert_matches_eager(lambda x: tuple(torch.arange(*b, dtype=dtype) + x for b in bounds), (torch.zeros(1, dtype=dtype),), rtol=0, atol=0)
+
+
+def test_integer_aranges_from_sizes() -> None:
+    def function(x):
+        n = x.shape[1]
+        return torch.arange(n, dtype=torch.uint8), torch.arange(-2, n, 3, dtype=torch.int8), torch.arange(0.5, n, 1.5, dtype=torch.int32)
+
+    assert_matches_eager(
+        function, (torch.randn(2, 7),), rtol=0, atol=0,
+        dynamic_shapes=({1: torch.export.Dim("n", min=2)},), more_inputs=[((torch.randn(2, 300),), {})],
+    )
 
 
 def test_sizes_from_the_input() -> None:

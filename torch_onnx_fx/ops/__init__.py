@@ -18,6 +18,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     integer_windows,  # before pooling's divisor translation, which computes in floating point
     activation,
     affine_quantized,
+    arange,
     arithmetic,
     complex,
     control_flow,
@@ -25,7 +26,6 @@ from torch_onnx_fx.ops import (  # noqa: F401
     diagonal,
     double_precision,
     embedding_bag,
-    floating_arange,
     grid_sample,
     histogram,
     indexing,

@@ -24,7 +24,7 @@ from torch_onnx_fx.translate.op_context import OpContext
 __all__ = [
     "aten_alias", "aten_view", "aten_reshape", "aten_expand", "aten_unsqueeze", "aten_transpose",
     "aten_slice", "aten_select", "aten_cat", "aten_new_ones", "prims_convert_element_type",
-    "aten_arange", "aten_arange_start", "aten_arange_start_step", "aten_gather", "aten_embedding",
+    "aten_gather", "aten_embedding",
     "aten_contiguous", "aten_type_as", "aten_permute", "aten_split_static", "aten_zeros", "aten_zeros_like",
     "aten_unbind", "aten_repeat_interleave_self_int", "aten_index_tensor",
     "aten_full_like", "aten_clone", "aten_new_zeros", "aten_masked_fill", "aten_detach", "aten_to_copy",
@@ -171,46 +171,6 @@ def _real_conversion(node: torch.fx.Node) -> bool:
 def prims_convert_element_type(a: ir.Value, dtype: int) -> ir.Value:
     """convert_element_type(Tensor a, ScalarType dtype) -> Tensor (the walk gives dtypes as ONNX's)"""
     return op.Cast(a, to=dtype)
-
-
-def _integral_arange(*names: str) -> Any:
-    """An arange of int64 from integer bounds (symbolic ones included): ONNX's Range computes it
-    exactly. Floating bounds or results, whose length ATen computes in double, are left to
-    ``ops/floating_arange.py``."""
-
-    def accepts(node: torch.fx.Node) -> bool:
-        result = node.meta.get("val")
-        if not isinstance(result, torch.Tensor) or result.dtype != torch.int64:
-            return False
-        bounds = [arg_value(node, i, name, 1 if name == "step" else 0) for i, name in enumerate(names)]
-        return all(isinstance(b, (int, torch.SymInt)) and not isinstance(b, bool) for b in bounds)
-
-    return accepts
-
-
-def _range(start: Any, end: Any, step: Any) -> ir.Value:
-    def scalar(value: Any) -> Any:
-        return op.Constant(value=ir.tensor(value, dtype=ir.DataType.INT64)) if isinstance(value, int) else value
-
-    return op.Range(scalar(start), scalar(end), scalar(step))
-
-
-@register("aten::arange", supports=_integral_arange("end"))
-def aten_arange(end: Any, *args: Any, **kwargs: Any) -> ir.Value:
-    """arange(Scalar end, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor"""
-    return _range(0, end, 1)
-
-
-@register("aten::arange.start", supports=_integral_arange("start", "end"))
-def aten_arange_start(start: Any, end: Any, *args: Any, **kwargs: Any) -> ir.Value:
-    """arange.start(Scalar start, Scalar end, *, ScalarType? dtype=None, ...) -> Tensor"""
-    return _range(start, end, 1)
-
-
-@register("aten::arange.start_step", supports=_integral_arange("start", "end", "step"))
-def aten_arange_start_step(start: Any, end: Any, step: Any = 1, *args: Any, **kwargs: Any) -> ir.Value:
-    """arange.start_step(Scalar start, Scalar end, Scalar step=1, *, ScalarType? dtype=None, ...) -> Tensor"""
-    return _range(start, end, step)
 
 
 def _gather_of_tensors(node: torch.fx.Node) -> bool:
