@@ -7,6 +7,8 @@ import torch
 
 from helpers import assert_matches_eager
 
+import torch_onnx_fx
+
 
 @pytest.mark.parametrize(
     "size, shape",
@@ -31,3 +33,24 @@ def test_cat_of_empty_tensors_only():
     # torchlib's cat drops empty inputs and then asserts on nothing left (triu_indices of an
     # empty matrix concatenates two empty index rows).
     assert_matches_eager(lambda x: (torch.triu_indices(0, 3), torch.cat([x[:0], x[:0]])), (torch.arange(4),))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32])
+@pytest.mark.parametrize("shape, factor", [((1, 0, 1, 1), 1), ((1, 1, 0, 1), 1), ((1, 4, 0, 1), 2), ((2, 1, 4, 2, 0), 2)])
+def test_pixel_shuffle_of_empty_tensors(dtype, shape, factor):
+    # torchlib's reshapes to [-1, C, H, W] (and with a 0 for int32) made models ONNX Runtime
+    # refused to load (OpInfo's empty samples).
+    assert_matches_eager(lambda x: torch.nn.functional.pixel_shuffle(x, factor), (torch.zeros(shape, dtype=dtype),))
+
+
+@pytest.mark.parametrize("shape, factor", [((1, 0, 1, 1), 1), ((1, 1, 0, 2), 2), ((2, 0, 1, 4, 4), 2)])
+def test_pixel_unshuffle_of_empty_tensors_has_the_exported_shape(shape, factor):
+    # Eager's CPU kernel returns an empty input unchanged; its meta function (the shape the
+    # exported graph declares) unshuffles the shape. The model loads and has the latter.
+    class Unshuffle(torch.nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.pixel_unshuffle(x, factor)
+
+    x = torch.zeros(shape)
+    (result,) = torch_onnx_fx.export(Unshuffle(), (x,), verbose=False)(x)
+    assert result.shape == torch.nn.functional.pixel_unshuffle(x.to("meta"), factor).shape

@@ -544,3 +544,20 @@ def aten_cat_of_nothing(tensors: Any, dim: int = 0, *, ctx: OpContext) -> ir.Val
     """cat(Tensor[] tensors, int dim=0) -> Tensor, of no elements: the empty result, a constant"""
     dtype = from_torch_dtype(ctx.result.dtype)
     return ctx.constant(ir.tensor(np.zeros(tuple(ctx.result.shape), dtype=dtype.numpy()), dtype=dtype))
+
+
+def _static_and_empty(node: Any) -> bool:
+    example = arg_example(node)
+    return _statically_empty(node) and all(isinstance(d, int) for d in example.shape)
+
+
+@register("aten::pixel_shuffle", "aten::pixel_unshuffle", supports=_static_and_empty)
+@wants_context
+def aten_pixel_shuffle_of_empty(self: ir.Value, factor: int, *, ctx: OpContext) -> ir.Value:
+    """pixel_shuffle(Tensor self, int upscale_factor) -> Tensor and pixel_unshuffle, of an empty
+    tensor: an empty tensor of the shape torch.export gives it (torchlib's reshapes with a -1,
+    or with a 0 for int32, made models ONNX Runtime refused to load).
+
+    Eager's CPU pixel_unshuffle returns an empty input unchanged, against its own meta function's
+    shape; the exported graph declares the meta shape, which this follows."""
+    return op.Reshape(self, list(ctx.result.shape), allowzero=1)
