@@ -267,6 +267,29 @@ def test_histc_of_data_without_a_finite_range_is_nan():
 
 
 
+class _Bincount(torch.nn.Module):
+    def forward(self, ids, weights, integers, flags, halves):
+        return (
+            torch.bincount(ids, weights), torch.bincount(ids, weights, minlength=12), torch.bincount(ids, integers),
+            torch.bincount(ids, flags), torch.bincount(ids, halves), torch.bincount(ids, minlength=3),
+        )
+
+
+def test_bincount_with_weights_sums_as_aten_does():
+    """torchlib refused weights. Sums in float32 for float32 weights, double for any other,
+    added in input order: the same bits as eager's loop."""
+    torch.manual_seed(0)
+
+    def inputs(n):
+        return (
+            torch.randint(0, 7, (n,)), torch.randn(n) * 1e3, torch.randint(-5, 5, (n,), dtype=torch.int32),
+            torch.rand(n) > 0.5, torch.randn(n).half(),
+        )
+
+    more = [(inputs(1), {}), (inputs(2000), {})]
+    assert_matches_eager(_Bincount(), inputs(40), dynamic_shapes=tuple({0: "n"} for _ in range(5)), more_inputs=more, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int32, torch.int16, torch.uint8])
 def test_median_of_an_empty_tensor_is_eager_fill(dtype):
     # ONNX Runtime refused the session (TopK's shape inference: no element to take); eager fills NaN

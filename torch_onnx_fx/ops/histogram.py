@@ -1,4 +1,5 @@
-"""histogram, histogramdd and histc: counts (or densities) of values in bins, with their bin edges.
+"""histogram, histogramdd, histc and bincount: counts (or densities) of values in bins, with their
+bin edges.
 
 torchlib lacks the first two and torch has neither a decomposition nor a fake kernel for them;
 torchlib's histc compares values with precomputed edges (ATen computes each value's bin by a
@@ -6,7 +7,8 @@ formula, which can put values near an edge elsewhere) and refuses ``min == max``
 where the range comes from the data (MoE routers count tokens per expert so). Evenly
 spaced bins place values as ATen does (a guess from the relative position, settled against the
 neighbouring edges), so values on an edge land in the same bin; explicit edges are searched.
-The counts are a ``ScatterElements`` add of each in-range value's weight (or 1) into its bin.
+The counts are a ``ScatterElements`` add of each in-range value's weight (or 1) into its bin;
+bincount's too (torchlib's refuses weights), which ONNX Runtime adds in input order as ATen does.
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ import numpy as np
 import onnx_ir as ir
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.ops import _tensors as tx
-from torch_onnx_fx.registry import register
+from torch_onnx_fx.registry import register, wants_context
+from torch_onnx_fx.translate.op_context import OpContext
 
 __all__ = [
+    "aten_bincount",
     "aten_histc",
     "aten_histogram_bin_ct",
     "aten_histogram_bins_tensor",
@@ -273,3 +278,24 @@ def aten_histc(self: ir.Value, bins: int = 100, min: float = 0.0, max: float = 0
     zeros = tx.filled_like(self, 0.0, tx.ints(bins))
     counts = tx.scatter_elements(zeros, index, amounts, 0, "add")
     return counts if finite is None else op.Where(finite, counts, op.CastLike(float("nan"), column))
+
+
+@register("aten::bincount")
+@wants_context
+def aten_bincount(self: ir.Value, weights: ir.Value | None = None, minlength: int = 0, *, ctx: OpContext) -> ir.Value:
+    """bincount(Tensor self, Tensor? weights=None, SymInt minlength=0) -> Tensor
+
+    max(self) + 1 bins (none for an empty input), at least ``minlength``. Weights are summed in
+    the result's type (float32 for float32 weights, double for any other), one by one in input
+    order as ATen's loop adds them, so the sums are its bits; counts are int64."""
+    values = op.Cast(self, to=ir.DataType.INT64)
+    # A -1 keeps the maximum defined for an empty input and makes its length 0.
+    largest = op.ReduceMax(op.Concat(values, op.Constant(value_ints=[-1]), axis=0), keepdims=1)
+    length = op.Max(op.Add(largest, op.Constant(value_ints=[1])), op.Constant(value_ints=[minlength]))
+    result_type = onnx_dtype(ctx.result.dtype)
+    zeros = op.ConstantOfShape(length, value=ir.tensor(np.zeros(1, dtype=result_type.numpy())))
+    if weights is None:
+        updates = op.Expand(op.Constant(value=ir.tensor(np.ones((), dtype=result_type.numpy()))), op.Shape(values))
+    else:
+        updates = op.Cast(weights, to=result_type)
+    return op.ScatterElements(zeros, values, updates, axis=0, reduction="add")
