@@ -241,3 +241,21 @@ def test_in_place_ops_that_must_not_be_rebound_naively(fn, x):
     # float32 at the default tolerance (the naive rebindings are off by whole values).
     rtol, atol = {torch.int64: (0.0, 0.0), torch.float64: (1e-12, 0.0)}.get(x.dtype, (1e-4, 1e-5))
     assert_matches_eager(Model(), (x,), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.int32, torch.float32])
+def test_sums_and_products_in_bool(dtype):
+    """ATen accumulates dtype=torch.bool sums as "any" and products as "all" (OpInfo's prod
+    sample); ONNX's reductions reject bool (an invalid model before). Counted in int64, read as
+    bool."""
+    x = (torch.rand(3, 5) > 0.4).to(dtype) * (2 if dtype != torch.bool else 1)
+    x[0] = 0
+    x[1] = 1
+
+    def model(x):
+        return (
+            torch.prod(x, 1, dtype=torch.bool), torch.prod(x, dtype=torch.bool), torch.prod(x, 0, keepdim=True, dtype=torch.bool),
+            torch.sum(x, 1, dtype=torch.bool), torch.sum(x, dtype=torch.bool), torch.sum(x, (0, 1), dtype=torch.bool),
+        )
+
+    assert_matches_eager(model, (x,))

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
-__all__ = ["CONVERT", "ConvertingPass", "converted", "node_name", "tensor_example"]
+__all__ = ["CONVERT", "ConvertingPass", "converted", "dtype_position", "dtype_argument", "node_name", "tensor_example"]
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +29,20 @@ def node_name(node: torch.fx.Node) -> str | None:
 def tensor_example(arg: Any) -> torch.Tensor | None:
     example = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
     return example if isinstance(example, torch.Tensor) else None
+
+
+def dtype_position(node: torch.fx.Node) -> int | None:
+    """Where the operator's schema puts its ``dtype`` argument, if it has one."""
+    names = [a.name for a in node.target._schema.arguments]
+    return names.index("dtype") if "dtype" in names else None
+
+
+def dtype_argument(node: torch.fx.Node) -> Any:
+    """The node's ``dtype`` argument, given by keyword or by position; None when not given."""
+    if "dtype" in node.kwargs:
+        return node.kwargs["dtype"]
+    position = dtype_position(node)
+    return node.args[position] if position is not None and position < len(node.args) else None
 
 
 def converted(node: torch.fx.Node, arg: torch.fx.Node, dtype: torch.dtype) -> torch.fx.Node:

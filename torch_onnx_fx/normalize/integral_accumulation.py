@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from torch_onnx_fx.normalize import promotion
-from torch_onnx_fx.normalize.conversions import ConvertingPass, node_name, tensor_example
+from torch_onnx_fx.normalize.conversions import ConvertingPass, dtype_argument, node_name, tensor_example
 
 __all__ = ["IntegralAccumulationPass"]
 
@@ -27,12 +27,7 @@ class IntegralAccumulationPass(ConvertingPass):
         example = tensor_example(node.args[0])
         if example is None:
             return []
-        wanted = node.kwargs.get("dtype")
-        if wanted is None:
-            names = [a.name for a in node.target._schema.arguments]
-            position = names.index("dtype") if "dtype" in names else None
-            if position is not None and position < len(node.args):
-                wanted = node.args[position]
+        wanted = dtype_argument(node)
         if wanted is None and name in promotion.INTEGRAL_TO_LONG:
             narrow = not example.dtype.is_floating_point and not example.is_complex()
             wanted = torch.int64 if narrow else None
