@@ -69,3 +69,30 @@ def test_torchlib_loads_only_for_a_node_that_needs_it(tmp_path: Path, cache: str
     assert result.returncode == 0, result.stderr[-2000:]
     expected = "after ours False\nafter theirs True" if cache == "warm" else "after ours True\nafter theirs True"
     assert result.stdout.strip() == expected
+
+
+_COMPLEX = textwrap.dedent(
+    """
+    import torch, torch_onnx_fx
+
+    class Complex(torch.nn.Module):  # complex translations built on torchlib's real ones
+        def forward(self, z):
+            return torch.diagonal(z) * 2, torch.fft.fft(z, dim=0), z[torch.tensor([1, 0])]
+
+    z = torch.randn(3, 3, dtype=torch.complex64)
+    program = torch_onnx_fx.export(Complex(), (z,), dynamo=True, verbose=False)
+    assert all(torch.allclose(a, b, atol=1e-5) for a, b in zip(program(z), Complex()(z)))
+    print("ok")
+    """
+)
+
+
+def test_complex_translations_load_torchlib_they_build_on(tmp_path: Path) -> None:
+    """The complex diagonal, FFT and index wrap torchlib's real translations and read them from
+    torchlib's registry, which is empty in a process whose cached index spared it the import:
+    such a process failed (KeyError) on its first complex model."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
+    for _ in range(2):  # the second process reads the index the first one wrote
+        result = subprocess.run([sys.executable, "-c", _COMPLEX], env=env, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert result.stdout.strip() == "ok"

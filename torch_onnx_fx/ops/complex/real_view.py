@@ -17,6 +17,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.errors import TranslationError
 from torch_onnx_fx.ops._tensors import constant as _const
+from torch_onnx_fx.ops.deferred_torchlib import torchlib_function
 from torch_onnx_fx.ops._tensors import int64, ints
 from torch_onnx_fx.ops.nonfinite import atan2 as _atan2
 
@@ -154,8 +155,8 @@ def _filled(value: Any, shape: ir.Value, real_dtype: ir.DataType) -> ir.Value:
 
 
 def _torchlib(name: str, *, complex: bool = False) -> Any:
-    """torchlib's translation of ``name`` (its complex overload with ``complex``)."""
-    from onnxscript.function_libs.torch_lib import registration
-
-    entry = registration.default_registry[name]
-    return (entry.complex if complex else entry.overloads)[0]
+    """torchlib's translation of ``name`` (its complex overload with ``complex``), loading
+    torchlib's translations if no node has yet: its registry is empty until then, and reading
+    it directly failed every complex diagonal, FFT and index of a process whose cached torchlib
+    index spared it the import."""
+    return torchlib_function(name, 0, complex)()
