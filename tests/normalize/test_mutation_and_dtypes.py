@@ -259,3 +259,10 @@ def test_sums_and_products_in_bool(dtype):
         )
 
     assert_matches_eager(model, (x,))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_gather_with_an_empty_uint8_index(dtype):
+    # ATen's gather takes an empty index of any integer type; GatherElements takes int32 and
+    # int64 only (the complex translation made an invalid model). normalize.index_dtype makes it int64.
+    assert_matches_eager(lambda x, i: torch.gather(x, 1, i), (torch.randn(3, 4).to(dtype), torch.zeros(0, 2, dtype=torch.uint8)))

@@ -180,10 +180,8 @@ def _gather_of_tensors(node: torch.fx.Node) -> bool:
 
 @register("aten::gather", supports=_gather_of_tensors)
 def aten_gather(self: ir.Value, dim: int, index: ir.Value, sparse_grad: bool = False) -> ir.Value:
-    """gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor"""
-    if index.dtype not in (ir.DataType.INT64, ir.DataType.INT32):
-        # GatherElements indexes with int32 or int64 only (ATen takes an empty uint8 index too).
-        index = op.Cast(index, to=ir.DataType.INT64)
+    """gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor (the index
+    int64, normalize.index_dtype)"""
     return op.GatherElements(self, index, axis=dim)
 
 
