@@ -28,6 +28,7 @@ CASES = {
     "scatter_value": lambda z: z.scatter(0, INDEX, 1.5),
     "masked_select": lambda z: torch.masked_select(z, MASK),
     "masked_scatter": lambda z: z.masked_scatter(MASK, FLAT.to(z.dtype)),
+    "masked_scatter_broadcast": lambda z: z[0].masked_scatter(MASK, FLAT.to(z.dtype)),  # self [4], mask [3, 4]
     "put": lambda z: z.put(torch.tensor([0, -1, 5]), FLAT[:3].to(z.dtype)),
     "put_accumulate": lambda z: z.put(torch.tensor([0, -1, 0]), FLAT[:3].to(z.dtype), accumulate=True),
     "logical_or": lambda z: torch.logical_or(z, z * 0),

@@ -208,12 +208,14 @@ def aten_masked_select_complex(self: ir.Value, mask: ir.Value) -> ir.Value:
 def aten_masked_scatter_complex(self: ir.Value, mask: ir.Value, source: ir.Value) -> ir.Value:
     """masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor: the k-th selected
     element (row-major) takes source's k-th element"""
-    shape = op.Shape(_re(self))
+    # The result has the broadcast shape of self and mask (Expand broadcasts both ways).
+    shape = op.Shape(op.Expand(_re(self), op.Shape(mask)))
+    pairs = op.Concat(shape, ints(2), axis=0)
     flat_mask = op.Reshape(op.Expand(mask, shape), ints(-1))
     taken = op.Sub(op.CumSum(op.Cast(flat_mask, to=ir.DataType.INT64), int64(0)), int64(1))
     values = op.Gather(op.Reshape(source, ints(-1, 2)), op.Max(taken, int64(0)), axis=0)
-    flat = op.Where(op.Unsqueeze(flat_mask, ints(-1)), values, op.Reshape(self, ints(-1, 2)))
-    return op.Reshape(flat, op.Shape(self))
+    flat = op.Where(op.Unsqueeze(flat_mask, ints(-1)), values, op.Reshape(op.Expand(self, pairs), ints(-1, 2)))
+    return op.Reshape(flat, pairs)
 
 
 @register("aten::put", complex=True)
