@@ -29,6 +29,8 @@ CASES = {
     "masked_select": lambda z: torch.masked_select(z, MASK),
     "masked_scatter": lambda z: z.masked_scatter(MASK, FLAT.to(z.dtype)),
     "masked_scatter_broadcast": lambda z: z[0].masked_scatter(MASK, FLAT.to(z.dtype)),  # self [4], mask [3, 4]
+    "cat_with_legacy_empty": lambda z: torch.cat([torch.zeros(0, dtype=z.dtype), z, z * 1j, torch.zeros(0, dtype=z.dtype)], 1),
+    "cat_1d_with_legacy_empty": lambda z: torch.cat([torch.zeros(0, dtype=z.dtype), z[0]]),
     "put": lambda z: z.put(torch.tensor([0, -1, 5]), FLAT[:3].to(z.dtype)),
     "put_accumulate": lambda z: z.put(torch.tensor([0, -1, 0]), FLAT[:3].to(z.dtype), accumulate=True),
     "logical_or": lambda z: torch.logical_or(z, z * 0),

@@ -35,7 +35,7 @@ __all__ = [
     "aten_as_strided_complex", "aten_mul_prims_complex", "aten_prod_complex", "aten_cumprod_complex",
     "aten_gather_complex", "aten_scatter_complex", "aten_masked_select_complex", "aten_masked_scatter_complex",
     "aten_put_complex", "aten_logical_complex", "aten_empty_complex", "aten_as_strided_scatter_complex",
-    "aten_diagonal_scatter_complex", "aten_nonzero_static_complex", "aten_addbmm_complex",
+    "aten_diagonal_scatter_complex", "aten_nonzero_static_complex", "aten_addbmm_complex", "aten_cat_complex",
 ]
 
 
@@ -321,3 +321,19 @@ def aten_addbmm_complex(self: ir.Value, batch1: ir.Value, batch2: ir.Value, *, b
         return total
     scaled = self if complex(beta) == 1 else _mul(_operand(beta, self), self)
     return op.Add(scaled, total)
+
+
+@register("aten::cat", complex=True)
+@wants_context
+def aten_cat_complex(tensors: Sequence[ir.Value], dim: int = 0, *, ctx: OpContext) -> ir.Value:
+    """cat(Tensor[] tensors, int dim=0) -> Tensor: a Concat of the real views, without ATen's
+    legacy empty inputs (1-D of size 0, skipped beside tensors of any rank), whose real view
+    [0, 2] has another rank than the others' (an invalid model before)."""
+    rank = ctx.result.dim()
+    kept = [
+        tensor for tensor, example in zip(tensors, ctx.inputs[0])
+        if not (example.dim() == 1 and isinstance(example.shape[0], int) and example.shape[0] == 0)
+    ]
+    if not kept:  # every input empty: so is the result
+        return op.Identity(tensors[0])
+    return op.Concat(*kept, axis=_dim(dim, rank)) if len(kept) > 1 else op.Identity(kept[0])
