@@ -15,7 +15,7 @@ from onnxscript import opset18 as op
 from torch_onnx_fx.ops.complex.real_view import _torchlib
 from torch_onnx_fx.registry import arg_example, arg_value, register
 
-__all__ = ["aten_stft", "aten_istft_complex", "aten_fft_c2c_complex"]
+__all__ = ["aten_stft", "aten_istft_complex", "aten_fft_c2c_complex", "aten_fft_r2c", "aten_fft_c2r_complex"]
 
 
 def _window(window: ir.Value | None, n_fft: int, win_length: int | None, like: ir.Value) -> ir.Value:
@@ -179,3 +179,22 @@ def aten_fft_c2c_complex(self: ir.Value, dim: list[int], normalization: int, for
     PyTorch's FFT in float32 (stft of a complex signal, n_fft=10: 5.5e-5 against 4.5e-6)."""
     translation = _torchlib("aten::_fft_c2c", complex=True)
     return op.CastLike(translation(op.Cast(self, to=ir.DataType.DOUBLE), dim, normalization, forward), self)
+
+
+@register("aten::_fft_r2c")
+def aten_fft_r2c(self: ir.Value, dim: list[int], normalization: int, onesided: bool) -> ir.Value:
+    """_fft_r2c(Tensor self, int[] dim, int normalization, bool onesided) -> Tensor (``rfft``)
+
+    torchlib's ``DFT`` in float64, as ``_fft_c2c``: in float32 ONNX Runtime's rfft of 1,000
+    samples was 8e-5 of the largest magnitude off the exact transform (eager: 1.6e-7)."""
+    translation = _torchlib("aten::_fft_r2c")
+    return op.CastLike(translation(op.Cast(self, to=ir.DataType.DOUBLE), dim, normalization, onesided), self)
+
+
+@register("aten::_fft_c2r", complex=True)
+def aten_fft_c2r_complex(self: ir.Value, dim: list[int], normalization: int, last_dim_size: int) -> ir.Value:
+    """_fft_c2r(Tensor self, int[] dim, int normalization, SymInt last_dim_size) -> Tensor (``irfft``, ``hfft``)
+
+    In float64, as ``_fft_c2c``: in float32 an irfft of 1,000 samples was 2e-4 off (eager: 2.4e-7)."""
+    translation = _torchlib("aten::_fft_c2r", complex=True)
+    return op.CastLike(translation(op.Cast(self, to=ir.DataType.DOUBLE), dim, normalization, last_dim_size), self)
