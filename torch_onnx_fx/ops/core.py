@@ -301,34 +301,35 @@ def aten_conj_physical_complex(self: ir.Value) -> ir.Value:
     return op.Mul(self, op.CastLike(op.Constant(value_floats=[1.0, -1.0]), self))
 
 
-def _flat_unique_consecutive(node: Any) -> bool:
-    args = list(node.args) + [None] * 4
-    return node.kwargs.get("dim", args[3]) is None
-
-
-@register("aten::unique_consecutive", supports=_flat_unique_consecutive)
+@register("aten::unique_consecutive")
 def aten_unique_consecutive(
     self: ir.Value, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
 ) -> tuple[ir.Value, ir.Value, ir.Value]:
     """unique_consecutive(Tensor self, bool return_inverse=False, bool return_counts=False, int? dim=None) -> (Tensor, Tensor, Tensor)
 
-    Over the flattened tensor, any dtype (torchlib's handles integers only): a run starts where
-    an element differs from its predecessor (NaN always does, as in eager).
+    Over the flattened tensor or, with ``dim``, over its slices along ``dim`` (torchlib's takes
+    neither a dim nor other dtypes than integers): a run starts where an element (a slice)
+    differs from its predecessor in any place, NaN always differing, as in eager.
     """
-    flat = op.Reshape(self, op.Constant(value_ints=[-1]))
-    size = op.Shape(flat)
-    previous = op.Slice(flat, op.Constant(value_ints=[0]), op.Constant(value_ints=[-1]))
-    following = op.Slice(flat, op.Constant(value_ints=[1]), size)
-    starts_run = op.Concat(
-        op.Greater(size, op.Constant(value_ints=[0])),  # the first element, if there is one
-        op.Not(op.Equal(following, previous)),
-        axis=0,
-    )
-    values = op.Compress(flat, starts_run, axis=0)
-    inverse = op.Reshape(
-        op.Sub(op.CumSum(op.Cast(starts_run, to=ir.DataType.INT64), op.Constant(value_int=0)), op.Constant(value_int=1)),
-        op.Shape(self),
-    )
+    rank = self.shape.rank() if self.shape is not None else None
+    if dim is None or rank is None:
+        data, axis = op.Reshape(self, op.Constant(value_ints=[-1])), 0
+    else:
+        data, axis = self, dim % max(rank, 1)
+    size = op.Shape(data, start=axis, end=axis + 1)
+    axes = op.Constant(value_ints=[axis])
+    previous = op.Slice(data, op.Constant(value_ints=[0]), op.Constant(value_ints=[-1]), axes)
+    following = op.Slice(data, op.Constant(value_ints=[1]), op.Constant(value_ints=[2**62]), axes)
+    differs = op.Not(op.Equal(following, previous))
+    others = [a for a in range(rank or 1) if a != axis] if dim is not None else []
+    if others:  # a slice differs where any of its elements does
+        differs = op.Cast(op.ReduceMax(op.Cast(differs, to=ir.DataType.INT32), op.Constant(value_ints=others), keepdims=0), to=ir.DataType.BOOL)
+    # The first element starts a run; sliced to the length, so that an empty input has no runs.
+    starts_run = op.Slice(op.Concat(op.Constant(value=ir.tensor([True])), differs, axis=0), op.Constant(value_ints=[0]), size)
+    values = op.Compress(data, starts_run, axis=axis)
+    inverse = op.Sub(op.CumSum(op.Cast(starts_run, to=ir.DataType.INT64), op.Constant(value_int=0)), op.Constant(value_int=1))
+    if dim is None:
+        inverse = op.Reshape(inverse, op.Shape(self))
     starts = op.Reshape(op.NonZero(starts_run), op.Constant(value_ints=[-1]))
     ends = op.Concat(op.Slice(starts, op.Constant(value_ints=[1]), op.Constant(value_ints=[2**62])), size, axis=0)
     counts = op.Sub(ends, starts)
