@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import onnx
 import pytest
 import torch
 
 from helpers import assert_matches_eager
 
 import torch_onnx_fx
+from torch_onnx_fx.capture.library_patches import applied
 
 
 @pytest.mark.parametrize(
@@ -54,3 +56,16 @@ def test_pixel_unshuffle_of_empty_tensors_has_the_exported_shape(shape, factor):
     x = torch.zeros(shape)
     (result,) = torch_onnx_fx.export(Unshuffle(), (x,), verbose=False)(x)
     assert result.shape == torch.nn.functional.pixel_unshuffle(x.to("meta"), factor).shape
+
+
+@pytest.mark.parametrize("shape, dim", [((7,), -1), ((1, 7), -1), ((2, 7), -2), ((3, 2, 7), -1)])
+def test_unique_consecutive_with_a_negative_dim(shape, dim):
+    """torch's fake kernel sized the values of a [1, 5] input with dim=-1 as [1, u0, 1, 5]; the
+    graph declared it, an invalid model (ONNX's checker). The patch counts the dim from 0."""
+    torch.manual_seed(0)
+    x = torch.randint(0, 2, shape).float()
+    program = assert_matches_eager(lambda x: torch.unique_consecutive(x, return_inverse=True, return_counts=True, dim=dim), (x,))
+    onnx.checker.check_model(program.model_proto, full_check=True)
+    with applied():
+        patched = torch.unique_consecutive(x, return_inverse=True, return_counts=True, dim=dim)
+    assert all(torch.equal(a, b) for a, b in zip(patched, torch.unique_consecutive(x, return_inverse=True, return_counts=True, dim=dim)))

@@ -427,7 +427,21 @@ def _cpmant_attention_mask(original: Any) -> Any:
     return prepare_attention_mask
 
 
+def _unique_consecutive_dim(original: Any) -> Any:
+    def unique_consecutive_impl(input: torch.Tensor, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None) -> Any:
+        # torch's fake kernel mis-sizes a negative dim (values of [1, u0, 1, 5] for a [1, 5]
+        # input and dim=-1), and the exported graph then declares that shape: counted from 0
+        # the dim is the same one, and the kernel sizes it right.
+        if dim is not None and dim < 0:
+            dim += input.dim()
+        return original(input, return_inverse, return_counts, dim)
+
+    return unique_consecutive_impl
+
+
 PATCHES: tuple[Patch, ...] = (
+    Patch("torch.functional", "_unique_consecutive_impl", _unique_consecutive_dim,
+          "a negative dim reaches a fake kernel that sizes the result wrongly (the model then fails to load)"),
     Patch("torchvision.ops.boxes", "batched_nms", _batched_nms,
           "branches on boxes.numel() == 0 and on > 4000 boxes (a data-dependent count)"),
     Patch("torchvision.ops.poolers", "_multiscale_roi_align", _multiscale_roi_align,
