@@ -45,3 +45,30 @@ def test_as_strided_of_memory_the_graph_does_not_hold_is_refused():
     x = buffer[:, 1:]
     with pytest.raises(TranslationError, match=r"as_strided.*strides \[5, 1\], storage offset 1.*memory outside it"):
         torch_onnx_fx.export(lambda t: t.as_strided((2, 2), (1, 1), 0), (x,), verbose=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool])
+def test_as_strided_scatter_writes_the_views_storage_positions(dtype):
+    # torch has no decomposition of prims.as_strided_scatter and there was no translation.
+    x = torch.arange(24).reshape(4, 6).to(dtype)
+    src = (torch.arange(6).reshape(2, 3) * 7 + 1).to(dtype)
+
+    def model(x, src):
+        return (
+            torch.as_strided_scatter(x, src, (2, 3), (6, 2), 1), torch.as_strided_scatter(x, src[0], (3,), (7,)),
+            torch.as_strided_scatter(x, src[0, 0], (), (), 5),
+        )
+
+    assert_matches_eager(model, (x, src))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_as_strided_scatter_of_a_transposed_tensor_is_refused(dtype):
+    # ATen writes at storage positions of the clone, which keeps the transposed layout; the
+    # complex translation numbered the values row-major and wrote elsewhere, silently.
+    class Model(torch.nn.Module):
+        def forward(self, x, src):
+            return torch.as_strided_scatter(x.t(), src, (2,), (1,))
+
+    with pytest.raises(TranslationError, match="not contiguous"):
+        torch_onnx_fx.export(Model(), (torch.randn(3, 4, dtype=dtype), torch.randn(2, dtype=dtype)), verbose=False)

@@ -24,7 +24,7 @@ from torch_onnx_fx.ops._tensors import ints
 from torch_onnx_fx.registry import arg_example, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
-__all__ = ["aten_as_strided_of_laid_out_storage", "storage_gather", "starts_its_storage_in_order"]
+__all__ = ["aten_as_strided_of_laid_out_storage", "aten_as_strided_scatter", "scattered_positions", "storage_gather", "starts_its_storage_in_order"]
 
 
 def starts_its_storage_in_order(example: torch.Tensor) -> bool:
@@ -103,3 +103,36 @@ def aten_as_strided_of_laid_out_storage(
         )
     flat = op.Reshape(self, ints(-1))
     return op.Gather(flat, ctx.constant(indices.astype(np.int64)), axis=0)
+
+
+def _real_input(node: Any) -> bool:
+    example = arg_example(node)
+    return isinstance(example, torch.Tensor) and not example.is_complex()
+
+
+@register("aten::as_strided_scatter", "prims::as_strided_scatter", supports=_real_input)
+@wants_context
+def aten_as_strided_scatter(
+    self: ir.Value, src: ir.Value, size: Sequence[Any], stride: Sequence[Any], storage_offset: Any = None, *, ctx: OpContext
+) -> ir.Value:
+    """as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor
+
+    ATen writes ``src`` into the strided view of a clone of ``self``: for a contiguous ``self``
+    the view's storage positions are row-major indices of its values, known at export, and
+    ``src`` is scattered there (torch has no decomposition of its prims form, which the export
+    lacked). Other layouts, or symbolic sizes, are refused."""
+    flat = op.Reshape(self, ints(-1))
+    written = op.ScatterND(flat, scattered_positions(ctx, size, stride, storage_offset), op.Reshape(src, ints(-1)))
+    return op.Reshape(written, op.Shape(self))
+
+
+def scattered_positions(ctx: OpContext, size: Sequence[Any], stride: Sequence[Any], storage_offset: Any) -> ir.Value:
+    """The row-major positions (a column, for ScatterND) of the values of ``ctx``'s contiguous
+    first input that ``as_strided_scatter`` writes; refused for other layouts."""
+    example = ctx.inputs[0]
+    indices = storage_gather(example, size, stride, storage_offset) if starts_its_storage_in_order(example) else "the tensor is not contiguous"
+    if isinstance(indices, str):
+        raise TranslationError(
+            f"{ctx.target} writes through a strided view whose storage positions the graph cannot know: {indices}."
+        )
+    return ctx.constant(indices.reshape(-1, 1).astype(np.int64))

@@ -27,7 +27,7 @@ from torch_onnx_fx.ops.complex.real_view import (
 from torch_onnx_fx.ops.complex.reductions import aten_mm_complex
 from torch_onnx_fx.ops.indexing import aten_nonzero_static
 from torch_onnx_fx.ops.linalg import _matrix as mx
-from torch_onnx_fx.ops.strided import starts_its_storage_in_order, storage_gather
+from torch_onnx_fx.ops.strided import scattered_positions, starts_its_storage_in_order, storage_gather
 from torch_onnx_fx.ops.view_scatter import aten_diagonal_scatter
 from torch_onnx_fx.registry import register, wants_context
 
@@ -273,19 +273,16 @@ def aten_empty_complex(*args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
 
 
 @register("aten::as_strided_scatter", "prims::as_strided_scatter", complex=True)
+@wants_context
 def aten_as_strided_scatter_complex(
-    self: ir.Value, src: ir.Value, size: Sequence[Any], stride: Sequence[Any], storage_offset: Any = None
+    self: ir.Value, src: ir.Value, size: Sequence[Any], stride: Sequence[Any], storage_offset: Any = None, *, ctx: OpContext
 ) -> ir.Value:
     """as_strided_scatter(Tensor self, Tensor src, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> Tensor
 
-    The strided view's storage positions are the same view of the positions 0, 1, ... of
-    ``self``; ``src``'s pairs are written there."""
+    ``src``'s pairs written at the positions the real translation finds (a contiguous ``self``:
+    another layout, which the numbering of its values would misplace, is refused)."""
     flat = op.Reshape(self, ints(-1, 2))
-    numbered = op.Range(int64(0), op.Squeeze(op.Shape(flat, start=0, end=1)), int64(1))
-    offset = storage_offset if storage_offset is not None else 0
-    positions = _torchlib("aten::as_strided")(numbered, list(size), list(stride), offset)
-    updates = op.Reshape(src, ints(-1, 2))
-    out = op.ScatterND(flat, op.Reshape(positions, ints(-1, 1)), updates)
+    out = op.ScatterND(flat, scattered_positions(ctx, size, stride, storage_offset), op.Reshape(src, ints(-1, 2)))
     return op.Reshape(out, op.Shape(self))
 
 
