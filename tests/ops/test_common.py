@@ -123,6 +123,8 @@ CASES = {
  "nonzero_scalar": (lambda x: (torch.nonzero(x), torch.nonzero(x - 2)), lambda: (torch.tensor(2.0),)),
  # By slices along a dim (torchlib's refuses a dim), and an empty input's inverse (was [-1]).
  "unique_consecutive_by_dim": (lambda x: (*torch.unique_consecutive(x, return_inverse=True, return_counts=True, dim=1), *torch.unique_consecutive(x, return_inverse=True, return_counts=True, dim=0), *torch.unique_consecutive(x[0], return_inverse=True, dim=-1), *torch.unique_consecutive(x[0, :0], return_inverse=True, return_counts=True)), lambda: (torch.tensor([[1.0, 1.0, 2.0, 2.0, float("nan"), float("nan")], [3.0, 3.0, 3.0, 4.0, 4.0, 4.0], [3.0, 3.0, 3.0, 4.0, 4.0, 4.0]]),)),
+ # A 0-d index: torch's decomposition guards on a data-dependent size.
+ "take": (lambda x, i: (torch.take(x, i), torch.take(x, i[0, 0]), torch.take(x[0, 0], i[:1, :1] * 0)), lambda: (torch.randn(3, 2), torch.tensor([[0, 5], [-1, 2]]))),
  "unique_consecutive_any_dtype": (lambda x, i: (*torch.unique_consecutive(x, return_inverse=True, return_counts=True), torch.unique_consecutive(i), *torch.unique_consecutive(x[:0], return_counts=True)), lambda: (torch.tensor([[1.0, 1.0, 2.0], [2.0, 3.0, float("nan")]]), torch.tensor([3, 3, 1, 1, 1, 3]))),
  "pad_replicate_crossing_crop": (lambda x: (F.pad(x, (-4, 5, 0, 0), mode="replicate"), F.pad(x, (0, 0, 2, -4), mode="replicate"), F.pad(x[None], (-1, 2, 1, -2, 1, 0), mode="replicate")), lambda: (torch.randn(5, 3, 4, 4),)),
  "no_outputs": (lambda: torch.broadcast_shapes((), ()), lambda: ()),

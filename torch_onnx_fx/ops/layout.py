@@ -24,7 +24,7 @@ from torch_onnx_fx.translate.op_context import OpContext
 __all__ = [
     "aten_alias", "aten_view", "aten_reshape", "aten_expand", "aten_unsqueeze", "aten_transpose",
     "aten_slice", "aten_select", "aten_cat", "aten_new_ones", "prims_convert_element_type",
-    "aten_gather", "aten_embedding",
+    "aten_gather", "aten_take", "aten_embedding",
     "aten_contiguous", "aten_type_as", "aten_permute", "aten_split_static", "aten_zeros", "aten_zeros_like",
     "aten_unbind", "aten_repeat_interleave_self_int", "aten_index_tensor",
     "aten_full_like", "aten_clone", "aten_new_zeros", "aten_masked_fill", "aten_detach", "aten_to_copy",
@@ -183,6 +183,14 @@ def aten_gather(self: ir.Value, dim: int, index: ir.Value, sparse_grad: bool = F
     """gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor (the index
     int64, normalize.index_dtype)"""
     return op.GatherElements(self, index, axis=dim)
+
+
+@register("aten::take", supports=_real_tensor)
+def aten_take(self: ir.Value, index: ir.Value) -> ir.Value:
+    """take(Tensor self, Tensor index) -> Tensor: the flattened tensor's elements at ``index``
+    (negative ones counted from the end, as Gather does). torch's decomposition guards on a
+    data-dependent size for a 0-d index and could not be exported."""
+    return op.Gather(op.Reshape(self, [-1]), index, axis=0)
 
 
 @register("aten::embedding", supports=_real_tensor)
