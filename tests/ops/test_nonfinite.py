@@ -13,7 +13,7 @@ import torch
 from torch.export import Dim
 
 import torch_onnx_fx
-from helpers import assert_matches_eager
+from helpers import Fn, assert_matches_eager
 
 SPECIAL = [float("nan"), 0.0, -0.0, 1.0, -1.0, 0.5, -3.0, float("inf"), float("-inf")]
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
@@ -124,3 +124,22 @@ def test_scatter_reduce_mean_with_infinities(dtype):
         return x.scatter_reduce(0, index, source, "mean"), x.scatter_reduce(0, index, source, "mean", include_self=False)
 
     assert_matches_eager(model, (x, source), rtol=1e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-6, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_copysign_takes_the_sign_bit_of_zeros_and_numbers(dtype):
+    """copysign by a Python number failed to export (its decomposition's prims.scalar_tensor had
+    no translation); by a tensor, torchlib's ``other < 0`` gave +0.0 for a -0.0 sign. A NaN
+    element's sign bit is not readable in ONNX before opset 26: the NaNs of ``other`` here are
+    Python's positive ones."""
+    x = torch.tensor(SPECIAL, dtype=dtype)
+    other = torch.tensor([-1.0, -0.0, 0.0, 2.0, float("nan"), -0.0, 3.0, -5.0, 0.0], dtype=dtype)
+
+    def model(x, other):
+        return torch.copysign(x, other), torch.copysign(x, -3.14), torch.copysign(x, -0.0), torch.copysign(x, 2), torch.copysign(x.int(), other)
+
+    program = torch_onnx_fx.export(Fn(model), (x, other), verbose=False)
+    for ours, eager in zip(program(x, other), model(x, other)):
+        assert ours.dtype == eager.dtype
+        numbers = ~torch.isnan(eager)  # a NaN's own sign bit is not observable in ONNX either
+        assert torch.equal(torch.signbit(ours[numbers]), torch.signbit(eager[numbers])) and torch.allclose(ours, eager, equal_nan=True)

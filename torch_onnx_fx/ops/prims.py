@@ -6,14 +6,18 @@ often bottoms out in primitives; translating these keeps such decompositions exp
 
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from typing import Any, Sequence
 
 import onnx_ir as ir
+import torch
+from onnx_ir.tensor_adapters import TorchTensor
 from onnxscript import opset18 as op
 
-from torch_onnx_fx.registry import register
+from torch_onnx_fx.registry import register, wants_context
+from torch_onnx_fx.translate.op_context import OpContext
 
-__all__ = ["prims_signbit", "prims_fmax", "prims_fmin", "prims_prod", "prims_frexp"]
+__all__ = ["prims_signbit", "prims_fmax", "prims_fmin", "prims_prod", "prims_frexp", "prims_scalar_tensor", "aten_copysign"]
 
 
 @register("prims::signbit", "aten::signbit")
@@ -77,3 +81,37 @@ def prims_frexp(self: ir.Value) -> tuple[ir.Value, ir.Value]:
     exponent = op.Where(special, op.CastLike(0.0, self), exponent)
     mantissa = op.Where(special, self, mantissa)
     return mantissa, op.Cast(exponent, to=ir.DataType.INT32)
+
+
+@register("prims::scalar_tensor")
+@wants_context
+def prims_scalar_tensor(s: Any, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
+    """scalar_tensor(Scalar s, *, ScalarType? dtype=None, Device? device=None) -> Tensor
+
+    A 0-d constant of the result's dtype, converted by torch as ATen converts it (``copysign(x,
+    -3.14)`` decomposes into one). A symbolic size is cast to it."""
+    if isinstance(s, ir.Value):
+        return ctx.cast(s, TorchTensor(torch.zeros((), dtype=ctx.result.dtype)).dtype)
+    return op.Constant(value=TorchTensor(torch.tensor(s, dtype=ctx.result.dtype)))
+
+
+def _floating_result(node: Any) -> bool:
+    result = node.meta.get("val")
+    return isinstance(result, torch.Tensor) and result.dtype.is_floating_point
+
+
+@register("aten::copysign.Tensor", "aten::copysign.Scalar", supports=_floating_result)
+@wants_context
+def aten_copysign(self: ir.Value, other: Any, *, ctx: OpContext) -> ir.Value:
+    """copysign.Tensor(Tensor self, Tensor other) -> Tensor (and .Scalar)
+
+    |self| with the sign bit of ``other``, -0.0's included (torchlib's ``other < 0`` misses it
+    and gave 0.0 where ATen gives -0.0). A Python number's sign is read at export, a NaN's too;
+    a NaN tensor element's sign bit the graph cannot read (ONNX has no bit cast before opset
+    26): it counts as positive, where ATen's is that NaN's sign (x86's 0/0 is -nan)."""
+    magnitude = op.Abs(ctx.cast(self, TorchTensor(torch.zeros((), dtype=ctx.result.dtype)).dtype))
+    if not isinstance(other, ir.Value):
+        return op.Neg(magnitude) if math.copysign(1.0, float(other)) < 0 else magnitude
+    # ±1 times the magnitude: ONNX Runtime's Where returns +0.0 for a chosen -0.0.
+    sign = op.Sub(op.CastLike(1.0, magnitude), op.Mul(op.CastLike(2.0, magnitude), op.CastLike(prims_signbit(other), magnitude)))
+    return op.Mul(magnitude, sign)
