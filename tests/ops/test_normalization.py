@@ -44,6 +44,12 @@ def test_group_norm_of_an_empty_batch(opset, shape):
     assert program(torch.randn(*shape))[0].shape == shape
 
 
+@pytest.mark.parametrize("opset", [17, 18])
+def test_native_group_norm_of_an_empty_batch(opset):
+    model = lambda x, w, b: torch.native_group_norm(x, w, b, 0, 2, 1, 1, 1e-5)  # noqa: E731
+    assert_matches_eager(model, (torch.randn(0, 2), torch.randn(2), torch.randn(2)), opset_version=opset)
+
+
 @pytest.mark.parametrize("opset, fused", [(18, False), (23, True)])
 @pytest.mark.parametrize("eps", [None, 1e-3])
 def test_rms_norm(opset, fused, eps):

@@ -15,11 +15,14 @@ import torch
 from onnxscript import opset18 as op
 from onnxscript import opset21, opset23
 
-from torch_onnx_fx.registry import arg_example, register
+from torch_onnx_fx.dtypes import onnx_dtype
+from torch_onnx_fx.registry import arg_example, register, wants_context
+from torch_onnx_fx.translate.op_context import OpContext
 
 __all__ = [
     "aten_group_norm_opset21",
     "aten_group_norm_of_empty_batch",
+    "aten_native_group_norm_of_empty_batch",
     "aten_rms_norm",
     "aten_rms_norm_opset23",
     "aten_batch_norm",
@@ -49,6 +52,17 @@ def aten_group_norm_of_empty_batch(input: ir.Value, num_groups: int, *args: Any,
     is 0 (the -1 is ambiguous: ONNX Runtime refuses the model at load), ONNX Runtime's
     GroupNormalization (opset 21) included. Registered first, so it is preferred to both."""
     return op.Identity(input)
+
+
+@register("aten::native_group_norm", supports=_empty_batch)
+@wants_context
+def aten_native_group_norm_of_empty_batch(
+    input: ir.Value, weight: ir.Value | None, bias: ir.Value | None, N: Any, C: Any, HxW: Any, group: int, eps: float, *, ctx: OpContext
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)
+    of a batch of 0 samples: the empty input and [0, group] statistics, for the same reason."""
+    statistics = op.ConstantOfShape(op.Constant(value_ints=[0, group]), value=ir.tensor(np.zeros(1, dtype=onnx_dtype(ctx.result[1].dtype).numpy())))
+    return op.Identity(input), statistics, statistics
 
 
 @register("aten::group_norm", min_opset=21)
