@@ -112,6 +112,7 @@ def aten_copysign(self: ir.Value, other: Any, *, ctx: OpContext) -> ir.Value:
     magnitude = op.Abs(ctx.cast(self, TorchTensor(torch.zeros((), dtype=ctx.result.dtype)).dtype))
     if not isinstance(other, ir.Value):
         return op.Neg(magnitude) if math.copysign(1.0, float(other)) < 0 else magnitude
-    # ±1 times the magnitude: ONNX Runtime's Where returns +0.0 for a chosen -0.0.
+    # ±1 times the magnitude: ONNX Runtime's Where returns +0.0 for a chosen -0.0
+    # (microsoft/onnxruntime#32191, open).
     sign = op.Sub(op.CastLike(1.0, magnitude), op.Mul(op.CastLike(2.0, magnitude), op.CastLike(prims_signbit(other), magnitude)))
     return op.Mul(magnitude, sign)
