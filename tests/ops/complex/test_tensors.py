@@ -81,3 +81,11 @@ def test_multiplying_scatter_of_complex_is_refused():
     z = torch.randn(3, 4, dtype=torch.complex64)
     with pytest.raises(torch_onnx_fx.errors.TranslationError, match="multiply"):
         torch_onnx_fx.export(Fn(lambda z: z.scatter(0, INDEX, z[:2], reduce="multiply")), (z,), verbose=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128])
+def test_complex_take_with_a_0d_index(dtype):
+    # torch's decomposition of take guards on a data-dependent size for a 0-d index.
+    z = torch.randn(3, 4, dtype=dtype)
+    model = lambda z, i, j, k: (torch.take(z, i), torch.take(z[0, 0], k), torch.take(z, j))  # noqa: E731
+    assert_matches_eager(model, (z, torch.tensor([[0, -1], [5, 2]]), torch.tensor(3), torch.tensor(0)))

@@ -35,7 +35,7 @@ __all__ = [
     "aten_as_strided_complex", "aten_mul_prims_complex", "aten_prod_complex", "aten_cumprod_complex",
     "aten_gather_complex", "aten_scatter_complex", "aten_masked_select_complex", "aten_masked_scatter_complex",
     "aten_put_complex", "aten_logical_complex", "aten_empty_complex", "aten_as_strided_scatter_complex",
-    "aten_diagonal_scatter_complex", "aten_nonzero_static_complex", "aten_addbmm_complex", "aten_cat_complex",
+    "aten_diagonal_scatter_complex", "aten_nonzero_static_complex", "aten_addbmm_complex", "aten_cat_complex", "aten_take_complex",
 ]
 
 
@@ -216,6 +216,12 @@ def aten_masked_scatter_complex(self: ir.Value, mask: ir.Value, source: ir.Value
     values = op.Gather(op.Reshape(source, ints(-1, 2)), op.Max(taken, int64(0)), axis=0)
     flat = op.Where(op.Unsqueeze(flat_mask, ints(-1)), values, op.Reshape(op.Expand(self, pairs), ints(-1, 2)))
     return op.Reshape(flat, pairs)
+
+
+@register("aten::take", complex=True)
+def aten_take_complex(self: ir.Value, index: ir.Value) -> ir.Value:
+    """take(Tensor self, Tensor index) -> Tensor: the pairs of the flattened tensor at ``index``"""
+    return op.Gather(op.Reshape(self, ints(-1, 2)), index, axis=0)
 
 
 @register("aten::put", complex=True)
