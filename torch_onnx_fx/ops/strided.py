@@ -127,12 +127,25 @@ def aten_as_strided_scatter(
 
 
 def scattered_positions(ctx: OpContext, size: Sequence[Any], stride: Sequence[Any], storage_offset: Any) -> ir.Value:
-    """The row-major positions (a column, for ScatterND) of the values of ``ctx``'s contiguous
-    first input that ``as_strided_scatter`` writes; refused for other layouts."""
+    """The row-major positions (a column, for ScatterND) of the values of ``ctx``'s first input
+    that ``as_strided_scatter`` writes. ATen addresses the storage as the input lays it out (a
+    view's own offset and strides included: eager writes nothing visible through a view of
+    storage position 0 of ``base[3:4]``); for a tensor that is its storage in row-major order
+    from position 0 those are row-major indices. Other layouts are refused, as are symbolic
+    sizes and a view past the tensor's values."""
     example = ctx.inputs[0]
-    indices = storage_gather(example, size, stride, storage_offset) if starts_its_storage_in_order(example) else "the tensor is not contiguous"
-    if isinstance(indices, str):
-        raise TranslationError(
-            f"{ctx.target} writes through a strided view whose storage positions the graph cannot know: {indices}."
-        )
-    return ctx.constant(indices.reshape(-1, 1).astype(np.int64))
+    numel, wanted, steps, start = _static([example.numel()]), _static(size), _static(stride), _static([storage_offset or 0])
+    reason = None
+    if None in (numel, wanted, steps, start):
+        reason = "its sizes, strides or offset are symbolic"
+    elif not starts_its_storage_in_order(example):
+        reason = "the tensor is not contiguous from the start of its storage"
+    else:
+        written = np.full(1, start[0], dtype=np.int64)
+        for length, step in zip(wanted, steps):
+            written = (written[:, None] + np.arange(length, dtype=np.int64)[None, :] * step).reshape(-1)
+        if written.size and (written.min() < 0 or written.max() >= numel[0]):
+            reason = "the view reaches past the tensor's values"
+    if reason is not None:
+        raise TranslationError(f"{ctx.target} writes through a strided view whose storage positions the graph cannot know: {reason}.")
+    return ctx.constant(written.reshape(-1, 1))
