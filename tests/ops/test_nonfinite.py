@@ -113,6 +113,22 @@ def test_searchsorted_compares_in_the_promoted_type():
     assert_matches_eager(model, (boundaries, torch.tensor([300, 2, -200]), torch.tensor([0.5, 2.0, 99.5])), rtol=0, atol=0)
 
 
+def test_searchsorted_of_a_0d_value_keeps_the_boundaries_type():
+    """By ATen's result-type rules a 0-d value of the boundaries' category does not widen them:
+    1.00000001 (float64) is 1.0 among float32 boundaries, and 300 (int64) wraps to 44 among uint8
+    ones; promoting both (second review) put them one and two places later."""
+
+    def model(floats, bytes_, wide, big):
+        return (
+            torch.searchsorted(floats, wide), torch.bucketize(wide, floats), torch.searchsorted(bytes_, big),
+            torch.searchsorted(bytes_, 300), torch.searchsorted(floats.half(), wide),
+        )
+
+    floats = torch.tensor([0.0, 1.0, 1.0000001192092896, 2.0])
+    bytes_ = torch.tensor([10, 20, 44, 200], dtype=torch.uint8)
+    assert_matches_eager(model, (floats, bytes_, torch.tensor(1.00000001, dtype=torch.float64), torch.tensor(300)), rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_scatter_reduce_mean_with_infinities(dtype):
     # The zeros and ones it scatters were self * 0 and src * 0 + 1: NaN at every inf.

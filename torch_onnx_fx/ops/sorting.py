@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 import torch
+from onnx_ir.tensor_adapters import TorchTensor
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.dtypes import onnx_dtype
@@ -221,12 +222,14 @@ def _binary_search(
     count at 2). The search also keeps the memory to the values' size, where a count compares
     every value with every boundary.
     """
-    if isinstance(values_example, torch.Tensor):
-        common = onnx_dtype(torch.promote_types(boundaries_example.dtype, values_example.dtype))
+    # ATen's result-type rules: a 0-d value (or a number) does not widen boundaries of its own
+    # category, and converts to their type (300 into uint8 boundaries wraps to 44).
+    promoted = torch.result_type(boundaries_example, values_example)
+    common = onnx_dtype(promoted)
+    if isinstance(values, ir.Value):
         values = ctx.cast(values, common)
     else:
-        common = onnx_dtype(torch.result_type(boundaries_example, values_example))
-        values = ctx.constant(values, common)
+        values = op.Constant(value=TorchTensor(torch.tensor(values).to(promoted)))
     boundaries = ctx.cast(boundaries, common)
     if sorter is not None:
         boundaries = op.GatherElements(boundaries, sorter, axis=-1)
