@@ -29,6 +29,13 @@ def test_integer_aranges_from_floating_bounds(dtype: torch.dtype) -> None:
     assert_matches_eager(lambda x: tuple(torch.arange(*b, dtype=dtype) + x for b in bounds), (torch.zeros(1, dtype=dtype),), rtol=0, atol=0)
 
 
+def test_int64_aranges_past_2_to_the_53() -> None:
+    # Constant folding ran numpy's arange, which sizes it in double: the last element was lost.
+    assert_matches_eager(
+        lambda x: (torch.arange(0, 2**53 + 1, 2**53) + x, torch.arange(2**53 + 1, 0, -(2**53)) + x), (torch.zeros(1, dtype=torch.int64),), rtol=0, atol=0
+    )
+
+
 def test_integer_aranges_from_sizes() -> None:
     def function(x):
         n = x.shape[1]

@@ -23,6 +23,7 @@ from typing import Any
 
 import onnx_ir as ir
 import torch
+from onnx_ir.tensor_adapters import TorchTensor
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.dtypes import onnx_dtype
@@ -79,6 +80,10 @@ def _range(start: Any, end: Any, step: Any, dtype: torch.dtype) -> ir.Value:
     """The arange from ``start`` to ``end`` by ``step`` (numbers or symbolic sizes) in ``dtype``."""
     target = onnx_dtype(dtype)
     if target == ir.DataType.INT64 and all(_is_integer(b) for b in (start, end, step)):
+        if all(isinstance(b, int) for b in (start, end, step)) and max(abs(start), abs(end), abs(step)) >= 2**53:
+            # ONNX Runtime's Range is exact, but constant folding runs numpy's arange, which sizes
+            # it in double: arange(0, 2**53 + 1, 2**53) lost its last element. torch's is exact.
+            return op.Constant(value=TorchTensor(torch.arange(start, end, step)))
         return op.Range(_integer(start), _integer(end), _integer(step))
     if target in _ACCUMULATOR:
         # The length and each value in double, from the bounds as given.
