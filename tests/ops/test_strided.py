@@ -72,3 +72,16 @@ def test_as_strided_scatter_of_a_transposed_tensor_is_refused(dtype):
 
     with pytest.raises(TranslationError, match="not contiguous"):
         torch_onnx_fx.export(Model(), (torch.randn(3, 4, dtype=dtype), torch.randn(2, dtype=dtype)), verbose=False)
+
+
+def test_as_strided_scatter_converts_its_source_and_refuses_overlapping_views():
+    # eager's copy_ into the view converts a float64 source (ONNX Runtime refused the model);
+    # a stride-0 view eager refuses to write through is refused here too (second review).
+    assert_matches_eager(lambda x, s: torch.as_strided_scatter(x, s, (2,), (3,), 1), (torch.randn(3, 4), torch.randn(2, dtype=torch.float64)))
+
+    class Overlapping(torch.nn.Module):
+        def forward(self, x, src):
+            return torch.as_strided_scatter(x, src, (2,), (0,))
+
+    with pytest.raises(TranslationError, match="overlaps"):
+        torch_onnx_fx.export(Overlapping(), (torch.randn(3, 4), torch.randn(2)), verbose=False)

@@ -122,7 +122,8 @@ def aten_as_strided_scatter(
     ``src`` is scattered there (torch has no decomposition of its prims form, which the export
     lacked). Other layouts, or symbolic sizes, are refused."""
     flat = op.Reshape(self, ints(-1))
-    written = op.ScatterND(flat, scattered_positions(ctx, size, stride, storage_offset), op.Reshape(src, ints(-1)))
+    # src converted to self's type, as eager's copy_ into the view converts it.
+    written = op.ScatterND(flat, scattered_positions(ctx, size, stride, storage_offset), op.CastLike(op.Reshape(src, ints(-1)), self))
     return op.Reshape(written, op.Shape(self))
 
 
@@ -146,6 +147,8 @@ def scattered_positions(ctx: OpContext, size: Sequence[Any], stride: Sequence[An
             written = (written[:, None] + np.arange(length, dtype=np.int64)[None, :] * step).reshape(-1)
         if written.size and (written.min() < 0 or written.max() >= numel[0]):
             reason = "the view reaches past the tensor's values"
+        elif np.unique(written).size != written.size:
+            reason = "the view overlaps itself (eager refuses to write through it)"
     if reason is not None:
         raise TranslationError(f"{ctx.target} writes through a strided view whose storage positions the graph cannot know: {reason}.")
     return ctx.constant(written.reshape(-1, 1))

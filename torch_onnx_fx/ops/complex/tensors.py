@@ -288,7 +288,7 @@ def aten_as_strided_scatter_complex(
     ``src``'s pairs written at the positions the real translation finds (a contiguous ``self``:
     another layout, which the numbering of its values would misplace, is refused)."""
     flat = op.Reshape(self, ints(-1, 2))
-    out = op.ScatterND(flat, scattered_positions(ctx, size, stride, storage_offset), op.Reshape(src, ints(-1, 2)))
+    out = op.ScatterND(flat, scattered_positions(ctx, size, stride, storage_offset), op.CastLike(op.Reshape(src, ints(-1, 2)), self))
     return op.Reshape(out, op.Shape(self))
 
 
