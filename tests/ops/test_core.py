@@ -69,3 +69,13 @@ def test_unique_consecutive_with_a_negative_dim(shape, dim):
     with applied():
         patched = torch.unique_consecutive(x, return_inverse=True, return_counts=True, dim=dim)
     assert all(torch.equal(a, b) for a, b in zip(patched, torch.unique_consecutive(x, return_inverse=True, return_counts=True, dim=dim)))
+
+
+def test_unique_consecutive_along_a_dim_beside_an_empty_one_is_refused():
+    # Eager raises ("0 sized dimensions ... aren't selected"); the graph returned three runs.
+    class Unique(torch.nn.Module):
+        def forward(self, x):
+            return torch.unique_consecutive(x, dim=0)
+
+    with pytest.raises(torch_onnx_fx.errors.TranslationError, match="size 0"):
+        torch_onnx_fx.export(Unique(), (torch.zeros(3, 0),), verbose=False)

@@ -20,6 +20,7 @@ import torch
 from onnx_ir.tensor_adapters import TorchTensor, from_torch_dtype
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.errors import TranslationError
 from torch_onnx_fx.normalize.inplace import is_inert_in_place
 from torch_onnx_fx.ops import _tensors as tx
 from torch_onnx_fx.translate.op_context import OpContext
@@ -322,6 +323,9 @@ def aten_unique_consecutive(
     following = op.Slice(data, op.Constant(value_ints=[1]), op.Constant(value_ints=[2**62]), axes)
     differs = op.Not(op.Equal(following, previous))
     others = [a for a in range(rank or 1) if a != axis] if dim is not None else []
+    if any(self.shape is not None and self.shape[a] == 0 for a in others):
+        # Eager raises ("there are 0 sized dimensions, and they aren't selected").
+        raise TranslationError("unique_consecutive along a dim of a tensor with another dim of size 0, which eager refuses")
     if others:  # a slice differs where any of its elements does
         differs = op.Cast(op.ReduceMax(op.Cast(differs, to=ir.DataType.INT32), op.Constant(value_ints=others), keepdims=0), to=ir.DataType.BOOL)
     # The first element starts a run; sliced to the length, so that an empty input has no runs.
