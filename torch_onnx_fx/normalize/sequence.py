@@ -5,12 +5,12 @@ operands that already agree: side effects without tokens (``effect_tokens``), st
 through the tensor that owns it (``storage_base``), indexing by
 aranges over whole dimensions as a reshape (``arange_indexing``), unobserved in-place ops made
 functional (``functional_in_place``), then the dtype passes, which insert
-``prims.convert_element_type`` in front of operands (``type_promotion``, ``bool_accumulation``
-(which converts the result too), ``integral_accumulation``, ``index_dtype``, ``half_precision``). A pass is a ``torch.fx``
-``PassBase`` with its contract in its docstring; it changes the graph in place and returns a
-``PassResult`` saying whether it changed anything, leaving the module's generated code to
-:func:`normalize`, which runs them over the program's graph and every subgraph and recompiles each
-changed module once.
+``prims.convert_element_type`` in front of operands (``type_promotion``, ``bool_accumulation``,
+which converts the result too, ``integral_accumulation``, ``index_dtype``, ``half_precision``).
+A pass is a ``torch.fx`` ``PassBase`` with its contract in its docstring; it changes the graph
+in place and returns a ``PassResult`` saying whether it changed anything, leaving the module's
+generated code to :func:`normalize`, which runs them over the program's graph and every subgraph
+and recompiles each changed module once.
 
 Python numbers and symbolic sizes are not tensors and stay as they are here: the graph walk
 retypes them (``promotion.promote_scalars``).
