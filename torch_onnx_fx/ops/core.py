@@ -23,6 +23,7 @@ from onnxscript import opset18 as op
 from torch_onnx_fx.errors import TranslationError
 from torch_onnx_fx.normalize.inplace import is_inert_in_place
 from torch_onnx_fx.ops import _tensors as tx
+from torch_onnx_fx.ops.strided import starts_its_storage_in_order, storage_gather
 from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.registry import arg_example, register, wants_context
 
@@ -433,15 +434,36 @@ def _resize_keeps_numel(node: Any) -> bool:
 
 
 @register("aten::resize", supports=_resize_keeps_numel)
-def aten_resize_same_numel(self: ir.Value, size: Any, *, memory_format: Any = None) -> ir.Value:
+@wants_context
+def aten_resize_same_numel(self: ir.Value, size: Any, *, memory_format: Any = None, ctx: OpContext) -> ir.Value:
     """resize(Tensor self, SymInt[] size, *, MemoryFormat? memory_format=None) -> Tensor, same element count"""
-    return op.Reshape(self, op.Constant(value_ints=[int(d) for d in size]))
+    return _resized(self, [int(d) for d in size], ctx)
 
 
 @register("aten::resize_as", supports=_resize_keeps_numel)
-def aten_resize_as_same_numel(self: ir.Value, the_template: ir.Value, *, memory_format: Any = None) -> ir.Value:
+@wants_context
+def aten_resize_as_same_numel(self: ir.Value, the_template: ir.Value, *, memory_format: Any = None, ctx: OpContext) -> ir.Value:
     """resize_as(Tensor self, Tensor the_template, *, MemoryFormat? memory_format=None) -> Tensor, same element count"""
-    return op.Reshape(self, op.Shape(the_template))
+    return _resized(self, [int(d) for d in ctx.result.shape], ctx)
+
+
+def _resized(self: ir.Value, size: list[int], ctx: OpContext) -> ir.Value:
+    """ATen's resize keeps the storage and its offset and lays new sizes over it row-major (the
+    same sizes it leaves as they are, strides included): a reshape for a tensor that is its storage in order, otherwise the values at those storage
+    positions (a permuted input is read in storage order, as eager reads it; the graph reproduces
+    eager for inputs laid out as the example was)."""
+    example = ctx.inputs[0]
+    if list(example.shape) == size:  # ATen leaves a tensor of the same sizes as it is
+        return op.Identity(self)
+    if starts_its_storage_in_order(example):
+        return op.Reshape(self, op.Constant(value_ints=size))
+    strides = [1] * len(size)
+    for i in range(len(size) - 2, -1, -1):
+        strides[i] = strides[i + 1] * max(size[i + 1], 1)
+    indices = storage_gather(example, size, strides, example.storage_offset())
+    if isinstance(indices, str):
+        raise TranslationError(f"{ctx.target} of a tensor laid out in storage as the graph cannot reproduce: {indices}.")
+    return op.Gather(op.Reshape(self, op.Constant(value_ints=[-1])), ctx.constant(indices.astype(np.int64)), axis=0)
 
 
 @register("aten::one_hot", supports=lambda node: len(node.args) > 1 and isinstance(node.args[1], int) and node.args[1] > 0)
