@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import onnx_ir as ir
+import torch
+from onnx_ir.tensor_adapters import TorchTensor
 from onnxscript import opset18 as op
 
 __all__ = [
     "INT64", "END", "ints", "int64", "rank", "filled_like", "scatter_elements", "scatter_nd", "slice_axis",
-    "index_coordinates", "mean_by_count",
+    "index_coordinates", "mean_by_count", "scalar_of",
 ]
 
 INT64 = ir.DataType.INT64
@@ -35,6 +37,12 @@ def constant(value: float, like: ir.Value) -> ir.Value:
     """A float constant in ``like``'s dtype, held in float64 and rounded once to it: a float32
     constant would round pi or log(2) for a float64 computation (8.7e-8 off for pi)."""
     return op.CastLike(op.Constant(value=ir.tensor(np.array(value, dtype=np.float64))), like)
+
+
+def scalar_of(value: object, dtype: torch.dtype) -> ir.Value:
+    """A 0-d constant of ``value`` converted to ``dtype`` as ATen converts a fill value: by torch
+    itself, so that -9 into uint8 wraps to 247 and 0.1 into bfloat16 rounds as it does."""
+    return op.Constant(value=TorchTensor(torch.full((), value, dtype=dtype)))
 
 
 def rank(value: ir.Value) -> int:

@@ -14,7 +14,6 @@ from typing import Any, Sequence
 
 import onnx_ir as ir
 import torch
-from onnx_ir.tensor_adapters import TorchTensor
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.ops import _tensors as tx
@@ -146,14 +145,8 @@ def _real_result(node: torch.fx.Node) -> bool:
     return isinstance(result, torch.Tensor) and not result.is_complex()
 
 
-def _scalar_of(value: Any, dtype: torch.dtype) -> ir.Value:
-    """``value`` converted to ``dtype`` as ATen converts a fill value: by torch itself, so that
-    -9 into uint8 wraps to 247 and 0.1 into bfloat16 rounds as it does."""
-    return op.Constant(value=TorchTensor(torch.full((), value, dtype=dtype)))
-
-
 def _fill(ctx: OpContext, value: Any, shape: Any) -> ir.Value:
-    return op.Expand(_scalar_of(value, ctx.result.dtype), shape)
+    return op.Expand(tx.scalar_of(value, ctx.result.dtype), shape)
 
 
 @register("aten::new_ones", supports=_real_result)
@@ -327,7 +320,7 @@ def _masked_fill_fits(node: torch.fx.Node) -> bool:
 @wants_context
 def aten_masked_fill(self: ir.Value, mask: ir.Value, value: Any, *, ctx: OpContext) -> ir.Value:
     """masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor"""
-    return op.Where(mask, _scalar_of(value, ctx.result.dtype), self)
+    return op.Where(mask, tx.scalar_of(value, ctx.result.dtype), self)
 
 
 @register("aten::detach", supports=_real_tensor)

@@ -11,9 +11,10 @@ from typing import Any, Sequence
 
 import onnx_ir as ir
 import torch
-from onnx_ir.tensor_adapters import TorchTensor
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.dtypes import onnx_dtype
+from torch_onnx_fx.ops import _tensors as tx
 from torch_onnx_fx.registry import register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
@@ -91,8 +92,8 @@ def prims_scalar_tensor(s: Any, *args: Any, ctx: OpContext, **kwargs: Any) -> ir
     A 0-d constant of the result's dtype, converted by torch as ATen converts it (``copysign(x,
     -3.14)`` decomposes into one). A symbolic size is cast to it."""
     if isinstance(s, ir.Value):
-        return ctx.cast(s, TorchTensor(torch.zeros((), dtype=ctx.result.dtype)).dtype)
-    return op.Constant(value=TorchTensor(torch.tensor(s, dtype=ctx.result.dtype)))
+        return ctx.cast(s, onnx_dtype(ctx.result.dtype))
+    return tx.scalar_of(s, ctx.result.dtype)
 
 
 def _floating_result(node: Any) -> bool:
@@ -109,7 +110,7 @@ def aten_copysign(self: ir.Value, other: Any, *, ctx: OpContext) -> ir.Value:
     and gave 0.0 where ATen gives -0.0). A Python number's sign is read at export, a NaN's too;
     a NaN tensor element's sign bit the graph cannot read (ONNX has no bit cast before opset
     26): it counts as positive, where ATen's is that NaN's sign (x86's 0/0 is -nan)."""
-    magnitude = op.Abs(ctx.cast(self, TorchTensor(torch.zeros((), dtype=ctx.result.dtype)).dtype))
+    magnitude = op.Abs(ctx.cast(self, onnx_dtype(ctx.result.dtype)))
     if not isinstance(other, ir.Value):
         return op.Neg(magnitude) if math.copysign(1.0, float(other)) < 0 else magnitude
     # ±1 times the magnitude: ONNX Runtime's Where returns +0.0 for a chosen -0.0
