@@ -47,6 +47,14 @@ def _static(values: Sequence[Any]) -> list[int] | None:
         return None
 
 
+def _positions(offset: int, sizes: Sequence[int], strides: Sequence[int]) -> np.ndarray:
+    """The storage position of every element of a view, in its row-major order."""
+    positions = np.full(1, offset, dtype=np.int64)
+    for length, step in zip(sizes, strides):
+        positions = (positions[:, None] + np.arange(length, dtype=np.int64)[None, :] * step).reshape(-1)
+    return positions
+
+
 def storage_gather(example: torch.Tensor, size: Sequence[Any], stride: Sequence[Any], offset: Any) -> np.ndarray | str:
     """For each element of ``as_strided(example, size, stride, offset)``, the row-major index of the
     value of ``example`` at the storage position it reads; or why there is none."""
@@ -56,12 +64,8 @@ def storage_gather(example: torch.Tensor, size: Sequence[Any], stride: Sequence[
     if None in (shape, strides, own_offset, wanted, steps, start):
         return "its sizes, strides or offset are symbolic"
     # Storage position of every value, in row-major order of the tensor (zero strides repeat one).
-    held = np.full(1, own_offset[0], dtype=np.int64)
-    for length, step in zip(shape, strides):
-        held = (held[:, None] + np.arange(length, dtype=np.int64)[None, :] * step).reshape(-1)
-    read = np.full(1, start[0], dtype=np.int64)
-    for length, step in zip(wanted, steps):
-        read = (read[:, None] + np.arange(length, dtype=np.int64)[None, :] * step).reshape(-1)
+    held = _positions(own_offset[0], shape, strides)
+    read = _positions(start[0], wanted, steps)
     if read.size == 0:
         return np.zeros(wanted, dtype=np.int64)
     if held.size == 0:
@@ -142,9 +146,7 @@ def scattered_positions(ctx: OpContext, size: Sequence[Any], stride: Sequence[An
     elif not starts_its_storage_in_order(example):
         reason = "the tensor is not contiguous from the start of its storage"
     else:
-        written = np.full(1, start[0], dtype=np.int64)
-        for length, step in zip(wanted, steps):
-            written = (written[:, None] + np.arange(length, dtype=np.int64)[None, :] * step).reshape(-1)
+        written = _positions(start[0], wanted, steps)
         if written.size and (written.min() < 0 or written.max() >= numel[0]):
             reason = "the view reaches past the tensor's values"
         elif np.unique(written).size != written.size:
