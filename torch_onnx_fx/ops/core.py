@@ -449,9 +449,10 @@ def aten_resize_as_same_numel(self: ir.Value, the_template: ir.Value, *, memory_
 
 def _resized(self: ir.Value, size: list[int], ctx: OpContext) -> ir.Value:
     """ATen's resize keeps the storage and its offset and lays new sizes over it row-major (the
-    same sizes it leaves as they are, strides included): a reshape for a tensor that is its storage in order, otherwise the values at those storage
-    positions (a permuted input is read in storage order, as eager reads it; the graph reproduces
-    eager for inputs laid out as the example was)."""
+    same sizes it leaves as they are, strides included): a reshape for a tensor that is its
+    storage in order, otherwise the values at those storage positions (a permuted input is read
+    in storage order, as eager reads it; the graph reproduces eager for inputs laid out as the
+    example was)."""
     example = ctx.inputs[0]
     if list(example.shape) == size:  # ATen leaves a tensor of the same sizes as it is
         return op.Identity(self)
