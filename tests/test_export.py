@@ -216,13 +216,47 @@ def test_export_leaves_the_garbage_collector_as_it_found_it():
     import gc
 
     model = torch.nn.Linear(3, 2).eval()
-    torch_onnx_fx.export(model, (torch.randn(2, 3),), verbose=False)
-    assert gc.get_freeze_count() == 0
-    # A process that froze its own objects keeps them frozen.
-    gc.freeze()
+    seen: list[bool] = []
+    hook = torch.nn.Linear(3, 2).eval()
+    # The collector is off while the model is captured (the forward runs inside the export).
+    hook.forward = lambda x: (seen.append(gc.isenabled()), model(x))[1]
+    assert gc.isenabled()
+    torch_onnx_fx.export(hook, (torch.randn(2, 3),), verbose=False)
+    assert seen and not any(seen)
+    assert gc.isenabled()
+    # A failed export restores it too.
+    with pytest.raises(torch_onnx_fx.CaptureError):
+        torch_onnx_fx.export(model, (torch.randn(2, 4),), verbose=False)
+    assert gc.isenabled()
+    # A process that turned the collector off itself keeps it off.
+    gc.disable()
     try:
         torch_onnx_fx.export(model, (torch.randn(2, 3),), verbose=False)
-        # (Frozen objects freed by reference counting leave the count meanwhile.)
-        assert gc.get_freeze_count() > 0
+        assert not gc.isenabled()
     finally:
-        gc.unfreeze()
+        gc.enable()
+
+
+def test_collector_pauses_nest_and_the_last_one_out_restores():
+    import gc
+    import threading
+
+    from torch_onnx_fx import _state
+
+    inside = threading.Event()
+    release = threading.Event()
+
+    def other_export() -> None:
+        with _state.collector_paused():
+            inside.set()
+            release.wait(10)
+
+    thread = threading.Thread(target=other_export)
+    with _state.collector_paused():
+        thread.start()
+        assert inside.wait(10)
+    # This block ended first; the other is still running: the collector stays off.
+    assert not gc.isenabled()
+    release.set()
+    thread.join(10)
+    assert gc.isenabled()

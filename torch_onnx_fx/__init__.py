@@ -14,6 +14,7 @@ import sys
 import types
 from typing import Any
 
+from torch_onnx_fx import _state
 from torch_onnx_fx._state import is_in_onnx_export
 from torch_onnx_fx.errors import (
     ArgumentTypeError,
@@ -66,11 +67,14 @@ _SUBMODULES = ("testing", "verification")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
-    if name not in _LAZY:
+    if name not in _LAZY and name not in _SUBMODULES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_LAZY[name]), name)
+    # Loading the pipeline creates objects that all live as long as the process; a collection
+    # on the way (a full one over a loaded model's heap: 0.2 s) would find nothing to free.
+    with _state.collector_paused():
+        if name in _SUBMODULES:
+            return importlib.import_module(f"{__name__}.{name}")
+        value = getattr(importlib.import_module(_LAZY[name]), name)
     setattr(sys.modules[__name__], name, value)
     return value
 

@@ -1,11 +1,14 @@
-"""Process-wide state: whether an export is under way, the package version, its folder and its
-cache folder."""
+"""Process-wide state: whether an export is under way, Python's cyclic collector during one, the
+package version, its folder and its cache folder."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import os
-from typing import TYPE_CHECKING, Any
+import threading
+from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -19,6 +22,40 @@ PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 def is_in_onnx_export() -> bool:
     """True while ``torch_onnx_fx.export`` runs (models may branch on it, as on torch.onnx's)."""
     return IN_ONNX_EXPORT
+
+
+_collector_lock = threading.Lock()
+_collector_pauses = 0
+_collector_was_enabled = False
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while the block runs; as it was found afterwards.
+
+    An export allocates millions of objects that live until it ends (imported modules, the
+    captured program, the ONNX graph) and little cyclic garbage, so each collection on the way
+    walks survivors for nothing, and the full ones walk the model and torch's state too. Freezing
+    the survivors (``gc.freeze``, which this replaces) left the collector running over what
+    capture and the lazy import of the pipeline create: a first export of eight 2048x2048 layers
+    whose weights are folded took 1.29 s, 1.13 s paused (a Llama's first export is unchanged
+    within noise); peak RSS 1-2 % higher. The garbage left is collected by the first collection
+    after the block, as it would have been. Nested and concurrent blocks count: the last one out
+    restores the collector, and a process that turned it off itself keeps it off.
+    """
+    global _collector_pauses, _collector_was_enabled
+    with _collector_lock:
+        if _collector_pauses == 0:
+            _collector_was_enabled = gc.isenabled()
+            gc.disable()
+        _collector_pauses += 1
+    try:
+        yield
+    finally:
+        with _collector_lock:
+            _collector_pauses -= 1
+            if _collector_pauses == 0 and _collector_was_enabled:
+                gc.enable()
 
 
 @functools.lru_cache(maxsize=1)

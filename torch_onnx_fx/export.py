@@ -9,10 +9,9 @@ one-word change; it is declared once, with each argument's check and documentati
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import warnings
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import torch
 
@@ -40,27 +39,6 @@ def _in_export() -> Iterator[None]:
         _state.IN_ONNX_EXPORT = previous
 
 
-@contextlib.contextmanager
-def _collector_spared() -> Iterator[Callable[[], None]]:
-    """Keep Python's cyclic garbage collector off the objects that outlive the export.
-
-    Translation and optimization create millions of small objects; every full collection then
-    walks the model, torch's state and the captured program too, though none of it can be garbage
-    until the export ends: a quarter of the post-capture time on a 64-layer Llama. Objects alive
-    at the start, and (by calling the yielded function) those of the captured program, are moved
-    out of the collector's reach (``gc.freeze``) until the export ends; peak memory unchanged
-    within 1 %. A process that froze objects itself is left as it is.
-    """
-    if gc.get_freeze_count():
-        yield lambda: None
-        return
-    gc.freeze()
-    try:
-        yield gc.freeze
-    finally:
-        gc.unfreeze()
-
-
 def export(model: Any, args: Any = (), f: Any = None, **arguments: Any) -> ONNXProgram:
     """Export ``model`` to ONNX through torch.export; a drop-in for ``torch.onnx.export(dynamo=True)``.
 
@@ -72,8 +50,8 @@ def export(model: Any, args: Any = (), f: Any = None, **arguments: Any) -> ONNXP
     """
     opts = options.resolve(model, args, f, arguments)
     progress = Progress(enabled=opts.verbose is not False)
-    with _in_export(), _collector_spared() as spare, diagnostics.session(model, opts.args, opts.kwargs, progress, **opts.diagnostics) as session:
-        onnx_program = _pipeline(model, opts, progress, session, spare)
+    with _in_export(), _state.collector_paused(), diagnostics.session(model, opts.args, opts.kwargs, progress, **opts.diagnostics) as session:
+        onnx_program = _pipeline(model, opts, progress, session)
         if opts.verify:
             with progress.phase("verify") as phase:
                 phase.detail = session.verify(onnx_program)
@@ -95,7 +73,7 @@ export.__signature__ = options.signature()  # type: ignore[attr-defined]
 export.__doc__ = f"{export.__doc__}\n    {options.argument_docs().replace(chr(10), chr(10) + '    ')}\n"
 
 
-def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any, spare: Callable[[], None]) -> ONNXProgram:
+def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any) -> ONNXProgram:
     """The stages, in order, for one resolved call; each phase is timed and reported."""
     is_program = isinstance(model, torch.export.ExportedProgram)
     shapes, dim_names = (None, None) if is_program else capture.prepare_dynamic_shapes(model, opts.args, opts.kwargs, opts.dynamic_shapes)
@@ -105,7 +83,6 @@ def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any,
         if captured.blocks_replayed:
             phase.detail += f"; {captured.blocks_replayed} repeated block(s) copied from a traced one"
     session.captured(captured)
-    spare()
 
     # Opsets below 18 are built at 18 and rewritten by the optimize stage (optimize/downgrade).
     build_opset = max(opts.opset_version, BUILD_OPSET)
