@@ -157,23 +157,31 @@ class OpContext:
         body: Callable[..., Sequence[ir.Value]],
         *,
         until: Callable[..., ir.Value] | None = None,
+        scanned: int = 0,
     ) -> list[ir.Value]:
         """An ONNX ``Loop`` of ``count`` iterations carrying ``states``: ``body(i, *states)``
-        builds one iteration and returns the new states, which keep their dtypes and shapes;
-        ``until(*new_states)``, if given, is a bool scalar ending the loop once true."""
+        builds one iteration and returns the new states, which keep their dtypes and shapes,
+        followed by ``scanned`` values that the loop stacks along a new first axis, one row per
+        iteration (returned after the final states); ``until(*new_states)``, if given, is a bool
+        scalar ending the loop once true."""
         sub = self.subgraph("loop")
         iteration = sub.typed_input("i", ir.DataType.INT64, ir.Shape([]))
         keep_going = sub.typed_input("cond", ir.DataType.BOOL, ir.Shape([]))
         carried = [sub.typed_input("state", s.dtype, s.shape) for s in states]
         with sub.building():
-            updated = list(body(iteration, *carried))
+            produced = list(body(iteration, *carried))
+            updated = produced[: len(produced) - scanned]
             go_on = op.Not(until(*updated)) if until is not None else keep_going
-        graph = sub.finish([go_on, *updated], [None] * (1 + len(updated)))
+        graph = sub.finish([go_on, *produced], [None] * (1 + len(produced)))
+        rows = count if isinstance(count, int) else None
         if isinstance(count, int):
             count = self.constant(count, ir.DataType.INT64)
         always = self.constant(True)
-        results = self.op("Loop", [count, always, *states], {"body": ir.AttrGraph("body", graph)}, num_outputs=len(states), infer=False)
+        results = self.op("Loop", [count, always, *states], {"body": ir.AttrGraph("body", graph)}, num_outputs=len(produced), infer=False)
         results = [results] if isinstance(results, ir.Value) else list(results)
         for result, state in zip(results, states):
             result.type, result.shape = ir.TensorType(state.dtype), state.shape
+        for result, row in zip(results[len(states):], produced[len(states):]):
+            result.type = ir.TensorType(row.dtype)
+            result.shape = ir.Shape([rows, *row.shape]) if row.shape is not None else None
         return results
