@@ -160,6 +160,32 @@ def test_split_with_dynamic_sizes():
     )
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int8, torch.uint8, torch.int64, torch.bool])
+def test_cummax_and_cummin_of_dynamic_lengths(dtype):
+    # Scanned dims of dynamic length (and static ones past the mask's limit) had no translation;
+    # ties keep moving the index, a NaN wins until the next NaN, an empty dim stays empty.
+    def values(*shape):
+        x = torch.randint(-3, 4, shape).to(dtype) if dtype != torch.bool else torch.randint(0, 2, shape).bool()
+        if dtype.is_floating_point:
+            x.view(-1)[::7] = float("nan")
+            x.view(-1)[::11] = float("-inf")
+        return x
+
+    def fn(x):
+        return (*torch.cummax(x, 1), *torch.cummin(x, 0), *torch.cummax(x, -1), *torch.cummin(x[0, :, 0], 0))
+
+    more = [((values(2, 30, 5),), {}), ((values(1, 1, 1),), {}), ((values(3, 0, 2),), {})]
+    assert_matches_eager(fn, (values(4, 9, 3),), dynamic_shapes=({0: "a", 1: "b", 2: "c"},), more_inputs=more, rtol=0, atol=0)
+
+
+def test_cummax_past_the_static_mask_limit():
+    x = torch.randn(2, 3000)
+    x[0, 100] = float("nan")
+    x[1, 2000] = 99.0
+    program = assert_matches_eager(lambda x: (*torch.cummax(x, 1), *torch.cummin(x, 1)), (x,), rtol=0, atol=0)
+    assert [n.op_type for n in program.model.graph].count("Loop") == 2
+
+
 def test_transformers_grouped_mm_fallback():
     pytest.importorskip("transformers")
     import transformers.integrations.moe  # noqa: F401 - registers torch.ops.transformers.grouped_mm_fallback

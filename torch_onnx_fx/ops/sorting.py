@@ -309,26 +309,86 @@ def _cumulative_extreme(self: ir.Value, dim: int, pick_max: bool) -> tuple[ir.Va
 _CUMULATIVE_LIMIT = 2048
 
 
-def _static_scan_length(node: Any) -> bool:
+def _scanned_extreme(self: ir.Value, dim: int, pick_max: bool, ctx: OpContext) -> tuple[ir.Value, ir.Value]:
+    """Running max/min and the index of its latest occurrence, one step per element of ``dim``.
+
+    For the lengths the mask of :func:`_cumulative_extreme` cannot take (dynamic, or past
+    _CUMULATIVE_LIMIT): an ONNX ``Loop`` carrying the running value and index, memory of one row.
+    A step takes an element that ties or beats the running value, or that is NaN, as ATen's
+    kernel does: ties move the index forward, and a NaN, once taken, is beaten by nothing but a
+    later NaN (every comparison with it is false).
+    """
+    rank = self.shape.rank()
+    x = op.Transpose(self, perm=[dim, *[d for d in range(rank) if d != dim]]) if dim != 0 else self
+    # Bools compare as 0 and 1 (ONNX has no order on bool).
+    compared = op.Cast(x, to=ir.DataType.UINT8) if self.dtype == ir.DataType.BOOL else x
+    row_shape = op.Shape(x, start=1)
+    # The first element always ties or beats the start: the identity of the reduction.
+    if compared.dtype.is_floating_point():
+        start = op.CastLike(op.Constant(value_float=float("-inf") if pick_max else float("inf")), compared)
+    else:
+        limits = np.iinfo(compared.dtype.numpy())
+        start = op.Constant(value=ir.tensor(np.array(limits.min if pick_max else limits.max, dtype=compared.dtype.numpy())))
+    best = op.Expand(start, row_shape)
+    best_index = op.Expand(op.Constant(value_int=0), row_shape)
+    best.shape = best_index.shape = ir.Shape(list(self.shape)[:dim] + list(self.shape)[dim + 1:])
+    best.type = ir.TensorType(compared.dtype)
+    best_index.type = ir.TensorType(ir.DataType.INT64)
+    at_least = op.GreaterOrEqual if pick_max else op.LessOrEqual
+
+    def step(i: ir.Value, best: ir.Value, best_index: ir.Value) -> list[ir.Value]:
+        element = op.Gather(compared, i, axis=0)
+        take = at_least(element, best)
+        if compared.dtype.is_floating_point():
+            take = op.Or(take, op.IsNaN(element))
+        best = op.Where(take, element, best)
+        best_index = op.Where(take, i, best_index)
+        return [best, best_index, best, best_index]
+
+    length = op.Shape(x, start=0, end=1)
+    _, _, values, indices = ctx.loop(op.Squeeze(length), [best, best_index], step, scanned=2)
+    # A loop that ran no step leaves its rows without their shape ([0] in ONNX Runtime).
+    rows = op.Concat(length, row_shape, axis=0)
+    values, indices = op.Reshape(values, rows, allowzero=1), op.Reshape(indices, rows, allowzero=1)
+    if self.dtype == ir.DataType.BOOL:
+        values = op.Cast(values, to=ir.DataType.BOOL)
+    if dim != 0:
+        back = list(range(1, rank))
+        back.insert(dim, 0)
+        values, indices = op.Transpose(values, perm=back), op.Transpose(indices, perm=back)
+    return values, indices
+
+
+def _real_input(node: Any) -> bool:
     example = arg_example(node)
-    if not isinstance(example, torch.Tensor) or example.is_complex():
-        return False
-    if example.dim() == 0:
-        return True
-    size = example.shape[node.args[1] % example.dim()]
-    return isinstance(size, int) and size <= _CUMULATIVE_LIMIT
+    return isinstance(example, torch.Tensor) and not example.is_complex()
 
 
-@register("aten::cummax", supports=_static_scan_length)
-def aten_cummax(self: ir.Value, dim: int) -> tuple[ir.Value, ir.Value]:
+def _cumulative(self: ir.Value, dim: int, pick_max: bool, ctx: OpContext) -> tuple[ir.Value, ir.Value]:
+    if self.shape is None:
+        raise ValueError("cummax/cummin need an input of known rank")
+    rank = self.shape.rank()
+    if rank == 0:
+        return op.Identity(self), op.Constant(value=ir.tensor(0, dtype=ir.DataType.INT64))
+    dim %= rank
+    length = self.shape[dim]
+    if isinstance(length, int) and length <= _CUMULATIVE_LIMIT:
+        return _cumulative_extreme(self, dim, pick_max)
+    return _scanned_extreme(self, dim, pick_max, ctx)
+
+
+@register("aten::cummax", supports=_real_input)
+@wants_context
+def aten_cummax(self: ir.Value, dim: int, *, ctx: OpContext) -> tuple[ir.Value, ir.Value]:
     """cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)"""
-    return _cumulative_extreme(self, dim, pick_max=True)
+    return _cumulative(self, dim, True, ctx)
 
 
-@register("aten::cummin", supports=_static_scan_length)
-def aten_cummin(self: ir.Value, dim: int) -> tuple[ir.Value, ir.Value]:
+@register("aten::cummin", supports=_real_input)
+@wants_context
+def aten_cummin(self: ir.Value, dim: int, *, ctx: OpContext) -> tuple[ir.Value, ir.Value]:
     """cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)"""
-    return _cumulative_extreme(self, dim, pick_max=False)
+    return _cumulative(self, dim, False, ctx)
 
 
 @register("aten::sort")
