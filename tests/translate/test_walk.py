@@ -115,3 +115,22 @@ def test_tuple_results_are_taken_apart_by_getitem():
     assert [node.op_type for node in model_ir.graph].count("TopK") == 1
     program = torch_onnx_fx.export(TopTwo(), (torch.randn(5),), verbose=False)
     assert_matches_eager(TopTwo(), (torch.randn(5),), program=program)
+
+
+def test_symbolic_floats_are_doubles_as_python_floats_are():
+    # They were float32 in the graph: sqrt(n) scaling a float64 model came out 3e-8 off (both
+    # exporters), and a float64 tensor's item() of 1e300 was inf.
+    def scaled(x, y):
+        return y * (x.shape[0] ** 0.5), y / (x.shape[0] / 3), (y.float() * (x.shape[0] / 7)).bfloat16()
+
+    n = torch.export.Dim("n", min=2)
+    y = torch.randn(5, dtype=torch.float64)
+    more = [((torch.randn(n), torch.randn(n, dtype=torch.float64)), {}) for n in (3, 11, 97)]
+    assert_matches_eager(scaled, (torch.randn(5), y), rtol=0, atol=0, dynamic_shapes=({0: n}, {0: n}), more_inputs=more)
+
+    def item(x):
+        return x.max().item(), x + x.min().item()
+
+    x = torch.tensor([1e300, -3e-310, 1.2345678901234567], dtype=torch.float64)
+    program = assert_matches_eager(item, (x,), rtol=0, atol=0)
+    assert program.model.graph.outputs[0].dtype == torch_onnx_fx.dtypes.onnx_dtype(torch.float64)

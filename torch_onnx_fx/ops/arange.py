@@ -27,7 +27,6 @@ from onnx_ir.tensor_adapters import TorchTensor
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.dtypes import onnx_dtype
-from torch_onnx_fx.errors import TranslationError
 from torch_onnx_fx.ops import _tensors as tx
 from torch_onnx_fx.registry import arg_value, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
@@ -108,28 +107,15 @@ def _is_integer(value: Any) -> bool:
     return isinstance(value, int) or (isinstance(value, ir.Value) and value.dtype == ir.DataType.INT64)
 
 
-def _refuse_symbolic_float() -> TranslationError:
-    # A SymFloat reaches the graph as float32 (ops/symbolic.py): a step of 1 / n rounded there
-    # made the length one too long for 19 of n = 2..100. Refused, not approximated.
-    return TranslationError(
-        "arange with a bound or step computed from a dynamic size in floating point: the graph holds that "
-        "number in float32, and the length ceil((end - start) / step) may come out one off. Compute the "
-        "values from integers instead, e.g. torch.arange(n) * (1.0 / n) for torch.arange(0, 1, 1 / n)."
-    )
-
-
 def _double(value: Any) -> ir.Value:
+    # A SymFloat is a double in the graph (ops/symbolic.py), as the bounds ATen sizes from.
     if isinstance(value, (int, float)):
         return op.Constant(value=ir.tensor(float(value), dtype=ir.DataType.DOUBLE))
-    if value.dtype != ir.DataType.INT64:
-        raise _refuse_symbolic_float()
-    return op.Cast(value, to=ir.DataType.DOUBLE)
+    return value if value.dtype == ir.DataType.DOUBLE else op.Cast(value, to=ir.DataType.DOUBLE)
 
 
 def _integer(value: Any) -> ir.Value:
     """``value`` as ATen's int64 accumulator holds it: a float truncated toward zero."""
     if isinstance(value, (int, float)):
         return tx.int64(int(value))
-    if value.dtype != ir.DataType.INT64:
-        raise _refuse_symbolic_float()
-    return value
+    return value if value.dtype == ir.DataType.INT64 else op.Cast(value, to=ir.DataType.INT64)

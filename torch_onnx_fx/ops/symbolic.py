@@ -2,8 +2,10 @@
 
 torch.export leaves size computations on dynamic dims in the graph as ``aten.sym_size.int`` plus
 Python ``operator.*``/``torch.sym_*`` calls. A symbolic value is a 0-d tensor here (INT64 for
-SymInt, FLOAT for SymFloat, BOOL for SymBool). When every operand is a Python number the result is
-computed in Python, so static arithmetic never reaches the graph.
+SymInt, DOUBLE for SymFloat, BOOL for SymBool): a SymFloat is a Python float, a double, and
+computing it in float32 rounded ``n ** 0.5`` for a float64 model and ``n / 2`` past 2^24. When
+every operand is a Python number the result is computed in Python, so static arithmetic never
+reaches the graph.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from onnxscript import opset18 as op
 from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.registry import register, wants_context
 
-__all__ = ["aten_sym_size_int", "aten_sym_numel"]
+__all__ = ["aten_sym_size_int", "aten_sym_numel", "aten_local_scalar_dense"]
 
 
 def _is_static(*values: Any) -> bool:
@@ -28,7 +30,7 @@ def _is_static(*values: Any) -> bool:
 
 def _float(value: Any) -> Any:
     if isinstance(value, ir.Value):
-        return value if value.dtype == ir.DataType.FLOAT else op.Cast(value, to=ir.DataType.FLOAT)
+        return value if value.dtype == ir.DataType.DOUBLE else op.Cast(value, to=ir.DataType.DOUBLE)
     return float(value)
 
 
@@ -44,6 +46,23 @@ def _common(a: Any, b: Any) -> tuple[Any, Any]:
     if db == ir.DataType.BOOL and isinstance(b, ir.Value):
         b = op.Cast(b, to=ir.DataType.INT64)
     return a, b
+
+
+def _real_tensor(node: Any) -> bool:
+    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
+    return isinstance(example, torch.Tensor) and not example.is_complex()
+
+
+@register("aten::_local_scalar_dense", supports=_real_tensor)
+def aten_local_scalar_dense(self: ir.Value) -> ir.Value:
+    """_local_scalar_dense(Tensor self) -> Scalar
+
+    ``tensor.item()``: the Python number, so a floating element widens to double, exactly
+    (torchlib's float32 turned a float64 1e300 into inf and rounded every other)."""
+    first = op.Gather(op.Reshape(self, op.Constant(value_ints=[-1])), op.Constant(value_int=0))
+    if self.dtype == ir.DataType.BOOL:
+        return first
+    return op.Cast(first, to=ir.DataType.DOUBLE if self.dtype.is_floating_point() else ir.DataType.INT64)
 
 
 @register("aten::sym_size.int")
@@ -155,7 +174,7 @@ def sym_floordiv(a: Any, b: Any, *, ctx: OpContext) -> Any:
     if _is_static(a, b):
         return a // b
     a, b = _common(a, b)
-    if isinstance(a, ir.Value) and a.dtype == ir.DataType.FLOAT or isinstance(b, ir.Value) and b.dtype == ir.DataType.FLOAT:
+    if isinstance(a, ir.Value) and a.dtype == ir.DataType.DOUBLE or isinstance(b, ir.Value) and b.dtype == ir.DataType.DOUBLE:
         return op.Floor(op.Div(a, b))
     dividend, divisor = ctx.inputs
     lower = _lower_bound(divisor)
@@ -169,7 +188,7 @@ def sym_mod(a: Any, b: Any) -> Any:
     if _is_static(a, b):
         return a % b
     a, b = _common(a, b)
-    floats = isinstance(a, ir.Value) and a.dtype == ir.DataType.FLOAT
+    floats = isinstance(a, ir.Value) and a.dtype == ir.DataType.DOUBLE
     return op.Mod(a, b, fmod=1 if floats else 0)
 
 

@@ -87,7 +87,8 @@ class TranslationContext:
             value.type = ir.TensorType(ir.DataType.INT64)
             value.shape = ir.Shape([])
         elif isinstance(example, (torch.SymFloat, float)):
-            value.type = ir.TensorType(ir.DataType.FLOAT)
+            # A Python float is a double: float32 here rounded sqrt(n) for a float64 model.
+            value.type = ir.TensorType(ir.DataType.DOUBLE)
             value.shape = ir.Shape([])
         elif isinstance(example, (torch.SymBool, bool)):
             value.type = ir.TensorType(ir.DataType.BOOL)
