@@ -15,8 +15,7 @@ def flat_tensors(value: Any) -> list[torch.Tensor]:
     leaves = pytree.tree_leaves(value)
     unexpected = [type(x).__name__ for x in leaves if x is not None and not isinstance(x, (torch.Tensor, int, float, bool))]
     assert not unexpected, f"eager outputs of types {unexpected} cannot be compared"
-    # A Python float is a double, and the graph returns it as one.
-    return [torch.tensor(x, dtype=torch.float64) if isinstance(x, float) else torch.as_tensor(x) for x in leaves if x is not None]
+    return [torch.as_tensor(x) for x in leaves if x is not None]
 
 
 def assert_close_outputs(expected: Any, actual: Sequence[torch.Tensor], rtol: float, atol: float) -> None:

@@ -444,6 +444,15 @@ def _outputs(ctx: TranslationContext, entries: Sequence[OutputEntry]) -> list[ir
         value = _convert_argument(ctx, entry.arg)
         if not isinstance(value, ir.Value):
             value = ctx.tracer.constant(value)
+        if isinstance(entry.example, torch.SymFloat) and value.dtype == ir.DataType.DOUBLE:
+            # A Python float returned is float32, torch.onnx's convention (its testing helper
+            # compares it with torch.tensor(x)); inside the graph it stays the double it is.
+            value = ctx.tracer.op("Cast", [value], {"to": ir.DataType.FLOAT}, infer=False)
+            value.name = ctx.tracer.fresh_name(getattr(entry.arg, "name", "output"))
+            value.type, value.shape = ir.TensorType(ir.DataType.FLOAT), ir.Shape([])
+            seen.add(id(value))
+            outputs.append(value)
+            continue
         # Sub-byte initializers stay outputs as they are: below opset 23 no Identity takes them.
         passthrough = (value.is_graph_input() or (value.is_initializer() and value.dtype in SUB_BYTE)) and id(value) not in seen
         if not passthrough and (id(value) in seen or value.producer() is None or value.is_initializer()):
