@@ -136,3 +136,14 @@ def test_symbolic_floats_are_doubles_as_python_floats_are():
     x = torch.tensor([1e300, -3e-310, 1.2345678901234567], dtype=torch.float64)
     program = assert_matches_eager(item, (x,), rtol=0, atol=0)
     assert [v.dtype for v in program.model.graph.outputs] == [torch_onnx_fx.dtypes.onnx_dtype(t) for t in (torch.float32, torch.float64, torch.float64)]
+
+
+def test_modulo_of_symbolic_floats_takes_the_divisors_sign_as_python_does():
+    # ONNX's float Mod is C's fmod (the dividend's sign): (2 / 3 - 5) % 2 was -0.33 for Python's
+    # 1.67, and a number modulo a symbolic float failed in ONNX Runtime (fmod=0 on floats).
+    def fn(x):
+        a = x.shape[0] / 3 - 5.0
+        return x * (a % 2.0), x * (a % -0.7), x * (7.5 % (a - 0.5)), x * (x.shape[0] % 4)
+
+    more = [((torch.randn(n),), {}) for n in (2, 3, 7, 10, 31, 59)]
+    assert_matches_eager(fn, (torch.randn(4),), rtol=1e-6, atol=1e-7, dynamic_shapes=({0: torch.export.Dim("n", min=2)},), more_inputs=more)

@@ -18,6 +18,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.ops.stable import _remainder
 from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.registry import register, wants_context
 
@@ -32,6 +33,11 @@ def _float(value: Any) -> Any:
     if isinstance(value, ir.Value):
         return value if value.dtype == ir.DataType.DOUBLE else op.Cast(value, to=ir.DataType.DOUBLE)
     return float(value)
+
+
+def _doubles(a: Any, b: Any) -> tuple[ir.Value, ir.Value]:
+    """Both operands as DOUBLE values (the float helpers shared with tensors take no numbers)."""
+    return tuple(v if isinstance(v, ir.Value) else op.Constant(value=ir.tensor(float(v), dtype=ir.DataType.DOUBLE)) for v in (a, b))  # type: ignore[return-value]
 
 
 def _common(a: Any, b: Any) -> tuple[Any, Any]:
@@ -188,8 +194,10 @@ def sym_mod(a: Any, b: Any) -> Any:
     if _is_static(a, b):
         return a % b
     a, b = _common(a, b)
-    floats = isinstance(a, ir.Value) and a.dtype == ir.DataType.DOUBLE
-    return op.Mod(a, b, fmod=1 if floats else 0)
+    if any(isinstance(v, float) or (isinstance(v, ir.Value) and v.dtype == ir.DataType.DOUBLE) for v in (a, b)):
+        # Python's float % takes the divisor's sign (C's fmod, ONNX's fmod=1, the dividend's).
+        return _remainder(*_doubles(a, b))
+    return op.Mod(a, b, fmod=0)
 
 
 @register(operator.neg)
