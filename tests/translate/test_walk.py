@@ -121,7 +121,12 @@ def test_symbolic_floats_are_doubles_as_python_floats_are():
     # They were float32 in the graph: sqrt(n) scaling a float64 model came out 3e-8 off (both
     # exporters), and a float64 tensor's item() of 1e300 was inf.
     def scaled(x, y):
-        return y * (x.shape[0] ** 0.5), y / (x.shape[0] / 3), (y.float() * (x.shape[0] / 7)).bfloat16()
+        return (
+            y * (x.shape[0] ** 0.5), y / (x.shape[0] / 3), (y.float() * (x.shape[0] / 7)).bfloat16(),
+            # Python numbers beside a symbolic float: Pow's and Where's operands take no type from
+            # each other, and a float32 constant there made a model ONNX Runtime refused.
+            y * 0.5 ** x.shape[0], y * 2 ** (x.shape[0] / 3), y * x.shape[0] ** 0.1, y * torch.sym_ite(x.shape[0] > 6, 1.5, 2.5),
+        )
 
     n = torch.export.Dim("n", min=2)
     y = torch.randn(5, dtype=torch.float64)

@@ -35,18 +35,20 @@ def _float(value: Any) -> Any:
     return float(value)
 
 
-def _doubles(a: Any, b: Any) -> tuple[ir.Value, ir.Value]:
-    """Both operands as DOUBLE values (the float helpers shared with tensors take no numbers)."""
-    return tuple(v if isinstance(v, ir.Value) else op.Constant(value=ir.tensor(float(v), dtype=ir.DataType.DOUBLE)) for v in (a, b))  # type: ignore[return-value]
+def _double(value: Any) -> ir.Value:
+    value = _float(value)
+    return value if isinstance(value, ir.Value) else op.Constant(value=ir.tensor(value, dtype=ir.DataType.DOUBLE))
 
 
 def _common(a: Any, b: Any) -> tuple[Any, Any]:
-    """Bring two operands to one dtype: float wins over int, int over bool."""
+    """Bring two operands to one dtype: float wins over int, int over bool. Floats are DOUBLE
+    values, numbers included: Pow's exponent and Where's branches take no type from a neighbour,
+    and a float32 constant there made a float32 result where the graph declares a double."""
     da = a.dtype if isinstance(a, ir.Value) else None
     db = b.dtype if isinstance(b, ir.Value) else None
     floats = {ir.DataType.FLOAT, ir.DataType.DOUBLE}
     if da in floats or db in floats or isinstance(a, float) or isinstance(b, float):
-        return _float(a), _float(b)
+        return _double(a), _double(b)
     if da == ir.DataType.BOOL and isinstance(a, ir.Value):
         a = op.Cast(a, to=ir.DataType.INT64)
     if db == ir.DataType.BOOL and isinstance(b, ir.Value):
@@ -194,9 +196,9 @@ def sym_mod(a: Any, b: Any) -> Any:
     if _is_static(a, b):
         return a % b
     a, b = _common(a, b)
-    if any(isinstance(v, float) or (isinstance(v, ir.Value) and v.dtype == ir.DataType.DOUBLE) for v in (a, b)):
+    if isinstance(a, ir.Value) and a.dtype == ir.DataType.DOUBLE:
         # Python's float % takes the divisor's sign (C's fmod, ONNX's fmod=1, the dividend's).
-        return _remainder(*_doubles(a, b))
+        return _remainder(a, b)
     return op.Mod(a, b, fmod=0)
 
 

@@ -334,6 +334,8 @@ def _finish_value(ctx: TranslationContext, value: ir.Value, example: Any, name: 
             value = ctx.cast(value, expected)
     elif isinstance(example, (torch.SymInt, int)) and not isinstance(example, bool) and value.dtype not in (None, ir.DataType.INT64):
         value = ctx.cast(value, ir.DataType.INT64)
+    elif isinstance(example, (torch.SymFloat, float)) and value.dtype not in (None, ir.DataType.DOUBLE):
+        value = ctx.cast(value, ir.DataType.DOUBLE)
     value.name = name
     ctx.named.add(name)
     declared = value.dtype
