@@ -34,13 +34,18 @@ def _export(fn, x):
         return torch_onnx_fx.export(fn, (x,), dynamic_shapes=({1: "length"},), verbose=False)
 
 
+def _checked(fn, example, conditions, inside, outside, message):
+    """Exported with ``conditions``, equal to eager at the sizes ``inside``, refused at ``outside``."""
+    program = _export(fn, example)
+    assert program.size_conditions == conditions
+    assert_matches_eager(fn, (example,), program=program, more_inputs=[((x,), {}) for x in inside])
+    with pytest.raises(InputMismatchError, match=message):
+        program(outside)
+
+
 def test_a_branch_that_changes_values_is_a_bound_the_program_checks():
-    program = _export(doubled_when_long, torch.randn(2, 8))
-    assert program.size_conditions == ["length <= 8"]
-    assert_matches_eager(doubled_when_long, (torch.randn(2, 8),), program=program, more_inputs=[((torch.randn(2, 5),), {})])
     # Eager doubles at 12; the graph would subtract 1: refused, not wrong.
-    with pytest.raises(InputMismatchError, match=r"length = 12\) break length <= 8"):
-        program(torch.randn(2, 12))
+    _checked(doubled_when_long, torch.randn(2, 8), ["length <= 8"], [torch.randn(2, 5)], torch.randn(2, 12), r"length = 12\) break length <= 8")
 
 
 def test_a_branch_that_changes_shapes_is_a_multiple_the_program_checks():
@@ -49,6 +54,23 @@ def test_a_branch_that_changes_shapes_is_a_multiple_the_program_checks():
     assert_matches_eager(pad_to_windows, (torch.randn(2, 8),), program=program, more_inputs=[((torch.randn(2, 12),), {})])
     with pytest.raises(InputMismatchError, match="length % 4 == 0"):
         program(torch.randn(2, 9))
+
+
+def seventy_percent(x):
+    return x[:, : int(x.shape[-1] * 0.7)]
+
+
+def attention_scaled_by_length(x):
+    q = x[None]
+    return F.scaled_dot_product_attention(q, q, q, scale=x.shape[-1] ** -0.5)
+
+
+def test_decisions_torch_export_does_not_write_into_the_graph_are_checked_too():
+    # A decision in float arithmetic is an assert torch.export cannot write as graph code: it
+    # dropped it without a word, and the dim stayed dynamic with the example's decision built
+    # in (2 columns at length 12 for eager's 8; torch.onnx returns them too).
+    _checked(seventy_percent, torch.randn(2, 4), ["3 <= length <= 4"], [torch.randn(2, 3)], torch.randn(2, 12), r"length = 12\) break 3 <= length <= 4")
+    _checked(attention_scaled_by_length, torch.randn(3, 4), ["length == 4"], [], torch.randn(3, 9), "length == 4")
 
 
 def test_the_conditions_are_in_the_models_metadata_and_the_report(tmp_path):

@@ -191,6 +191,28 @@ def _deferred_asserts(program: torch.export.ExportedProgram) -> list[SizeConditi
     return found
 
 
+def _unwritten_asserts(program: torch.export.ExportedProgram) -> list[SizeCondition]:
+    """The deferred asserts of the program's shape environment, those the graph holds and those
+    it does not: torch.export drops without a word an assert it cannot write as graph code
+    (float arithmetic: ``int(n * 0.7) == 2`` from ``x[: int(x.shape[0] * 0.7)]``, or an
+    attention ``scale=n ** -0.5``), and the dim stays dynamic with the example's decision built
+    in (2 rows at n = 12 for eager's 8; torch.onnx ships it too)."""
+    for node in program.graph.nodes:
+        sizes = getattr(node.meta.get("val"), "shape", ()) if node.op == "placeholder" else ()
+        symbolic = next((size for size in sizes if isinstance(size, torch.SymInt)), None)
+        if symbolic is not None:
+            environment = symbolic.node.shape_env
+            break
+    else:
+        return []
+    found = []
+    for asserts in environment.deferred_runtime_asserts.values():
+        for recorded in asserts:
+            expression = recorded.expr
+            found.append(SizeCondition(expression, tuple(sorted(s.name for s in expression.free_symbols)), "assert"))
+    return found
+
+
 def _ranges(program: torch.export.ExportedProgram, symbols: set[str]) -> list[SizeCondition]:
     found = []
     for symbol, bounds in program.range_constraints.items():
@@ -267,8 +289,13 @@ def _assumes_no_small_sizes(condition: SizeCondition) -> bool:
     if isinstance(condition.expression, str):
         return bool(_SMALL_SIZE_ASSUMPTION.search(condition.expression))
     expression = condition.expression
-    bound = {"Unequality": (0, 1), "GreaterThan": (2,), "StrictGreaterThan": (1,)}.get(type(expression).__name__)
-    return bound is not None and expression.args[1].is_Integer and int(expression.args[1]) in bound
+    name = type(expression).__name__
+    bound = {"Unequality": (0, 1), "GreaterThan": (2,), "StrictGreaterThan": (1,)}.get(name)
+    if bound is not None and expression.args[1].is_Integer and int(expression.args[1]) in bound:
+        return True
+    # The same written the other way round: 1 < int(0.5 * width), from a scale_factor of 0.5.
+    mirrored = {"Unequality": (0, 1), "LessThan": (2,), "StrictLessThan": (1,)}.get(name)
+    return mirrored is not None and expression.args[0].is_Integer and int(expression.args[0]) in mirrored
 
 
 def _samples(groups: Mapping[str, Sequence[str]], seed: int = 0) -> list[dict[str, int]]:
@@ -324,6 +351,8 @@ def _summary(condition: SizeCondition, members: Sequence[str], name: str) -> str
             return f"{name} <= {sizes[end - 1]}"
         if end == len(truth):
             return f"{name} >= {sizes[start]}"
+        if end == start + 1:
+            return f"{name} == {sizes[start]}"
         return f"{sizes[start]} <= {name} <= {sizes[end - 1]}"
     for period in range(2, 65):
         kept = {n % period for n, t in zip(sizes, truth) if t}
@@ -346,7 +375,7 @@ def size_conditions(
             members.append(symbol)
     group_of = {symbol: name for name, members in groups.items() for symbol in members}
     candidates = [
-        c for c in (*_ranges(program, set(group_of)), *_deferred_asserts(program), *_guards(program, signature))
+        c for c in (*_ranges(program, set(group_of)), *_deferred_asserts(program), *_unwritten_asserts(program), *_guards(program, signature))
         # Relations between two dims are left out: torch.onnx runs calls that break them.
         if c.symbols and set(c.symbols) <= set(group_of) and len({group_of[s] for s in c.symbols}) == 1
         and not _assumes_no_small_sizes(c)
