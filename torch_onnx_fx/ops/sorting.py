@@ -270,9 +270,6 @@ def _cumulative_extreme(self: ir.Value, dim: int, pick_max: bool) -> tuple[ir.Va
     O(n^2) in the scanned dim, so only used for static sizes up to _CUMULATIVE_LIMIT.
     """
     rank = self.shape.rank()
-    if rank == 0:
-        return op.Identity(self), op.Constant(value=ir.tensor(0, dtype=ir.DataType.INT64))
-    dim %= rank
     n = int(self.shape[dim])
     x = op.Transpose(self, perm=[*[d for d in range(rank) if d != dim], dim]) if dim != rank - 1 else self
     lower = op.Constant(value=ir.tensor(np.tril(np.ones((n, n), dtype=bool))))
@@ -331,7 +328,8 @@ def _scanned_extreme(self: ir.Value, dim: int, pick_max: bool, ctx: OpContext) -
         start = op.Constant(value=ir.tensor(np.array(limits.min if pick_max else limits.max, dtype=compared.dtype.numpy())))
     best = op.Expand(start, row_shape)
     best_index = op.Expand(op.Constant(value_int=0), row_shape)
-    best.shape = best_index.shape = ir.Shape(list(self.shape)[:dim] + list(self.shape)[dim + 1:])
+    row_dims = list(self.shape)[:dim] + list(self.shape)[dim + 1:]
+    best.shape, best_index.shape = ir.Shape(row_dims), ir.Shape(row_dims)
     best.type = ir.TensorType(compared.dtype)
     best_index.type = ir.TensorType(ir.DataType.INT64)
     at_least = op.GreaterOrEqual if pick_max else op.LessOrEqual
@@ -359,11 +357,6 @@ def _scanned_extreme(self: ir.Value, dim: int, pick_max: bool, ctx: OpContext) -
     return values, indices
 
 
-def _real_input(node: Any) -> bool:
-    example = arg_example(node)
-    return isinstance(example, torch.Tensor) and not example.is_complex()
-
-
 def _cumulative(self: ir.Value, dim: int, pick_max: bool, ctx: OpContext) -> tuple[ir.Value, ir.Value]:
     if self.shape is None:
         raise ValueError("cummax/cummin need an input of known rank")
@@ -377,14 +370,14 @@ def _cumulative(self: ir.Value, dim: int, pick_max: bool, ctx: OpContext) -> tup
     return _scanned_extreme(self, dim, pick_max, ctx)
 
 
-@register("aten::cummax", supports=_real_input)
+@register("aten::cummax")
 @wants_context
 def aten_cummax(self: ir.Value, dim: int, *, ctx: OpContext) -> tuple[ir.Value, ir.Value]:
     """cummax(Tensor self, int dim) -> (Tensor values, Tensor indices)"""
     return _cumulative(self, dim, True, ctx)
 
 
-@register("aten::cummin", supports=_real_input)
+@register("aten::cummin")
 @wants_context
 def aten_cummin(self: ir.Value, dim: int, *, ctx: OpContext) -> tuple[ir.Value, ir.Value]:
     """cummin(Tensor self, int dim) -> (Tensor values, Tensor indices)"""

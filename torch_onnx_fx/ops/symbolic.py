@@ -56,12 +56,7 @@ def _common(a: Any, b: Any) -> tuple[Any, Any]:
     return a, b
 
 
-def _real_tensor(node: Any) -> bool:
-    example = node.args[0].meta.get("val") if isinstance(node.args[0], torch.fx.Node) else None
-    return isinstance(example, torch.Tensor) and not example.is_complex()
-
-
-@register("aten::_local_scalar_dense", supports=_real_tensor)
+@register("aten::_local_scalar_dense")
 def aten_local_scalar_dense(self: ir.Value) -> ir.Value:
     """_local_scalar_dense(Tensor self) -> Scalar
 
