@@ -15,7 +15,7 @@ from onnxscript import opset18 as op
 
 __all__ = [
     "INT64", "END", "ints", "int64", "rank", "filled_like", "scatter_elements", "scatter_nd", "slice_axis",
-    "index_coordinates", "mean_by_count", "scalar_of",
+    "index_coordinates", "mean_by_count", "scalar_of", "double",
 ]
 
 INT64 = ir.DataType.INT64
@@ -31,6 +31,14 @@ def ints(*values: int) -> ir.Value:
 def int64(value: int) -> ir.Value:
     """A 0-d int64 constant."""
     return op.Constant(value=ir.tensor(np.int64(value)))
+
+
+def double(value: object) -> ir.Value:
+    """A 0-d double: a number as a constant, a value (a symbolic size or float) cast unless it
+    is one already."""
+    if isinstance(value, ir.Value):
+        return value if value.dtype == ir.DataType.DOUBLE else op.Cast(value, to=ir.DataType.DOUBLE)
+    return op.Constant(value=ir.tensor(float(value), dtype=ir.DataType.DOUBLE))
 
 
 def constant(value: float, like: ir.Value) -> ir.Value:

@@ -86,7 +86,7 @@ def _range(start: Any, end: Any, step: Any, dtype: torch.dtype) -> ir.Value:
         return op.Range(_integer(start), _integer(end), _integer(step))
     if target in _ACCUMULATOR:
         # The length and each value in double, from the bounds as given.
-        first, last, stride = _double(start), _double(end), _double(step)
+        first, last, stride = tx.double(start), tx.double(end), tx.double(step)
     else:
         # The bounds truncated to int64 (ATen's integer accumulator), the length in double from
         # the bounds as given, but in integers from the truncated ones for int64 results.
@@ -95,7 +95,7 @@ def _range(start: Any, end: Any, step: Any, dtype: torch.dtype) -> ir.Value:
         length = op.Div(op.Sub(op.Add(op.Sub(last, first), stride), op.Sign(stride)), stride)
     else:
         zero = op.Constant(value=ir.tensor(0.0, dtype=ir.DataType.DOUBLE))
-        span = op.Div(op.Sub(_double(end), _double(start)), _double(step))
+        span = op.Div(op.Sub(tx.double(end), tx.double(start)), tx.double(step))
         length = op.Cast(op.Max(op.Ceil(span), zero), to=ir.DataType.INT64)
     positions = op.Range(tx.int64(0), length, tx.int64(1))
     accumulator = _ACCUMULATOR.get(target, ir.DataType.INT64)
@@ -105,13 +105,6 @@ def _range(start: Any, end: Any, step: Any, dtype: torch.dtype) -> ir.Value:
 
 def _is_integer(value: Any) -> bool:
     return isinstance(value, int) or (isinstance(value, ir.Value) and value.dtype == ir.DataType.INT64)
-
-
-def _double(value: Any) -> ir.Value:
-    # A SymFloat is a double in the graph (ops/symbolic.py), as the bounds ATen sizes from.
-    if isinstance(value, (int, float)):
-        return op.Constant(value=ir.tensor(float(value), dtype=ir.DataType.DOUBLE))
-    return value if value.dtype == ir.DataType.DOUBLE else op.Cast(value, to=ir.DataType.DOUBLE)
 
 
 def _integer(value: Any) -> ir.Value:

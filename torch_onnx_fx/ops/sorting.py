@@ -264,6 +264,17 @@ def _binary_search(
     return ctx.loop(op.Min(count, op.Constant(value_int=64)), [start, end], step, until=finished)[0]
 
 
+def _identity(x: ir.Value, pick_max: bool) -> ir.Value:
+    """The identity of a running max (min) in ``x``'s own type: int64's extremes would wrap in
+    int8; for bool they are False and True."""
+    if x.dtype.is_floating_point():
+        return op.CastLike(float("-inf") if pick_max else float("inf"), x)
+    if x.dtype == ir.DataType.BOOL:
+        return op.Constant(value=ir.tensor(not pick_max))
+    limits = np.iinfo(x.dtype.numpy())
+    return op.Constant(value=ir.tensor(np.array(limits.min if pick_max else limits.max, dtype=x.dtype.numpy())))
+
+
 def _cumulative_extreme(self: ir.Value, dim: int, pick_max: bool) -> tuple[ir.Value, ir.Value]:
     """Running max/min and the index of its latest occurrence, via a lower-triangular mask.
 
@@ -274,15 +285,7 @@ def _cumulative_extreme(self: ir.Value, dim: int, pick_max: bool) -> tuple[ir.Va
     x = op.Transpose(self, perm=[*[d for d in range(rank) if d != dim], dim]) if dim != rank - 1 else self
     lower = op.Constant(value=ir.tensor(np.tril(np.ones((n, n), dtype=bool))))
     rows = op.Unsqueeze(x, op.Constant(value_ints=[-2]))  # [..., 1, n]: row i sees x[:i+1]
-    # The identity of the reduction in x's own type (int64's extremes would wrap in int8; for
-    # bool they are False and True).
-    if self.dtype.is_floating_point():
-        fill = op.CastLike(float("-inf") if pick_max else float("inf"), x)
-    elif self.dtype == ir.DataType.BOOL:
-        fill = op.Constant(value=ir.tensor(not pick_max))
-    else:
-        limits = np.iinfo(self.dtype.numpy())
-        fill = op.Constant(value=ir.tensor(np.array(limits.min if pick_max else limits.max, dtype=self.dtype.numpy())))
+    fill = _identity(x, pick_max)
     candidates = op.Where(lower, rows, fill)
     last = op.Constant(value_ints=[-1])
     values = op.ReduceMax(candidates, last, keepdims=0) if pick_max else op.ReduceMin(candidates, last, keepdims=0)
@@ -321,12 +324,7 @@ def _scanned_extreme(self: ir.Value, dim: int, pick_max: bool, ctx: OpContext) -
     compared = op.Cast(x, to=ir.DataType.UINT8) if self.dtype == ir.DataType.BOOL else x
     row_shape = op.Shape(x, start=1)
     # The first element always ties or beats the start: the identity of the reduction.
-    if compared.dtype.is_floating_point():
-        start = op.CastLike(op.Constant(value_float=float("-inf") if pick_max else float("inf")), compared)
-    else:
-        limits = np.iinfo(compared.dtype.numpy())
-        start = op.Constant(value=ir.tensor(np.array(limits.min if pick_max else limits.max, dtype=compared.dtype.numpy())))
-    best = op.Expand(start, row_shape)
+    best = op.Expand(_identity(compared, pick_max), row_shape)
     best_index = op.Expand(op.Constant(value_int=0), row_shape)
     row_dims = list(self.shape)[:dim] + list(self.shape)[dim + 1:]
     best.shape, best_index.shape = ir.Shape(row_dims), ir.Shape(row_dims)

@@ -18,6 +18,7 @@ import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
 
+from torch_onnx_fx.ops import _tensors as tx
 from torch_onnx_fx.ops.stable import _remainder
 from torch_onnx_fx.translate.op_context import OpContext
 from torch_onnx_fx.registry import register, wants_context
@@ -35,11 +36,6 @@ def _float(value: Any) -> Any:
     return float(value)
 
 
-def _double(value: Any) -> ir.Value:
-    value = _float(value)
-    return value if isinstance(value, ir.Value) else op.Constant(value=ir.tensor(value, dtype=ir.DataType.DOUBLE))
-
-
 def _common(a: Any, b: Any) -> tuple[Any, Any]:
     """Bring two operands to one dtype: float wins over int, int over bool. Floats are DOUBLE
     values, numbers included: Pow's exponent and Where's branches take no type from a neighbour,
@@ -48,7 +44,7 @@ def _common(a: Any, b: Any) -> tuple[Any, Any]:
     db = b.dtype if isinstance(b, ir.Value) else None
     floats = {ir.DataType.FLOAT, ir.DataType.DOUBLE}
     if da in floats or db in floats or isinstance(a, float) or isinstance(b, float):
-        return _double(a), _double(b)
+        return tx.double(a), tx.double(b)
     if da == ir.DataType.BOOL and isinstance(a, ir.Value):
         a = op.Cast(a, to=ir.DataType.INT64)
     if db == ir.DataType.BOOL and isinstance(b, ir.Value):
