@@ -10,12 +10,11 @@ import math
 from typing import Any, Sequence
 
 import onnx_ir as ir
-import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.ops import _tensors as tx
-from torch_onnx_fx.registry import register, wants_context
+from torch_onnx_fx.registry import floating_result, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
 __all__ = ["prims_signbit", "prims_fmax", "prims_fmin", "prims_prod", "prims_frexp", "prims_scalar_tensor", "aten_copysign"]
@@ -96,12 +95,7 @@ def prims_scalar_tensor(s: Any, *args: Any, ctx: OpContext, **kwargs: Any) -> ir
     return tx.scalar_of(s, ctx.result.dtype)
 
 
-def _floating_result(node: Any) -> bool:
-    result = node.meta.get("val")
-    return isinstance(result, torch.Tensor) and result.dtype.is_floating_point
-
-
-@register("aten::copysign.Tensor", "aten::copysign.Scalar", supports=_floating_result)
+@register("aten::copysign.Tensor", "aten::copysign.Scalar", supports=floating_result)
 @wants_context
 def aten_copysign(self: ir.Value, other: Any, *, ctx: OpContext) -> ir.Value:
     """copysign.Tensor(Tensor self, Tensor other) -> Tensor (and .Scalar)

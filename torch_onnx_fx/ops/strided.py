@@ -109,12 +109,7 @@ def aten_as_strided_of_laid_out_storage(
     return op.Gather(flat, ctx.constant(indices.astype(np.int64)), axis=0)
 
 
-def _real_input(node: Any) -> bool:
-    example = arg_example(node)
-    return isinstance(example, torch.Tensor) and not example.is_complex()
-
-
-@register("aten::as_strided_scatter", "prims::as_strided_scatter", supports=_real_input)
+@register("aten::as_strided_scatter", "prims::as_strided_scatter")
 @wants_context
 def aten_as_strided_scatter(
     self: ir.Value, src: ir.Value, size: Sequence[Any], stride: Sequence[Any], storage_offset: Any = None, *, ctx: OpContext
