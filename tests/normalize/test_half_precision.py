@@ -47,3 +47,30 @@ def test_half_precision_operators_round_as_aten(name, dtype):
     # ONNX Runtime's float32 Sigmoid and Sin are an ulp from ATen's in a few cases in a thousand,
     # which the rounding to the half type hides all but a few times: rounding twice missed 10-50 %.
     assert _bits_equal(program(x)[0], function(x)) >= 0.998
+
+
+class _BySize(torch.nn.Module):
+    """Products and quotients by a number computed from a dynamic size."""
+
+    def forward(self, x):
+        n = x.shape[0]
+        return x * n ** 0.5, x / (n * 0.7), x / n, x * n, x.sum(0) / n, n / x
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_numbers_from_sizes_are_float32_in_products(dtype):
+    # ATen takes a size, and a number computed from sizes, to float32 as it takes a Python number;
+    # rounded to the half type first, 1 in 3 products of sqrt(n) was an ulp off, and n = 3001
+    # (no float16 number) or 777 (no bfloat16 number) divided by a neighbour of n.
+    torch.manual_seed(0)
+    program = torch_onnx_fx.export(
+        _BySize(), (torch.rand(5, 8, dtype=dtype) + 0.5,), dynamic_shapes=({0: torch.export.Dim("n", min=2)},),
+        verbose=False,
+    )
+    for rows in (7, 777, 2049, 3001):
+        x = torch.rand(rows, 8, dtype=dtype) * 10 + 0.5
+        expected = _BySize()(x)
+        actual = program(x)
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert a.dtype == e.dtype and torch.equal(a, e), (rows, (a.float() - e.float()).abs().max())

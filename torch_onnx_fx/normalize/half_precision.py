@@ -110,8 +110,14 @@ def _inexact_number(node: torch.fx.Node) -> bool:
     result = node.meta.get("val")
     if node_name(node) not in _SCALAR_ARITHMETIC or not isinstance(result, torch.Tensor) or result.dtype not in _HALF:
         return False
-    numbers = [a for a in (*node.args, *node.kwargs.values()) if isinstance(a, float)]
-    return any(_rounded_number(number, result.dtype) != number for number in numbers)
+    arguments = (*node.args, *node.kwargs.values())
+    numbers = [a for a in arguments if isinstance(a, float)]
+    # A size, or a number computed from sizes, is not known here: ATen takes it to float32 as it
+    # takes a Python number (n ** 0.5 rounded to float16 first put 1 in 3 products an ulp off,
+    # and x / n for n above 2048 divided by a neighbour of n).
+    return any(_rounded_number(number, result.dtype) != number for number in numbers) or any(
+        isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), (torch.SymInt, torch.SymFloat)) for a in arguments
+    )
 
 
 def _rounded_number(arg: Any, dtype: torch.dtype) -> Any:
