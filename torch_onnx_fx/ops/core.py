@@ -176,6 +176,20 @@ def aten_linspace_static(start: float, end: float, steps: int, *args: Any, ctx: 
     return ctx.constant(TorchTensor(torch.linspace(start, end, steps, dtype=ctx.result.dtype)))
 
 
+@register("aten::logspace", supports=_static_arguments)
+@wants_context
+def aten_logspace_static(
+    start: float, end: float, steps: int, base: float = 10.0, *args: Any, ctx: OpContext, **kwargs: Any
+) -> ir.Value:
+    """logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, ...) -> Tensor
+
+    A constant computed by torch, as ``linspace``: torch's decomposition raises the base to a
+    ``linspace`` whose second half ATen's logspace kernel computes from the end, so 5 of 16
+    float64 values were an ulp off and an int32 logspace one too small where a power is an integer.
+    """
+    return ctx.constant(TorchTensor(torch.logspace(start, end, steps, base, dtype=ctx.result.dtype)))
+
+
 def _variance(self: ir.Value, dim: Any, correction: float | None, keepdim: bool, root: bool = False) -> tuple[ir.Value, ir.Value]:
     """Variance (its square root with ``root``) and mean. float32 is computed in float64, as
     ATen's CPU kernels accumulate it: squares of values past 1.8e19 overflow float32 (std of
