@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 import torch
-from onnx_ir.tensor_adapters import TorchTensor, from_torch_dtype
+from onnx_ir.tensor_adapters import from_torch_dtype
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.errors import TranslationError
@@ -158,36 +158,6 @@ def aten_masked_select(self: ir.Value, mask: ir.Value) -> ir.Value:
     flat = op.Reshape(op.Expand(self, shape), op.Constant(value_ints=[-1]))
     keep = op.Reshape(op.Expand(mask, shape), op.Constant(value_ints=[-1]))
     return op.Compress(flat, keep, axis=0)
-
-
-def _static_arguments(node: Any) -> bool:
-    return not any(isinstance(a, torch.fx.Node) for a in [*node.args, *node.kwargs.values()])
-
-
-@register("aten::linspace", supports=_static_arguments)
-@wants_context
-def aten_linspace_static(start: float, end: float, steps: int, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
-    """linspace(Scalar start, Scalar end, int steps, *, ScalarType? dtype=None, ...) -> Tensor
-
-    With every argument known at export time the result is a constant, computed by torch itself
-    so it matches eager bit for bit.
-    """
-    # TorchTensor keeps dtypes numpy lacks (bfloat16); .numpy() would refuse them.
-    return ctx.constant(TorchTensor(torch.linspace(start, end, steps, dtype=ctx.result.dtype)))
-
-
-@register("aten::logspace", supports=_static_arguments)
-@wants_context
-def aten_logspace_static(
-    start: float, end: float, steps: int, base: float = 10.0, *args: Any, ctx: OpContext, **kwargs: Any
-) -> ir.Value:
-    """logspace(Scalar start, Scalar end, int steps, float base=10.0, *, ScalarType? dtype=None, ...) -> Tensor
-
-    A constant computed by torch, as ``linspace``: torch's decomposition raises the base to a
-    ``linspace`` whose second half ATen's logspace kernel computes from the end, so 5 of 16
-    float64 values were an ulp off and an int32 logspace one too small where a power is an integer.
-    """
-    return ctx.constant(TorchTensor(torch.logspace(start, end, steps, base, dtype=ctx.result.dtype)))
 
 
 def _variance(self: ir.Value, dim: Any, correction: float | None, keepdim: bool, root: bool = False) -> tuple[ir.Value, ir.Value]:
