@@ -232,7 +232,7 @@ class ExportOptions:
     )
     state_outputs: bool = _argument(
         False, "`False` (default): the graph's outputs are the model's outputs, in order, `None` left out — as "
-        "torch.onnx's. `True`: the new values of mutated buffers and inputs follow them (their "
+        "torch.onnx's. `True`: the new values of mutated buffers, parameters and inputs follow them (their "
         "`OutputSpec.kind` metadata says which is which), for callers that carry state (KV caches, running "
         "statistics) themselves.",
         check=_FLAG, kind=OURS,

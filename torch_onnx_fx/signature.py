@@ -9,8 +9,9 @@ verification (which eager values to compare). Reading the specs in each of them 
 stages came to disagree; they read this record instead.
 
 The ONNX graph's outputs are the user's outputs, in the user's order, without ``None`` (as
-torch.onnx's). State updates — new values of mutated buffers and inputs — are appended after them
-only when the caller opts in (``export(..., state_outputs=True)``).
+torch.onnx's). State updates — new values of mutated buffers, parameters (``nn.Embedding(max_norm=)``
+renormalizes its weight) and inputs — are appended after them only when the caller opts in
+(``export(..., state_outputs=True)``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from torch_onnx_fx.errors import InputMismatchError, UnsupportedArgumentError
 __all__ = ["ProgramSignature", "OutputEntry", "flatten_user_inputs", "lifted_tensor"]
 
 _LIFTED_KINDS = (gs.InputKind.PARAMETER, gs.InputKind.BUFFER, gs.InputKind.CONSTANT_TENSOR)
-_STATE_KINDS = (gs.OutputKind.BUFFER_MUTATION, gs.OutputKind.USER_INPUT_MUTATION)
+_STATE_KINDS = (gs.OutputKind.BUFFER_MUTATION, gs.OutputKind.PARAMETER_MUTATION, gs.OutputKind.USER_INPUT_MUTATION)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,7 +65,7 @@ class ProgramSignature:
     tokens: tuple[torch.fx.Node, ...]
     # The user's outputs in order (None included: the graph leaves them out).
     user_outputs: tuple[OutputEntry, ...]
-    # New values of mutated buffers and inputs.
+    # New values of mutated buffers, parameters and inputs.
     state_updates: tuple[OutputEntry, ...]
     in_spec: Any = None
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import io
 import os
 
@@ -225,6 +227,26 @@ def test_buffer_mutation_is_appended_with_state_outputs():
     assert len(outputs) == 2
     torch.testing.assert_close(outputs[0], torch.ones(2))
     torch.testing.assert_close(outputs[1], torch.ones(1))
+
+
+def test_a_parameter_the_model_changes_is_a_state_output_not_a_first_output():
+    # nn.Embedding(max_norm=...) renormalizes the rows it reads in its weight, in place. The new
+    # weight was the graph's first output, ahead of the model's own (torch.onnx: the embedding only).
+    torch.manual_seed(0)
+    model = nn.Embedding(10, 4, max_norm=1.0).eval()
+    with torch.no_grad():
+        model.weight.mul_(3)
+    ids = torch.tensor([[1, 2, 2, 9], [0, 1, 5, 5]])
+    program = torch_onnx_fx.export(copy.deepcopy(model), (ids,), verbose=False)
+    with_state = torch_onnx_fx.export(copy.deepcopy(model), (ids,), verbose=False, state_outputs=True)
+    expected = model(ids)
+    outputs = program(ids)
+    assert len(outputs) == 1
+    torch.testing.assert_close(outputs[0], expected)
+    outputs = with_state(ids)
+    assert len(outputs) == 2
+    torch.testing.assert_close(outputs[0], expected)
+    torch.testing.assert_close(outputs[1], model.weight.detach())
 
 
 def test_a_model_built_on_meta_exports_with_the_default_optimizer_then_takes_its_weights():
