@@ -40,7 +40,19 @@ def _full_precision_scores(node: Any) -> bool:
     return not (isinstance(scores, torch.Tensor) and scores.dtype in (torch.float16, torch.bfloat16))
 
 
-limit_torchlib("aten::cross_entropy_loss", _full_precision_scores)
+def _label_smoothing(node: Any) -> float:
+    args = list(node.args) + [None] * 6
+    return node.kwargs.get("label_smoothing", args[5]) or 0.0
+
+
+def _torchlib_computes(node: Any) -> bool:
+    """torchlib's SoftmaxCrossEntropyLoss leaves ``label_smoothing`` out (ONNX's operator has no
+    such attribute): a smoothed loss 0.23 off at reduction="none". PyTorch's decomposition
+    computes it."""
+    return _full_precision_scores(node) and _label_smoothing(node) == 0.0
+
+
+limit_torchlib("aten::cross_entropy_loss", _torchlib_computes)
 
 
 def _probability_targets(node: Any) -> bool:
@@ -49,8 +61,7 @@ def _probability_targets(node: Any) -> bool:
     target = node.args[1].meta.get("val") if isinstance(node.args[1], torch.fx.Node) else None
     args = list(node.args) + [None] * 6
     weight = node.kwargs.get("weight", args[2])
-    smoothing = node.kwargs.get("label_smoothing", args[5]) or 0.0
-    return isinstance(target, torch.Tensor) and target.dtype.is_floating_point and weight is None and smoothing == 0.0
+    return isinstance(target, torch.Tensor) and target.dtype.is_floating_point and weight is None and _label_smoothing(node) == 0.0
 
 
 @register("aten::cross_entropy_loss", supports=_probability_targets)
@@ -75,13 +86,12 @@ def _unbatched_class_indices(node: Any) -> bool:
     args = list(node.args) + [None] * 6
     scores = args[0].meta.get("val") if isinstance(args[0], torch.fx.Node) else None
     target = args[1].meta.get("val") if isinstance(args[1], torch.fx.Node) else None
-    smoothing = node.kwargs.get("label_smoothing", args[5]) or 0.0
     return (
         isinstance(scores, torch.Tensor)
         and scores.dim() == 1
         and isinstance(target, torch.Tensor)
         and not target.dtype.is_floating_point
-        and smoothing == 0.0
+        and _label_smoothing(node) == 0.0
     )
 
 
@@ -120,8 +130,7 @@ def _weighted_probabilities(node: Any) -> bool:
     args = list(node.args) + [None] * 6
     target = args[1].meta.get("val") if isinstance(args[1], torch.fx.Node) else None
     weight = node.kwargs.get("weight", args[2])
-    smoothing = node.kwargs.get("label_smoothing", args[5]) or 0.0
-    return isinstance(target, torch.Tensor) and target.dtype.is_floating_point and (weight is not None or smoothing != 0.0)
+    return isinstance(target, torch.Tensor) and target.dtype.is_floating_point and (weight is not None or _label_smoothing(node) != 0.0)
 
 
 @register("aten::cross_entropy_loss", supports=_weighted_probabilities)
