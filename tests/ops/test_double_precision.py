@@ -77,3 +77,40 @@ def test_float64_stable_forms_use_float64_constants():
     # off by 1.2e-6 relative.
     a, b = torch.randn(200, dtype=torch.float64) * 3, torch.randn(200, dtype=torch.float64) * 3
     assert_matches_eager(lambda a, b: (torch.logaddexp2(a, b), torch.logaddexp(a, b)), (a, b), rtol=1e-13, atol=1e-300)
+
+
+_SMALL = torch.randn(300, dtype=torch.float64, generator=torch.Generator().manual_seed(0)) * 3
+_OTHER = torch.randn(300, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+
+# Numbers torchlib took as float attributes (0.1 became 0.10000000149: results 1e-9 to 5e-6 off
+# relatively), and ONNX Runtime's float64 tanh-GELU, which computes in float precision (6e-9).
+FLOAT64_NUMBERS = {
+    "clamp_min": lambda x: x.clamp_min(0.1),
+    "clamp_max": lambda x: x.clamp_max(0.1),
+    "hardtanh": lambda x: F.hardtanh(x, -0.3, 0.7),
+    "add_alpha": lambda x: torch.add(x, x.flip(0), alpha=0.1),
+    "sub_alpha": lambda x: torch.sub(x, x.flip(0), alpha=0.1),
+    "addcdiv": lambda x: torch.addcdiv(x, x.flip(0), x.abs() + 1, value=0.1),
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT64_NUMBERS))
+def test_float64_numbers_are_not_rounded_to_float32(name):
+    function = FLOAT64_NUMBERS[name]
+    # Within a few ulps of the largest magnitude: tanh's last bit differs from ATen's, which
+    # 1 + tanh(x) near -1 shows (1.3e-15 on a value of 2.5e-6); the float32 numbers were 1e-9 off.
+    assert_matches_eager(lambda x: function(x), (_SMALL,), rtol=1e-15, atol=4e-15)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_addcmul_scales_by_the_exact_value(dtype):
+    # float32 is ATen's fused multiply-add, bit for bit; float64 keeps two roundings (an ulp).
+    x, y, z = (t.to(dtype) for t in (_SMALL, _OTHER, _OTHER.flip(0)))
+    program = torch_onnx_fx.export(lambda a, b, c: torch.addcmul(a, b, c, value=0.1), (x, y, z), verbose=False)
+    expected, actual = torch.addcmul(x, y, z, value=0.1), program(x, y, z)
+    assert len(actual) == 1
+    if dtype == torch.float32:
+        assert torch.equal(actual[0], expected)
+    else:
+        torch.testing.assert_close(actual[0], expected, rtol=1e-15, atol=1e-15)

@@ -18,7 +18,7 @@ from torch_onnx_fx.ops.special._series import elementwise
 from torch_onnx_fx.ops.special.error import erf
 from torch_onnx_fx.registry import arg_value, float64_input, register
 
-__all__ = ["aten_gelu_float64", "aten_gelu_opset20"]
+__all__ = ["aten_gelu_float64", "aten_gelu_tanh_float64", "aten_gelu_opset20"]
 
 
 def _exact_float64(node: Any) -> bool:
@@ -33,6 +33,25 @@ def aten_gelu_float64(self: ir.Value, approximate: str = "none") -> ir.Value:
 
     ATen's float64 arithmetic: x * 0.5 * (1 + erf(x * sqrt(1/2)))."""
     return elementwise(lambda x: op.Mul(op.Mul(x, 0.5), op.Add(1.0, erf(op.Mul(x, math.sqrt(0.5))))), self)
+
+
+# <math.h>'s M_SQRT2 and M_2_SQRTPI, multiplied in ATen's order, in double.
+_TANH_GELU_BETA = 1.41421356237309504880 * 1.12837916709551257390 * 0.5
+_TANH_GELU_KAPPA = 0.044715
+
+
+def _tanh_float64(node: Any) -> bool:
+    return float64_input(node) and arg_value(node, 1, "approximate", "none") == "tanh"
+
+
+# ONNX Runtime's float64 Gelu(approximate="tanh") computes in float precision: 6e-9 off.
+@register("aten::gelu", supports=_tanh_float64)
+def aten_gelu_tanh_float64(self: ir.Value, approximate: str = "none") -> ir.Value:
+    """gelu(Tensor self, *, str approximate="tanh") -> Tensor
+
+    ATen's float64 arithmetic: 0.5 * x * (1 + tanh(beta * (x + kappa * x * x * x)))."""
+    inner = op.Mul(op.Add(self, op.Mul(op.Mul(op.Mul(self, self), self), _TANH_GELU_KAPPA)), _TANH_GELU_BETA)
+    return op.Mul(op.Mul(self, 0.5), op.Add(op.Tanh(inner), 1.0))
 
 
 @register("aten::gelu", min_opset=20)
