@@ -29,6 +29,7 @@ __all__ = [
     "torch_nn_linear_cross_entropy_batch_chunked_no_reduction",
     "aten_nll_loss_forward",
     "aten_nll_loss2d_forward",
+    "aten_multilabel_margin_loss",
 ]
 
 
@@ -323,3 +324,52 @@ def aten_nll_loss2d_forward(
 ) -> tuple[ir.Value, ir.Value]:
     """nll_loss2d_forward(Tensor self, Tensor target, Tensor? weight, int reduction, SymInt ignore_index) -> (Tensor output, Tensor total_weight)"""
     return _nll(self, target, weight, reduction, ignore_index)
+
+
+def _real_scores(node: Any) -> bool:
+    """float32/float64 scores (half ones go to PyTorch's decomposition, as cross entropy's), one
+    sample or a batch of them."""
+    scores = arg_example(node)
+    return isinstance(scores, torch.Tensor) and scores.dtype in (torch.float32, torch.float64) and scores.dim() in (1, 2)
+
+
+@register("aten::multilabel_margin_loss", supports=_real_scores)
+def aten_multilabel_margin_loss(self: ir.Value, target: ir.Value, reduction: int = 1) -> ir.Value:
+    """multilabel_margin_loss(Tensor self, Tensor target, int reduction=Mean) -> Tensor
+
+    ATen's kernel: a sample's targets are the class indices of its ``target`` row up to the first
+    negative one; the loss is the sum, over each listed target j (repeats counted) and each class
+    i not listed, of max(0, 1 - x[j] + x[i]), divided by the number of classes. The terms are
+    added in double and the sample's sum rounded to the scores' type; a batch's sum (or mean) adds
+    those in double again, and a lone sample's result is that sum's. PyTorch's decomposition,
+    which this replaces, read the indices after the first negative as class 0 and kept a batch
+    dim of one for ``reduction="none"`` of one sample.
+    """
+    single = tx.rank(self) == 1
+    scores = op.Unsqueeze(self, tx.ints(0)) if single else self
+    labels = op.Cast(op.Unsqueeze(target, tx.ints(0)) if single else target, to=tx.INT64)
+    # listed[n, j]: position j comes before the row's first negative index.
+    listed = op.Equal(op.CumSum(op.Cast(op.Less(labels, tx.int64(0)), to=tx.INT64), tx.int64(1)), tx.int64(0))
+    indices = op.Where(listed, labels, tx.int64(0))
+    classes = op.Range(tx.int64(0), op.Gather(op.Shape(scores), tx.int64(1)), tx.int64(1))
+    # is_target[n, i]: class i is listed in row n. [N, j, i] compares each listed index with each class.
+    hits = op.And(op.Equal(op.Unsqueeze(indices, tx.ints(2)), classes), op.Unsqueeze(listed, tx.ints(2)))
+    is_target = op.ReduceMax(op.Cast(hits, to=tx.INT64), tx.ints(1), keepdims=0)
+    # z[n, j, i] = 1 - x[n, target j] + x[n, i], in the scores' type as ATen computes it.
+    picked = op.GatherElements(scores, indices, axis=1)
+    z = op.Add(op.Sub(tx.constant(1.0, scores), op.Unsqueeze(picked, tx.ints(2))), op.Unsqueeze(scores, tx.ints(1)))
+    counted = op.And(
+        op.And(op.Unsqueeze(listed, tx.ints(2)), op.Unsqueeze(op.Equal(is_target, tx.int64(0)), tx.ints(1))),
+        op.Greater(z, tx.constant(0.0, scores)),
+    )
+    wide = op.Cast(z, to=ir.DataType.DOUBLE)
+    sums = op.ReduceSum(op.Where(counted, wide, tx.double(0.0)), tx.ints(1, 2), keepdims=0)
+    sums = op.CastLike(sums, scores)
+    count = op.CastLike(op.Gather(op.Shape(scores), tx.int64(1)), scores)
+    if reduction == 0 and not single:
+        return op.Div(sums, count)
+    total = op.ReduceSum(op.Cast(sums, to=ir.DataType.DOUBLE), tx.ints(0), keepdims=0)
+    total = op.Div(total, op.Cast(count, to=ir.DataType.DOUBLE))
+    if reduction == 1:
+        total = op.Div(total, op.Cast(op.Gather(op.Shape(scores), tx.int64(0)), to=ir.DataType.DOUBLE))
+    return op.CastLike(total, scores)
