@@ -115,9 +115,12 @@ def test_programs_that_draw_random_numbers_are_not_compared() -> None:
             return torch.nn.functional.dropout(x, self.p, self.train_) + 1
 
     x = torch.ones(4)
-    assert opsweep._random(torch.export.export(Dropout(0.5, True), (x,)))
-    assert not opsweep._random(torch.export.export(Dropout(0.5, False), (x,)))
-    assert not opsweep._random(torch.export.export(Dropout(0.0, True), (x,)))
+    assert opsweep.draws_random(torch.export.export(Dropout(0.5, True), (x,)))
+    assert not opsweep.draws_random(torch.export.export(Dropout(0.5, False), (x,)))
+    assert not opsweep.draws_random(torch.export.export(Dropout(0.0, True), (x,)))
+    # An eval-mode LSTM carries the tag for its dropout between layers, off when not training.
+    lstm = torch.nn.LSTM(4, 3, num_layers=2, dropout=0.5).eval()
+    assert not opsweep.draws_random(torch.export.export(lstm, (torch.ones(2, 1, 4),)))
 
 
 def test_eigenvectors_are_compared_up_to_sign_and_phase() -> None:

@@ -56,7 +56,7 @@ import torch.utils._pytree as pytree  # noqa: E402
 
 from helpers import flat_tensors  # noqa: E402
 from tools._common import machine_info, read_entries  # noqa: E402
-from tools.sweeps.opsweep import DTYPES, OURS, THEIRS, _comparison, _first_samples, _random, compare, describe_exception, op_infos, skip_reason  # noqa: E402
+from tools.sweeps.opsweep import DTYPES, OURS, THEIRS, _comparison, _first_samples, compare, draws_random, describe_exception, op_infos, skip_reason  # noqa: E402
 
 __all__ = ["Case", "Result", "VARIANTS", "EXTRAS", "MODELS", "REGRESSIONS", "operators", "run_case", "select_cases", "render", "main"]
 
@@ -588,7 +588,7 @@ def run_case(case: Case, exporters: Sequence[str] = (OURS,), opinfo: Any = None)
         program = capture()
     except Exception as exc:  # noqa: BLE001
         return [Result(case, e, "capture_failed", describe_exception(exc)[0], inputs) for e in exporters]
-    if _draws_random(program):
+    if draws_random(program):
         return [Result(case, e, "random", None, inputs) for e in exporters]
     second = second_expected = None
     if dynamic:
@@ -650,15 +650,6 @@ def _narrowing(program: Any, onnx_program: Any) -> str | None:
         for value in node.outputs if value.dtype in narrow
     })
     return f"float32 values from {', '.join(found)} in a float64 program" if found else None
-
-
-def _draws_random(program: torch.export.ExportedProgram) -> bool:
-    """``opsweep._random``, but an RNN in eval mode (tagged as seeded for its dropout) draws nothing."""
-    rnn = [n for n in program.graph.nodes if n.op == "call_function" and ("lstm" in str(n.target) or "gru" in str(n.target))]
-    if rnn and all(not n.args[6] for n in rnn if len(n.args) > 6):
-        others = [n for n in program.graph.nodes if n.op == "call_function" and n not in rnn]
-        return any(isinstance(n.target, torch._ops.OpOverload) and torch.Tag.nondeterministic_seeded in n.target.tags and "dropout" not in n.target.name() for n in others)
-    return _random(program)
 
 
 def _one_exporter(exporter: str, module: ViewedCall, program: Any, expected: Any, second: Any, second_expected: Any, opinfo: Any = None) -> tuple[str, str | None]:

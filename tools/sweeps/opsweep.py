@@ -499,23 +499,7 @@ def sweep_op(
     for index, sample in enumerate(chosen):
         module = OpCall(opinfo.op, sample)
         inputs = describe_sample(sample)
-        sample_status, error, cause, program = None, None, None, None
-        stage(index, None, "eager")
-        try:
-            with torch.no_grad():
-                expected = module(*module.fresh_inputs())
-        except Exception as exc:  # noqa: BLE001
-            sample_status = "eager_failed"
-            error, cause = describe_exception(exc)
-        if sample_status is None:
-            stage(index, None, "capture")
-            try:
-                program = torch.export.export(module, module.fresh_inputs(), strict=False)
-            except Exception as exc:  # noqa: BLE001
-                sample_status = "capture_failed"
-                error, cause = describe_exception(exc)
-        if program is not None and _random(program):
-            sample_status, error, program = "random", "the captured program draws random numbers", None
+        sample_status, error, cause, program, expected = eager_and_capture(module, stage, index)
         for exporter in exporters:
             record = Record(key, index, exporter, sample_status or "", inputs=inputs, error=error, cause=cause)
             if program is not None:
@@ -529,22 +513,49 @@ def sweep_op(
     return records
 
 
-def _random(program: torch.export.ExportedProgram) -> bool:
-    """Whether the captured program draws random numbers (an op tagged ``nondeterministic_seeded``,
-    dropout only when training with p > 0). OpInfo seeds eager's random ops, so eager's numbers
-    look fixed, but an export draws its own: comparing them would measure chance."""
+def draws_random(program: torch.export.ExportedProgram) -> bool:
+    """Whether the captured program draws random numbers: an op tagged ``nondeterministic_seeded``
+    that its own arguments do not switch off. OpInfo seeds eager's random ops, so eager's numbers
+    look fixed, but an export draws its own: comparing them would measure chance. Dropout, the
+    recurrent ops (``aten.lstm``, ``gru``, ``rnn_tanh``) and ``scaled_dot_product_attention``
+    carry the tag for their dropout, off when ``train`` is False or the probability (``p``,
+    ``dropout``, ``dropout_p``, defaults included) is 0, as in every eval-mode module."""
     for node in program.graph.nodes:
         target = node.target
         if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
             continue
         if torch.Tag.nondeterministic_seeded not in target.tags:
             continue
-        if "dropout" in target.name():
-            p, train = (list(node.args) + [None, None, None])[1:3]
-            if not p or train is False:
-                continue
+        arguments = target._schema.arguments
+        given = {a.name: a.default_value for a in arguments if a.has_default_value()}
+        given.update(zip([a.name for a in arguments][: len(node.args)], node.args, strict=True), **node.kwargs)
+        if given.get("train") is False or any(given.get(name) == 0 for name in ("p", "dropout", "dropout_p")):
+            continue
         return True
     return False
+
+
+def eager_and_capture(call: Any, stage: Callable[[int | None, str | None, str], None], index: int) -> tuple[str | None, str | None, str | None, Any, Any]:
+    """Run ``call`` eagerly, then capture it: ``(status, error, cause, program, expected)``, the
+    status None when both worked and the program draws no random numbers."""
+    status, error, cause, program, expected = None, None, None, None, None
+    stage(index, None, "eager")
+    try:
+        with torch.no_grad():
+            expected = call(*call.fresh_inputs())
+    except Exception as exc:  # noqa: BLE001
+        status = "eager_failed"
+        error, cause = describe_exception(exc)
+    if status is None:
+        stage(index, None, "capture")
+        try:
+            program = torch.export.export(call, call.fresh_inputs(), strict=False)
+        except Exception as exc:  # noqa: BLE001
+            status = "capture_failed"
+            error, cause = describe_exception(exc)
+    if program is not None and draws_random(program):
+        status, error, program = "random", "the captured program draws random numbers", None
+    return status, error, cause, program, expected
 
 
 # -- many ops, each in a worker process --------------------------------------------------------------
