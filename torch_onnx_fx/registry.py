@@ -34,6 +34,7 @@ __all__ = [
     "arg_value",
     "integral_input",
     "float64_input",
+    "float32_attribute",
     "has_complex_input",
     "needs_complex",
     "complex_translation",
@@ -157,6 +158,19 @@ def float64_input(node: torch.fx.Node) -> bool:
     ONNX Runtime has no float64 kernel for)."""
     example = arg_example(node)
     return isinstance(example, torch.Tensor) and example.dtype == torch.float64
+
+
+def float32_attribute(position: int, name: str, default: float) -> Callable[[torch.fx.Node], bool]:
+    """A ``supports=`` predicate for translations that pass a number of the node as an ONNX float
+    attribute (a norm's ``epsilon``): true unless the node computes in float64 and the number is
+    not a float32 number, which the attribute would round (eps=1e-5 became 9.99999974738e-06:
+    a float64 layer norm of small values 1.1e-8 off)."""
+
+    def accepts(node: torch.fx.Node) -> bool:
+        value = arg_value(node, position, name, default)
+        return not float64_input(node) or not isinstance(value, float) or float(torch.tensor(value, dtype=torch.float32)) == value
+
+    return accepts
 
 
 def floating_result(node: torch.fx.Node) -> bool:

@@ -92,6 +92,8 @@ FLOAT64_NUMBERS = {
     "sub_alpha": lambda x: torch.sub(x, x.flip(0), alpha=0.1),
     "addcdiv": lambda x: torch.addcdiv(x, x.flip(0), x.abs() + 1, value=0.1),
     "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "full": lambda x: torch.full((300,), 0.1, dtype=torch.float64) + x,
+    "new_full": lambda x: x.new_full((300,), 1 / 3) * x,
 }
 
 
@@ -114,3 +116,22 @@ def test_addcmul_scales_by_the_exact_value(dtype):
         assert torch.equal(actual[0], expected)
     else:
         torch.testing.assert_close(actual[0], expected, rtol=1e-15, atol=1e-15)
+
+
+@pytest.mark.parametrize("norm", ["layer_norm", "batch_norm"])
+def test_float64_norm_epsilon_is_not_rounded_to_float32(norm):
+    # LayerNormalization's and BatchNormalization's epsilon is a float attribute: eps=1e-5 became
+    # 9.99999974738e-06, 1.1e-8 off where the variance is small beside eps.
+    torch.manual_seed(0)
+    x = torch.randn(8, 64, dtype=torch.float64) * 1e-3
+    weight, bias = torch.rand(64, dtype=torch.float64) + 0.5, torch.randn(64, dtype=torch.float64)
+    if norm == "layer_norm":
+        model = torch.nn.LayerNorm(64, dtype=torch.float64).eval()
+    else:
+        model = torch.nn.BatchNorm1d(64, dtype=torch.float64).eval()
+        model.running_var.fill_(1e-6 + 1e-22)
+    with torch.no_grad():
+        model.weight.copy_(weight)
+        model.bias.copy_(bias)
+    program = assert_matches_eager(model, (x,), dynamic_shapes=({0: "batch"},), rtol=1e-15, atol=1e-15)
+    assert _narrowed(program) == []

@@ -15,7 +15,7 @@ import operator
 
 import torch
 
-from torch_onnx_fx.registry import float64_input, limit_torchlib
+from torch_onnx_fx.registry import float32_attribute, float64_input, limit_torchlib
 
 __all__: list[str] = []
 
@@ -32,8 +32,13 @@ def _statistics_exact(node: torch.fx.Node) -> bool:
     return all(user.target is operator.getitem and user.args[1] == 0 for user in node.users)
 
 
+# torchlib passes a layer norm's eps as a float attribute, rounded for a float64 norm (1e-5
+# became 9.99999974738e-06); such nodes go to torch's decomposition, which adds eps in double.
+_LAYER_NORM_EPSILON = float32_attribute(4, "eps", 1e-5)
+
 limit_torchlib("aten::celu", _not_float64)
-limit_torchlib("aten::native_layer_norm", _statistics_exact)
+limit_torchlib("aten::native_layer_norm", lambda node: _statistics_exact(node) and _LAYER_NORM_EPSILON(node))
+limit_torchlib("aten::layer_norm", _LAYER_NORM_EPSILON)
 
 
 # ONNX Runtime's float64 LogSoftmax kernel mishandles non-finite rows: a NaN gave finite numbers

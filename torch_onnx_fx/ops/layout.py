@@ -26,7 +26,7 @@ __all__ = [
     "aten_gather", "aten_take", "aten_embedding",
     "aten_contiguous", "aten_type_as", "aten_permute", "aten_split_static", "aten_zeros", "aten_zeros_like",
     "aten_unbind", "aten_repeat_interleave_self_int", "aten_index_tensor",
-    "aten_full_like", "aten_clone", "aten_new_zeros", "aten_masked_fill", "aten_detach", "aten_to_copy",
+    "aten_full_like", "aten_full", "aten_new_full", "aten_clone", "aten_new_zeros", "aten_masked_fill", "aten_detach", "aten_to_copy",
     "aten_expand_as", "aten_index_select", "aten_stack", "aten_ones", "aten_trilu", "aten_repeat", "aten_tile",
 ]
 
@@ -293,6 +293,22 @@ def aten_full_like(self: ir.Value, fill_value: Any, *args: Any, ctx: OpContext, 
     """full_like(Tensor self, Scalar fill_value, *, ScalarType? dtype=None, ...) -> Tensor (and
     fill.Scalar(Tensor self, Scalar value) -> Tensor)"""
     return _fill(ctx, fill_value, op.Shape(self))
+
+
+# torchlib's full makes the fill value a float32 constant and casts it: a float64
+# torch.full((4,), 0.1) held 0.10000000149.
+@register("aten::full", supports=lambda node: _fill_fits(node, arg_value(node, 1, "fill_value")))
+@wants_context
+def aten_full(size: Sequence[Any], fill_value: Any, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
+    """full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _fill(ctx, fill_value, list(size))
+
+
+@register("aten::new_full", supports=lambda node: _fill_fits(node, arg_value(node, 2, "fill_value")))
+@wants_context
+def aten_new_full(self: ir.Value, size: Sequence[Any], fill_value: Any, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
+    """new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, ...) -> Tensor"""
+    return _fill(ctx, fill_value, list(size))
 
 
 @register("aten::clone", "aten::lift_fresh_copy", supports=_real_tensor)

@@ -167,7 +167,12 @@ def _batch_norm(
     if not training:
         scale = weight if weight is not None else op.Expand(op.CastLike(1.0, input), op.Shape(running_mean))
         shift = bias if bias is not None else op.Expand(op.CastLike(0.0, input), op.Shape(running_mean))
-        output = op.BatchNormalization(input, scale, shift, running_mean, running_var, epsilon=eps)
+        if input.dtype == ir.DataType.DOUBLE:
+            # epsilon is a float attribute, which would round a float64 norm's eps (1e-5 became
+            # 9.99999974738e-06: 1.2e-8 off for small variances); added in double, as ATen adds it.
+            output = op.BatchNormalization(input, scale, shift, running_mean, op.Add(running_var, eps), epsilon=0.0)
+        else:
+            output = op.BatchNormalization(input, scale, shift, running_mean, running_var, epsilon=eps)
         # ATen returns empty saved statistics in inference.
         empty = op.CastLike(op.Constant(value=ir.tensor(np.zeros([0], dtype=np.float32))), input)
         return output, empty, empty, running_mean, running_var
