@@ -7,6 +7,7 @@ import torch
 
 from torch_onnx_fx.normalize.index_dtype import IndexDtypePass
 from torch_onnx_fx.normalize.integral_accumulation import IntegralAccumulationPass
+from torch_onnx_fx.normalize.result_shapes import ResultShapePass
 from torch_onnx_fx.normalize.type_promotion import TypePromotionPass
 
 _CONVERT = torch.ops.prims.convert_element_type.default
@@ -169,3 +170,16 @@ def test_as_strided_of_a_view_is_given_the_base_and_the_views_offset():
     x = torch.randn(2, 3, 4)
     for got, want in zip(module(x), model(x)):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+def test_result_shape_pass_gives_one_samples_multilabel_loss_the_real_kernels_shape():
+    loss = torch.nn.MultiLabelMarginLoss(reduction="none")
+    scores, target = torch.randn(6), torch.tensor([1, 4, -1, 0, 0, 0])
+    program = torch.export.export(loss, (scores, target))
+    (node,) = [n for n in program.graph.nodes if n.op == "call_function"]
+    assert node.meta["val"].shape == (1,)  # torch's fake kernel; eager gives a 0-d loss
+    assert ResultShapePass()(program.graph_module).modified
+    assert node.meta["val"].shape == loss(scores, target).shape == ()
+    # A batch, or another reduction, is sized right already: left as it is.
+    batch = torch.export.export(loss, (scores.reshape(2, 3), target.reshape(2, 3).clamp(max=2)))
+    assert not ResultShapePass()(batch.graph_module).modified

@@ -1,7 +1,8 @@
 """Normalize: the FX passes between decomposition and translation, in the order they run.
 
 Each pass makes one of ATen's implicit rules explicit in the graph, so every translation sees
-operands that already agree: side effects without tokens (``effect_tokens``), storage read
+operands that already agree: side effects without tokens (``effect_tokens``), result shapes as
+the real kernels give them where torch's fake kernels do not (``result_shapes``), storage read
 through the tensor that owns it (``storage_base``), indexing by
 aranges over whole dimensions as a reshape (``arange_indexing``), unobserved in-place ops made
 functional (``functional_in_place``), then the dtype passes, which insert
@@ -30,6 +31,7 @@ from torch_onnx_fx.normalize.functional_in_place import InPlaceToFunctionalPass
 from torch_onnx_fx.normalize.half_precision import HalfPrecisionAccumulationPass
 from torch_onnx_fx.normalize.index_dtype import IndexDtypePass
 from torch_onnx_fx.normalize.integral_accumulation import IntegralAccumulationPass
+from torch_onnx_fx.normalize.result_shapes import ResultShapePass
 from torch_onnx_fx.normalize.storage_base import StorageBasePass
 from torch_onnx_fx.normalize.type_promotion import JoinPromotionPass, TypePromotionPass
 
@@ -54,6 +56,7 @@ def normalize(
     own_index = table is not None and "aten::index.Tensor" in table.custom_targets
     passes: tuple[PassBase, ...] = (
         EffectTokenPass(),
+        ResultShapePass(),
         StorageBasePass(),
         *(() if own_index else (ArangeIndexPass(),)),
         *((InPlaceToFunctionalPass(table),) if table is not None else ()),
