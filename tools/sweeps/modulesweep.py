@@ -22,6 +22,8 @@ probability) and ``skipped`` (no inputs of the dtype) are not. Records and most 
 opsweep's too: a record's ``op`` holds the module's name (``nn.Conv2d``), its ``sample`` the
 ModuleInput's index, and the header's ``ops`` the modules run.
 
+    python tools/sweeps/modulesweep.py --samples 8 --dtype float32 --jobs 2 --json tools/results/nn_modules_float32.jsonl --out docs/coverage_nn_modules.md
+    python tools/sweeps/modulesweep.py --samples 8 --dtype float64 --jobs 2 --json tools/results/nn_modules_float64.jsonl --out docs/coverage_nn_modules_float64.md
     python tools/sweeps/modulesweep.py --dtype float32 --samples 4 --json /tmp/m.jsonl --out /tmp/m.md
     python tools/sweeps/modulesweep.py --dtype float64 --exporters torch_onnx_fx --modules nn.Conv2d,nn.LSTM
     python tools/sweeps/modulesweep.py --render-only --json /tmp/m.jsonl --out /tmp/m.md
