@@ -9,6 +9,7 @@ was inf.
 
 from __future__ import annotations
 
+import onnx
 import onnx_ir as ir
 import pytest
 import torch
@@ -135,3 +136,17 @@ def test_float64_norm_epsilon_is_not_rounded_to_float32(norm):
         model.bias.copy_(bias)
     program = assert_matches_eager(model, (x,), dynamic_shapes=({0: "batch"},), rtol=1e-15, atol=1e-15)
     assert _narrowed(program) == []
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_alpha_from_a_dynamic_size(dtype):
+    # A size as alpha is a graph value (int64, or double when computed in floats): it is cast to
+    # the tensor's type, not multiplied as it is (an invalid Mul of float and int64).
+    def fn(x, y):
+        return torch.add(x, y, alpha=x.shape[0]), torch.sub(x, y, alpha=x.shape[0] * 0.1)
+
+    x, y = torch.randn(3, 4, dtype=dtype), torch.randn(4, dtype=dtype)
+    program = assert_matches_eager(
+        fn, (x, y), dynamic_shapes=({0: "n"}, None), more_inputs=[((torch.randn(7, 4, dtype=dtype), y), {})], rtol=1e-6, atol=1e-6,
+    )
+    onnx.checker.check_model(program.model_proto, full_check=True)

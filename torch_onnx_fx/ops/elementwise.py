@@ -65,12 +65,13 @@ _FLOAT_TO_FLOAT = _same_dtype_in_and_out(*FLOAT_TYPES)
 def _scaled(other: Any, alpha: Any) -> Any:
     if alpha == 1:
         return other
-    if isinstance(other, ir.Value) and other.dtype is not None and other.dtype.is_floating_point():
+    number = isinstance(alpha, (int, float)) and not isinstance(alpha, bool)
+    if number and isinstance(other, ir.Value) and other.dtype is not None and other.dtype.is_floating_point():
         # The tracer makes the number a constant of other's dtype from the Python number itself;
         # CastLike of a number cast a float32 constant: a float64 tensor scaled by 0.10000000149.
         return op.Mul(other, alpha)
     # An integer alpha is cast to the tensor's type, wrapping as ATen's conversion does (-3 is 253
-    # for uint8).
+    # for uint8); so is a size (an int64 or double value in the graph).
     return op.Mul(other, op.CastLike(alpha, other))
 
 
