@@ -9,6 +9,8 @@ was inf.
 
 from __future__ import annotations
 
+import copy
+
 import onnx
 import onnx_ir as ir
 import pytest
@@ -18,6 +20,7 @@ import torch.nn.functional as F
 import torch_onnx_fx
 from helpers import assert_matches_eager
 from torch_onnx_fx.errors import TranslationError
+from torch_onnx_fx.signature import ProgramSignature
 
 INF, NAN = float("inf"), float("nan")
 LARGE = torch.tensor([1e300, -3e231, 1e39, 0.1234567890123456789, -0.5, INF, -INF, NAN, 0.0], dtype=torch.float64)
@@ -150,3 +153,22 @@ def test_alpha_from_a_dynamic_size(dtype):
         fn, (x, y), dynamic_shapes=({0: "n"}, None), more_inputs=[((torch.randn(7, 4, dtype=dtype), y), {})], rtol=1e-6, atol=1e-6,
     )
     onnx.checker.check_model(program.model_proto, full_check=True)
+
+
+@pytest.mark.parametrize("running_stats", [False, True])
+def test_float64_batch_statistics_keep_eps_and_momentum_double(running_stats):
+    # Batch statistics (no running ones, or training) added eps, and updated the running ones
+    # with momentum, through float32 constants: 4.3e-9 off, running_var 2.6e-8 relatively.
+    torch.manual_seed(0)
+    x = torch.randn(4, 3, dtype=torch.float64) * 1e-3
+    model = torch.nn.BatchNorm1d(3, dtype=torch.float64, momentum=0.3, track_running_stats=running_stats)
+    model = model.train() if running_stats else model.eval()
+    program = torch_onnx_fx.export(copy.deepcopy(model), (x,), verbose=False, state_outputs=True)
+    actual, expected = program(x), model(x)
+    state = ProgramSignature.of(program.exported_program).state_updates
+    assert len(actual) == 1 + len(state) and len(state) == (3 if running_stats else 0)
+    torch.testing.assert_close(actual[0], expected, rtol=1e-14, atol=1e-15)
+    if running_stats:
+        updates = {entry.target: value for entry, value in zip(state, actual[1:])}
+        torch.testing.assert_close(updates["running_mean"], model.running_mean, rtol=1e-15, atol=1e-18)
+        torch.testing.assert_close(updates["running_var"], model.running_var, rtol=1e-15, atol=0)

@@ -16,10 +16,13 @@ from onnxscript import opset18 as op
 from onnxscript import opset21, opset23
 
 from torch_onnx_fx.dtypes import onnx_dtype
+from torch_onnx_fx.ops import _tensors as tx
 from torch_onnx_fx.registry import arg_example, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
 __all__ = [
+    "aten_native_batch_norm_legit_no_stats",
+    "aten_native_batch_norm_legit_no_training",
     "aten_group_norm_opset21",
     "aten_group_norm_of_empty_batch",
     "aten_native_group_norm_of_empty_batch",
@@ -144,8 +147,15 @@ def _batch_statistics(input: ir.Value, eps: float) -> tuple[ir.Value, ir.Value, 
     mean = op.ReduceMean(input, axes_value, keepdims=1)
     centered = op.Sub(input, mean)
     variance = op.ReduceMean(op.Mul(centered, centered), axes_value, keepdims=1)
-    invstd = op.Reciprocal(op.Sqrt(op.Add(variance, op.CastLike(eps, input))))
+    invstd = op.Reciprocal(op.Sqrt(op.Add(variance, _number(eps, input))))
     return mean, variance, invstd, axes
+
+
+def _number(value: float, like: ir.Value) -> ir.Value:
+    """A norm's eps or momentum in ``like``'s dtype: made from the double itself for float64
+    (a float32 constant cast put a float64 batch norm of batch statistics 4.3e-9 off), as before
+    for the other dtypes."""
+    return tx.constant(value, like) if like.dtype == ir.DataType.DOUBLE else op.CastLike(value, like)
 
 
 def _per_channel_view(value: ir.Value, rank: int) -> ir.Value:
@@ -189,9 +199,9 @@ def _batch_norm(
     # Running statistics use the unbiased variance: n / (n - 1).
     count = op.CastLike(op.ReduceProd(op.Gather(op.Shape(input), axes_value, axis=0), keepdims=0), input)
     unbiased = op.Mul(op.Squeeze(variance, axes_value), op.Div(count, op.Sub(count, op.CastLike(1.0, input))))
-    keep = op.CastLike(1.0 - momentum, input)
-    new_mean = op.Add(op.Mul(running_mean, keep), op.Mul(save_mean, op.CastLike(momentum, input)))
-    new_var = op.Add(op.Mul(running_var, keep), op.Mul(unbiased, op.CastLike(momentum, input)))
+    keep = _number(1.0 - momentum, input)
+    new_mean = op.Add(op.Mul(running_mean, keep), op.Mul(save_mean, _number(momentum, input)))
+    new_var = op.Add(op.Mul(running_var, keep), op.Mul(unbiased, _number(momentum, input)))
     return output, save_mean, save_invstd, new_mean, new_var
 
 
@@ -208,6 +218,26 @@ def aten_native_batch_norm(
 ) -> tuple[ir.Value, ir.Value, ir.Value]:
     """native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)"""
     return _batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)[:3]
+
+
+# torchlib's translations of these two take eps as a float attribute (a float64 norm 4.3e-9 off).
+@register("aten::_native_batch_norm_legit.no_stats")
+def aten_native_batch_norm_legit_no_stats(
+    input: ir.Value, weight: ir.Value | None, bias: ir.Value | None, training: bool, momentum: float, eps: float,
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)
+
+    Without running statistics the batch's own are used, in training or not."""
+    return _batch_norm(input, weight, bias, None, None, True, momentum, eps)[:3]
+
+
+@register("aten::_native_batch_norm_legit_no_training")
+def aten_native_batch_norm_legit_no_training(
+    input: ir.Value, weight: ir.Value | None, bias: ir.Value | None, running_mean: ir.Value, running_var: ir.Value,
+    momentum: float, eps: float,
+) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)"""
+    return _batch_norm(input, weight, bias, running_mean, running_var, False, momentum, eps)[:3]
 
 
 @register("aten::_native_batch_norm_legit_functional")
