@@ -38,7 +38,6 @@ _LAYER_NORM_EPSILON = float32_attribute(4, "eps", 1e-5)
 
 limit_torchlib("aten::celu", _not_float64)
 limit_torchlib("aten::native_layer_norm", lambda node: _statistics_exact(node) and _LAYER_NORM_EPSILON(node))
-limit_torchlib("aten::layer_norm", _LAYER_NORM_EPSILON)
 
 
 # ONNX Runtime's float64 LogSoftmax kernel mishandles non-finite rows: a NaN gave finite numbers

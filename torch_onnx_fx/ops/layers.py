@@ -16,7 +16,7 @@ from onnxscript import opset18 as op
 
 from torch_onnx_fx.dtypes import FLOAT_TYPES, onnx_dtype
 from torch_onnx_fx.ops.windows import per_axis
-from torch_onnx_fx.registry import arg_example, arg_value, float32_attribute, floating_input, register, wants_context
+from torch_onnx_fx.registry import arg_example, arg_value, float32_attribute, floating_input, limit_torchlib, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
 __all__ = ["aten_linear", "aten_layer_norm", "aten_dropout_inference", "aten_mean_dim", "aten_cumsum", "aten_addmm", "aten_matmul",
@@ -40,12 +40,14 @@ def aten_linear(input: ir.Value, weight: ir.Value, bias: ir.Value | None = None)
     return product if bias is None else op.Add(product, bias)
 
 
+# LayerNormalization's epsilon is a float attribute: a float64 layer norm whose eps it would round
+# goes to torch's decomposition, which adds eps in double. torchlib's translation would take the
+# node with the same attribute, so it declines the same nodes.
 _EPSILON_KEPT = float32_attribute(4, "eps", 1e-5)
+limit_torchlib("aten::layer_norm", _EPSILON_KEPT)
 
 
 def _layer_norm_epsilon_kept(node: torch.fx.Node) -> bool:
-    """LayerNormalization's epsilon is a float attribute: a float64 layer norm whose eps it would
-    round goes to torch's decomposition, which adds eps in double."""
     return floating_input(node) and _EPSILON_KEPT(node)
 
 
