@@ -180,7 +180,7 @@ def _batch_norm(
         if input.dtype == ir.DataType.DOUBLE:
             # epsilon is a float attribute, which would round a float64 norm's eps (1e-5 became
             # 9.99999974738e-06: 1.2e-8 off for small variances); added in double, as ATen adds it.
-            output = op.BatchNormalization(input, scale, shift, running_mean, op.Add(running_var, eps), epsilon=0.0)
+            output = op.BatchNormalization(input, scale, shift, running_mean, op.Add(running_var, _number(eps, input)), epsilon=0.0)
         else:
             output = op.BatchNormalization(input, scale, shift, running_mean, running_var, epsilon=eps)
         # ATen returns empty saved statistics in inference.
