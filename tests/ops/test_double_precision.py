@@ -172,3 +172,42 @@ def test_float64_batch_statistics_keep_eps_and_momentum_double(running_stats):
         updates = {entry.target: value for entry, value in zip(state, actual[1:])}
         torch.testing.assert_close(updates["running_mean"], model.running_mean, rtol=1e-15, atol=1e-18)
         torch.testing.assert_close(updates["running_var"], model.running_var, rtol=1e-15, atol=0)
+
+
+_F64 = torch.Generator().manual_seed(2)
+
+
+def _f64(*shape):
+    return torch.randn(*shape, dtype=torch.float64, generator=_F64)
+
+
+# beta * self + alpha * product: torchlib's float32 numbers scaled float64 results by
+# 0.69999998807907 for 0.7 (4e-8 relatively off, as torch.onnx).
+SCALED_PRODUCTS = {
+    "addmm": (torch.addmm, (_f64(5), _f64(4, 7), _f64(7, 5))),
+    "addmv": (torch.addmv, (_f64(4), _f64(4, 7), _f64(7))),
+    "addbmm": (torch.addbmm, (_f64(1, 5), _f64(3, 4, 7), _f64(3, 7, 5))),
+    "baddbmm": (torch.baddbmm, (_f64(3, 4, 5), _f64(3, 4, 7), _f64(3, 7, 5))),
+    "addr": (torch.addr, (_f64(4, 5), _f64(4), _f64(5))),
+}
+
+
+@pytest.mark.parametrize("beta, alpha", [(0.3, 0.7), (0, 0.1), (0.1, 0), (2, -3)])
+@pytest.mark.parametrize("name", sorted(SCALED_PRODUCTS))
+def test_float64_scaled_products_keep_beta_and_alpha_double(name, beta, alpha):
+    function, args = SCALED_PRODUCTS[name]
+    # Summation order differs from BLAS's by a few ulps of the largest term.
+    assert_matches_eager(lambda s, a, b: function(s, a, b, beta=beta, alpha=alpha), args, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name", sorted(SCALED_PRODUCTS))
+def test_float64_scaled_products_zero_numbers_as_aten(name):
+    # beta=0 ignores a NaN self; alpha=0 skips an infinite product in addmm, addmv and addbmm
+    # (BLAS does not read the matrices) and multiplies it (NaN) in baddbmm and addr.
+    function, (self, a, b) = SCALED_PRODUCTS[name]
+    nan_self, inf_a = torch.full_like(self, NAN), a.clone()
+    inf_a.view(-1)[0] = INF
+    assert_matches_eager(
+        lambda s, n, a, i, b: (function(n, a, b, beta=0, alpha=0.5), function(s, i, b, beta=0.5, alpha=0)),
+        (self, nan_self, a, inf_a, b), rtol=1e-12, atol=1e-14,
+    )

@@ -43,6 +43,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     prims,
     quantized,
     resampling,
+    scaled_products,
     sorting,
     special,
     stable,
