@@ -43,7 +43,7 @@ _HALF_COMPOSITE = frozenset({
     # once each node of a half graph rounds to its type (KernelGapPass), as ATen's separate
     # operators do: x * sigmoid(x) rounded between its two nodes was off in 23 % of silu's results.
     "aten::silu", "aten::sigmoid", "aten::rsqrt", "aten::softplus", "aten::erfc", "aten::log10", "aten::log2", "aten::glu",
-    "aten::atan2", "aten::sinc", "aten::rad2deg", "aten::deg2rad",
+    "aten::atan2", "aten::sinc", "aten::rad2deg", "aten::deg2rad", "aten::elu",
 })
 _HALF_IN_FLOAT32 = _HALF_ACCUMULATING | _HALF_COMPOSITE
 _REMAINDERS = frozenset({"aten::remainder.Tensor", "aten::remainder.Scalar", "aten::remainder.Scalar_Tensor"})

@@ -1,4 +1,4 @@
-"""Activations that newer opsets express as a single operator, and float64 GELU.
+"""Activations that newer opsets express as a single operator, float64 GELU and scaled ELU.
 
 Registered with ``min_opset``: below it, dispatch falls through to torchlib's translation, which
 spells the same function out of elementary ops. float64 GELU is spelled out at every opset, with
@@ -16,9 +16,9 @@ from onnxscript import opset20
 
 from torch_onnx_fx.ops.special._series import elementwise
 from torch_onnx_fx.ops.special.error import erf
-from torch_onnx_fx.registry import arg_value, float64_input, register
+from torch_onnx_fx.registry import arg_value, float64_input, floating_input, register
 
-__all__ = ["aten_gelu_float64", "aten_gelu_tanh_float64", "aten_gelu_opset20"]
+__all__ = ["aten_gelu_float64", "aten_gelu_tanh_float64", "aten_gelu_opset20", "aten_elu_scaled"]
 
 
 def _exact_float64(node: Any) -> bool:
@@ -58,3 +58,33 @@ def aten_gelu_tanh_float64(self: ir.Value, approximate: str = "none") -> ir.Valu
 def aten_gelu_opset20(self: ir.Value, approximate: str = "none") -> ir.Value:
     """gelu(Tensor self, *, str approximate="none") -> Tensor"""
     return opset20.Gelu(self, approximate=approximate)
+
+
+def _scaled_elu(node: Any) -> bool:
+    numbers = [arg_value(node, index, name, 1) for index, name in ((1, "alpha"), (2, "scale"), (3, "input_scale"))]
+    return (
+        floating_input(node) and all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in numbers)
+        and (numbers[1] != 1 or numbers[2] != 1)
+    )
+
+
+# torchlib scales the input on both sides (Elu(x * input_scale) * scale): where x > 0 that is
+# x * input_scale * scale, not ATen's x * scale. elu(x, input_scale=0.7) was 0.26 off, silently,
+# as with torch.onnx. (F.celu and F.selu are their own operators; this is aten::elu called directly.)
+@register("aten::elu", supports=_scaled_elu)
+def aten_elu_scaled(self: ir.Value, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0) -> ir.Value:
+    """elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor
+
+    ATen's x * scale where x > 0, expm1(x * input_scale) * alpha * scale elsewhere (NaN too)."""
+    alpha, scale, input_scale = float(alpha), float(scale), float(input_scale)
+    if input_scale == 1:
+        # Elu's positive side is x itself.
+        return op.Mul(op.Elu(self, alpha=alpha), scale)
+    inner = op.Mul(self, input_scale)
+    if input_scale > 0:
+        # inner <= 0 wherever x <= 0, the side Elu computes alpha * (exp(inner) - 1) on.
+        negative = op.Elu(inner, alpha=alpha)
+    else:
+        negative = op.Mul(op.Sub(op.Exp(inner), 1.0), alpha)
+    positive, negative = (self, negative) if scale == 1 else (op.Mul(self, scale), op.Mul(negative, scale))
+    return op.Where(op.Greater(self, 0.0), positive, negative)
