@@ -122,7 +122,7 @@ def test_addcmul_scales_by_the_exact_value(dtype):
         torch.testing.assert_close(actual[0], expected, rtol=1e-15, atol=1e-15)
 
 
-@pytest.mark.parametrize("norm", ["layer_norm", "batch_norm"])
+@pytest.mark.parametrize("norm", ["layer_norm", "batch_norm", "instance_norm"])
 def test_float64_norm_epsilon_is_not_rounded_to_float32(norm):
     # LayerNormalization's and BatchNormalization's epsilon is a float attribute: eps=1e-5 became
     # 9.99999974738e-06, 1.1e-8 off where the variance is small beside eps.
@@ -131,6 +131,11 @@ def test_float64_norm_epsilon_is_not_rounded_to_float32(norm):
     weight, bias = torch.rand(64, dtype=torch.float64) + 0.5, torch.randn(64, dtype=torch.float64)
     if norm == "layer_norm":
         model = torch.nn.LayerNorm(64, dtype=torch.float64).eval()
+    elif norm == "instance_norm":
+        # Over running statistics torchlib's instance norm is a BatchNormalization (7e-13 off).
+        model = torch.nn.InstanceNorm1d(64, affine=True, track_running_stats=True, dtype=torch.float64).eval()
+        model.running_var.fill_(1e-6 + 1e-22)
+        x = x.reshape(8, 64, 1).expand(8, 64, 3).contiguous()
     else:
         model = torch.nn.BatchNorm1d(64, dtype=torch.float64).eval()
         model.running_var.fill_(1e-6 + 1e-22)
