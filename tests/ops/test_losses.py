@@ -80,6 +80,25 @@ def test_label_smoothed_cross_entropy_of_class_indices(dtype, options):
     assert_matches_eager(lambda a, t: torch.nn.functional.cross_entropy(a, t, **options), (scores, target), rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("dynamic", [False, True])
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_float64_label_smoothed_cross_entropy_of_probabilities(reduction, dynamic):
+    # 1 - smoothing and smoothing / classes were float32 constants: a float64 loss 5e-8 off.
+    class Loss(torch.nn.Module):
+        def forward(self, scores, target):
+            return torch.nn.functional.cross_entropy(scores, target, label_smoothing=0.1, reduction=reduction)
+
+    torch.manual_seed(0)
+    scores = torch.randn(16, 10, dtype=torch.float64) * 3
+    target = scores.flip(0).softmax(-1)
+    classes = torch.export.Dim("classes")
+    other = torch.randn(16, 7, dtype=torch.float64)
+    assert_matches_eager(
+        Loss(), (scores, target), dynamic_shapes=({1: classes}, {1: classes}) if dynamic else None,
+        more_inputs=[((other, other.softmax(-1)), {})] if dynamic else (), rtol=1e-15, atol=1e-15,
+    )
+
+
 # Targets end at the first negative index; a listed class may repeat. PyTorch's decomposition read
 # the indices after the -1 as class 0 (0.49 for eager's 0.26) and kept a batch dim of one.
 MULTILABEL = [

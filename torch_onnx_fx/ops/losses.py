@@ -152,9 +152,14 @@ def aten_cross_entropy_loss_weighted_probabilities(
     rank = tx.rank(self)
     class_axis = 1 if rank > 1 else 0
     if label_smoothing != 0.0:
-        classes = op.CastLike(op.Shape(self, start=class_axis, end=class_axis + 1), self)
-        uniform = op.Div(op.CastLike(label_smoothing, self), classes)
-        target = op.Add(op.Mul(target, op.CastLike(1.0 - label_smoothing, self)), uniform)
+        # ATen computes 1 - smoothing and smoothing / classes in double and converts them to the
+        # scores' dtype (float32 constants put a float64 loss 5e-8 off).
+        count = self.shape[class_axis] if self.shape is not None else None
+        if isinstance(count, int):
+            uniform = tx.constant(label_smoothing / count, self)
+        else:
+            uniform = op.Div(tx.constant(label_smoothing, self), op.CastLike(op.Shape(self, start=class_axis, end=class_axis + 1), self))
+        target = op.Add(op.Mul(target, tx.constant(1.0 - label_smoothing, self)), uniform)
     terms = op.Mul(target, op.LogSoftmax(self, axis=class_axis))
     if weight is not None:
         terms = op.Mul(terms, op.Reshape(weight, op.Constant(value_ints=[-1] + [1] * (rank - class_axis - 1))))
