@@ -24,3 +24,10 @@ def test_elu_scales_the_input_only_where_it_is_not_positive(dtype, alpha, scale,
     # to the half type, where ATen computes in float32.
     rtol, atol = _TOLERANCE[dtype]
     assert_matches_eager(lambda x: torch.ops.aten.elu(x, alpha, scale, input_scale), (_X.to(dtype),), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_rrelu_outside_training_is_the_mean_slope(dtype):
+    # No translation before: F.rrelu and nn.RReLU in eval mode failed to export (torch.onnx too).
+    module = torch.nn.Sequential(torch.nn.RReLU(0.1, 0.3), torch.nn.RReLU()).eval()
+    assert_matches_eager(lambda x: (module(x), torch.nn.functional.rrelu(x, 0.2, 0.25)), (_X.to(dtype),), rtol=0, atol=0)

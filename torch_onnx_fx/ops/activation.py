@@ -18,7 +18,7 @@ from torch_onnx_fx.ops.special._series import elementwise
 from torch_onnx_fx.ops.special.error import erf
 from torch_onnx_fx.registry import arg_value, float64_input, floating_input, register
 
-__all__ = ["aten_gelu_float64", "aten_gelu_tanh_float64", "aten_gelu_opset20", "aten_elu_scaled"]
+__all__ = ["aten_gelu_float64", "aten_gelu_tanh_float64", "aten_gelu_opset20", "aten_elu_scaled", "aten_rrelu_inference"]
 
 
 def _exact_float64(node: Any) -> bool:
@@ -88,3 +88,21 @@ def aten_elu_scaled(self: ir.Value, alpha: float = 1.0, scale: float = 1.0, inpu
         negative = op.Mul(op.Sub(op.Exp(inner), 1.0), alpha)
     positive, negative = (self, negative) if scale == 1 else (op.Mul(self, scale), op.Mul(negative, scale))
     return op.Where(op.Greater(self, 0.0), positive, negative)
+
+
+def _rrelu_inference(node: Any) -> bool:
+    bounds = [arg_value(node, 1, "lower", 0.125), arg_value(node, 2, "upper", 1 / 3)]
+    return (
+        floating_input(node) and not arg_value(node, 3, "training", False)
+        and all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in bounds)
+    )
+
+
+# Without a translation torch decomposed it to rrelu_with_noise_functional, which nothing
+# translates: F.rrelu and nn.RReLU in eval mode failed to export (torch.onnx too).
+@register("aten::rrelu", supports=_rrelu_inference)
+def aten_rrelu_inference(self: ir.Value, lower: float = 0.125, upper: float = 1 / 3, training: bool = False, generator: Any = None) -> ir.Value:
+    """rrelu(Tensor self, Scalar lower=0.125, Scalar upper=0.3333333333333333, bool training=False, Generator? generator=None) -> Tensor
+
+    Outside training ATen's leaky_relu with the mean slope, (lower + upper) / 2 in double."""
+    return op.LeakyRelu(self, alpha=(float(lower) + float(upper)) / 2)
