@@ -1,10 +1,13 @@
-"""Per-node inference in the tracer: results reused for nodes that read the same things."""
+"""The tracer: per-node inference reused for nodes that read the same things, and the constants
+it makes of Python numbers."""
 
 from __future__ import annotations
 
 import numpy as np
 import onnx_ir as ir
+import torch
 
+from helpers import assert_matches_eager
 from torch_onnx_fx.translate.node_inference import infer_node
 
 
@@ -123,3 +126,13 @@ def test_a_constant_of_another_dtype_than_the_node_gets_its_cast():
             assert len(outputs) == 1
             assert outputs[0].dtype == torch.float16
             torch.testing.assert_close(outputs[0], expected)
+
+
+def test_a_number_cast_like_a_float64_value_is_a_double_constant():
+    # op.CastLike(0.1, x) made 0.1 a float32 constant first: logit's eps and cdist's p put float64
+    # results 1e-8 off, and histc counted two values near its float32-rounded range in other bins.
+    x = torch.tensor([0.1, 0.10000000149011612, 0.1000000001, 0.0999999999, 0.3, 0.30000001192092896, 0.3000000001, -0.1, 0.7], dtype=torch.float64)
+    assert_matches_eager(
+        lambda x: (torch.logit(x, eps=0.1000000001), torch.cdist(x[None, :, None], x[None, :, None] * 0.5, p=1.5), torch.histc(x, bins=4, min=0.1, max=0.30000001)),
+        (x,), rtol=1e-15, atol=1e-15,
+    )

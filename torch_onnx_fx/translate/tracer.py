@@ -62,6 +62,21 @@ def _python_dtype(value: Any) -> ir.DataType:
     raise TracingError(f"Cannot make an ONNX constant from {value!r} ({type(value).__name__}).")
 
 
+def _double_number(op: onnxscript_values.Op, args: Sequence[Any], kwargs: Mapping[str, Any]) -> float | None:
+    """The Python float of ``CastLike(number, like)`` when ``like`` is float64, else None.
+
+    Translations (ours and torchlib's traced ones) write ``op.CastLike(eps, x)`` for "eps in x's
+    dtype". Made the usual way, the number is a float32 constant first, so a float64 graph got
+    0.1 as 0.10000000149 (logit's eps, cdist's p, index_fill's value: 1e-9 to 1e-8 relatively
+    off). The constant is made in double from the number itself instead."""
+    if op.name != "CastLike" or op.domain not in ("", "ai.onnx") or kwargs or len(args) != 2:
+        return None
+    number, like = args
+    if type(number) is not float or not isinstance(like, ir.Value) or like.dtype != ir.DataType.DOUBLE:
+        return None
+    return number
+
+
 def _single_tensor_type(param: ir.schemas.Parameter) -> ir.DataType | None:
     dtypes = {getattr(t, "dtype", None) for t in param.type_constraint.allowed_types}
     dtypes.discard(None)
@@ -446,6 +461,9 @@ class GraphTracer:
     # -- the onnxscript evaluator protocol -----------------------------------------------------
 
     def eval_op(self, op: onnxscript_values.Op, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        number = _double_number(op, args, kwargs)
+        if number is not None:
+            return self.constant(number, ir.DataType.DOUBLE)
         signature = _op_signature(op)
         if signature is None:
             raise TracingError(f"ONNX op {op.name!r} has no schema in domain {op.domain!r}.")
