@@ -29,6 +29,8 @@ _HALF_ACCUMULATING = frozenset({
     "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d", "aten::conv_transpose2d",
     "aten::conv_transpose3d.input", "aten::scaled_dot_product_attention", "aten::linalg_matrix_exp",
     "aten::logsumexp", "aten::_softmax", "aten::_log_softmax", "aten::grid_sampler_2d", "aten::upsample_bilinear2d.vec",
+    # Not the 3-D ones: ATen's adaptive_avg_pool3d sums in the half type itself.
+    "aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::_adaptive_avg_pool2d",
 })
 # Elementwise operators whose translation is several ONNX operators (remainder is a - floor(a / b)
 # * b): computed in half precision each step rounds, where ATen computes the whole formula in

@@ -109,15 +109,24 @@ def _not_uniform(node: Any) -> bool:
 @register("aten::_adaptive_avg_pool2d", "aten::_adaptive_avg_pool3d", supports=_static_spatial)
 @register("aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d", supports=_not_uniform)
 def aten_adaptive_avg_pool_general(self: ir.Value, output_size: Sequence[int]) -> ir.Value:
-    """adaptive_avg_pool{1,2,3}d(Tensor self, SymInt[] output_size) -> Tensor, for uneven bins"""
+    """adaptive_avg_pool{1,2,3}d(Tensor self, SymInt[] output_size) -> Tensor, for uneven bins
+
+    ATen's arithmetic: a bin's sum divided by its length along each axis in turn (sum / kh / kw).
+    Multiplying by 1 / count instead rounded twice, and the weights were float32: a float64
+    pool 5e-9 off (torch.onnx's decomposition is exact)."""
     gathered, _, mask, unbatched = _gathered(self, output_size)
-    # Each output is a weighted sum of its bin: weights = mask / count. The sum is a MatMul with a
-    # ones column rather than a ReduceSum, which ONNX Runtime mis-shapes on an empty batch.
-    weights = op.CastLike(op.Constant(value=ir.tensor(mask / mask.sum(-1, keepdims=True))), gathered)
+    # The sum is a MatMul with a ones column rather than a ReduceSum, which ONNX Runtime
+    # mis-shapes on an empty batch; padding entries are zeros, not their repeated element (a
+    # repeated inf times a zero weight would be NaN).
     ones = op.CastLike(op.Constant(value=ir.tensor(np.ones([mask.shape[-1], 1], dtype=np.float32))), gathered)
-    # Weighted out means left out: a repeated inf times a zero weight would be NaN.
-    weighted = op.Where(op.Constant(value=ir.tensor(mask > 0)), op.Mul(gathered, weights), op.CastLike(0, gathered))
-    result = op.Squeeze(op.MatMul(weighted, ones), op.Constant(value_ints=[-1]))
+    members = op.Where(op.Constant(value=ir.tensor(mask > 0)), gathered, op.CastLike(0, gathered))
+    result = op.Squeeze(op.MatMul(members, ones), op.Constant(value_ints=[-1]))
+    spatial = [int(d) for d in self.shape[-len(output_size):]]
+    for axis, (length, out) in enumerate(zip(spatial, output_size)):
+        counts = np.array([len(b) for b in _bins(length, out)], dtype=np.float32)
+        shape = [1] * len(output_size)
+        shape[axis] = out
+        result = op.Div(result, op.CastLike(op.Constant(value=ir.tensor(counts.reshape(shape))), result))
     return op.Squeeze(result, op.Constant(value_ints=[0])) if unbatched else result
 
 
