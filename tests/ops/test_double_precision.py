@@ -98,6 +98,8 @@ FLOAT64_NUMBERS = {
     "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
     "full": lambda x: torch.full((300,), 0.1, dtype=torch.float64) + x,
     "new_full": lambda x: x.new_full((300,), 1 / 3) * x,
+    # torch decomposes it with scalar_tensor, whose torchlib translation cast a float32 constant.
+    "index_fill": lambda x: x.index_fill(0, torch.tensor([0, 2, 7]), 0.1),
 }
 
 

@@ -83,7 +83,9 @@ def prims_frexp(self: ir.Value) -> tuple[ir.Value, ir.Value]:
     return mantissa, op.Cast(exponent, to=ir.DataType.INT32)
 
 
-@register("prims::scalar_tensor")
+# aten::scalar_tensor too: torchlib's casts a float32 constant, so the float64 scalars torch's
+# decompositions make with it (index_fill's value) were float32 numbers (1.5e-9 off for 0.1).
+@register("prims::scalar_tensor", "aten::scalar_tensor")
 @wants_context
 def prims_scalar_tensor(s: Any, *args: Any, ctx: OpContext, **kwargs: Any) -> ir.Value:
     """scalar_tensor(Scalar s, *, ScalarType? dtype=None, Device? device=None) -> Tensor
