@@ -26,6 +26,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     diagonal,
     double_precision,
     embedding_bag,
+    embedding_norm,
     factories,
     grid_sample,
     histogram,
