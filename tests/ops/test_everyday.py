@@ -46,6 +46,12 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
     "add_scalar_int": (lambda x: x + 7, (i64(4),)),
     "add_bool": (lambda x, y: torch.add(x, y), (i64(5) > 0, i64(5) < 0)),
     "sub_alpha_int": (lambda x, y: torch.sub(x, y, alpha=2), (i64(4), i64(4))),
+    # A number as other with alpha: both were int64/float32 constants, an Add ONNX Runtime refused
+    # for int32 and float64 tensors.
+    "add_number_alpha": (
+        lambda a, b, c: (torch.add(a, 3, alpha=2), torch.sub(b, 0.3, alpha=2), torch.add(c, 0.3, alpha=-3)),
+        (i64(4).int(), torch.randn(5, dtype=torch.float64), f32(5)),
+    ),
     "mul_bool": (lambda x, y: x * y, (i64(6) > 0, i64(6) > -2)),
     "mul_half_scalar": (lambda x: x * 0.5, (f16(3, 2),)),
     "neg_int": (lambda x: -x, (i64(5),)),

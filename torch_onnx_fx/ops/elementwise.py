@@ -62,10 +62,15 @@ def _same_dtype_in_and_out(*dtypes: torch.dtype) -> Any:
 _FLOAT_TO_FLOAT = _same_dtype_in_and_out(*FLOAT_TYPES)
 
 
-def _scaled(other: Any, alpha: Any) -> Any:
+def _scaled(other: Any, alpha: Any, like: ir.Value) -> Any:
     if alpha == 1:
         return other
     number = isinstance(alpha, (int, float)) and not isinstance(alpha, bool)
+    if isinstance(other, (int, float)) and not isinstance(other, bool):
+        # A Python number as other: ATen takes both numbers to the tensor's computation type and
+        # multiplies them there (two float32 constants made an invalid Add for a float64 or int32
+        # tensor: add(x, 0.3, alpha=2)).
+        return op.Mul(op.CastLike(other, like), alpha if number else op.CastLike(alpha, like))
     if number and isinstance(other, ir.Value) and other.dtype is not None and other.dtype.is_floating_point():
         # The tracer makes the number a constant of other's dtype from the Python number itself;
         # CastLike of a number cast a float32 constant: a float64 tensor scaled by 0.10000000149.
@@ -86,13 +91,13 @@ def aten_add(self: ir.Value, other: Any, alpha: Any = 1) -> ir.Value:
     ``other`` first, and a zero ``alpha`` leaves ``self``."""
     if self.dtype == ir.DataType.BOOL:
         return op.Identity(self) if not alpha else op.Or(self, other)
-    return op.Add(self, _scaled(other, alpha))
+    return op.Add(self, _scaled(other, alpha, self))
 
 
 @register("aten::sub.Tensor", supports=_self_dtype_in(*_SIGNED_TYPES, torch.uint8))
 def aten_sub(self: ir.Value, other: Any, alpha: Any = 1) -> ir.Value:
     """sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor"""
-    return op.Sub(self, _scaled(other, alpha))
+    return op.Sub(self, _scaled(other, alpha, self))
 
 
 @register("aten::mul.Tensor", "aten::multiply.Tensor", supports=_ARITHMETIC)
