@@ -88,19 +88,27 @@ class HalfPrecisionAccumulationPass(PassBase):
                 converted_results = list(node.users)
             else:
                 continue
-            node.args = tuple(_to_float(node, a) for a in node.args)
-            node.kwargs = {k: _to_float(node, v) for k, v in node.kwargs.items()}
+            # A scaled sum is ATen's fused multiply-add in float32, rounded to the half type: in
+            # float64 the product is exact and the sum rounds once more than the fused one
+            # (a tie at float32 precision, never seen), then through float32 to the half type.
+            wide = torch.float64 if scaled_sum else torch.float32
+            node.args = tuple(_to_float(node, a, wide) for a in node.args)
+            node.kwargs = {k: _to_float(node, v, wide) for k, v in node.kwargs.items()}
             if scaled_sum:
-                # ATen rounds alpha to the tensors' type, then sums in float32 and rounds once.
+                # ATen rounds alpha, and a Python number as the other operand, to the tensors'
+                # type, then sums in float32 and rounds once (other=0.3 taken as a float32 put
+                # 14 of 300 float16 results of add(x, 0.3, alpha=2) an ulp or more off).
+                # (rsub is sub(other, self, alpha) here: its number comes first.)
                 node.kwargs = {**node.kwargs, "alpha": _rounded_number(float(node.kwargs["alpha"]), result.dtype)}
+                node.args = tuple(_rounded_number(a, result.dtype) for a in node.args)
             if node_name(node) in _REMAINDERS:
                 # ATen rounds a Python number to the tensor's type before its float32 remainder
                 # (x % 0.3 in float16 divides by 0.2998...: 97 % of the results differed).
                 node.args = tuple(_rounded_number(a, result.dtype) for a in node.args)
             halves = [value.meta["val"] for value in converted_results]
-            node.meta["val"] = result.to(torch.float32) if node in converted_results else type(result)(r.to(torch.float32) for r in result)
+            node.meta["val"] = result.to(wide) if node in converted_results else type(result)(r.to(wide) for r in result)
             for value, half in zip(converted_results, halves):
-                _round_back(graph_module.graph, value, half, node)
+                _round_back(graph_module.graph, value, half, node, wide)
             count += 1
         if count:
             logger.debug("computing %d half-precision node(s) in float32", count)
@@ -146,23 +154,29 @@ def _half_tuple(node: torch.fx.Node, result: Any) -> bool:
     )
 
 
-def _round_back(graph: torch.fx.Graph, value: torch.fx.Node, half: torch.Tensor, source: torch.fx.Node) -> None:
-    """``value`` (now float32; ``half`` its example before) is converted back for all its users."""
+def _round_back(graph: torch.fx.Graph, value: torch.fx.Node, half: torch.Tensor, source: torch.fx.Node, wide: torch.dtype) -> None:
+    """``value`` (now ``wide``; ``half`` its example before) is converted back for all its users,
+    through float32 from float64 (rounding float64 straight to the half type would round a value
+    just past a float32 tie to the other side)."""
     if value is not source:
-        value.meta["val"] = half.to(torch.float32)
-    with graph.inserting_after(value):
-        back = graph.call_function(CONVERT, (value, half.dtype))
-    back.meta["val"] = half
-    for key in ("stack_trace", "nn_module_stack", "source_fn_stack"):
-        if key in source.meta:
-            back.meta[key] = source.meta[key]
-    value.replace_all_uses_with(back, delete_user_cb=lambda user: user is not back)
+        value.meta["val"] = half.to(wide)
+    steps = [half.to(torch.float32), half] if wide == torch.float64 else [half]
+    first, back = None, value
+    for example in steps:
+        with graph.inserting_after(back):
+            back = graph.call_function(CONVERT, (back, example.dtype))
+        back.meta["val"] = example
+        first = first or back
+        for key in ("stack_trace", "nn_module_stack", "source_fn_stack"):
+            if key in source.meta:
+                back.meta[key] = source.meta[key]
+    value.replace_all_uses_with(back, delete_user_cb=lambda user: user is not first)
 
 
-def _to_float(node: torch.fx.Node, arg: Any) -> Any:
+def _to_float(node: torch.fx.Node, arg: Any, wide: torch.dtype = torch.float32) -> Any:
     example = tensor_example(arg)
     if example is not None and example.dtype in _HALF:
-        return converted(node, arg, torch.float32)
+        return converted(node, arg, wide)
     if isinstance(arg, (list, tuple)):
-        return type(arg)(_to_float(node, a) for a in arg)
+        return type(arg)(_to_float(node, a, wide) for a in arg)
     return arg
