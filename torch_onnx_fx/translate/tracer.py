@@ -30,52 +30,12 @@ from onnxscript import onnx_opset
 from onnxscript import values as onnxscript_values
 
 from torch_onnx_fx.translate import trace_folding
+from torch_onnx_fx.translate.literals import TracingError, constant_literal, double_number, python_dtype
 from torch_onnx_fx.translate.metadata import MODULE_STACK_KEY
 from torch_onnx_fx.translate.node_inference import InferenceCache, infer_node
 from torch_onnx_fx.translate.opset_adapters import OPSET_ADAPTERS
 
 __all__ = ["GraphTracer", "TracingError"]
-
-_PY_DEFAULT_DTYPE = {bool: ir.DataType.BOOL, int: ir.DataType.INT64, float: ir.DataType.FLOAT}
-
-
-class TracingError(RuntimeError):
-    """A translation called an op or function in a way the tracer cannot record."""
-
-
-def _python_dtype(value: Any) -> ir.DataType:
-    if isinstance(value, (list, tuple)):
-        kinds = {type(v) for v in value}
-        if float in kinds:
-            return ir.DataType.FLOAT
-        if kinds == {bool}:
-            return ir.DataType.BOOL
-        return ir.DataType.INT64
-    if isinstance(value, bool):
-        return ir.DataType.BOOL
-    if isinstance(value, int):
-        return ir.DataType.INT64
-    if isinstance(value, float):
-        return ir.DataType.FLOAT
-    if isinstance(value, str):
-        return ir.DataType.STRING
-    raise TracingError(f"Cannot make an ONNX constant from {value!r} ({type(value).__name__}).")
-
-
-def _double_number(op: onnxscript_values.Op, args: Sequence[Any], kwargs: Mapping[str, Any]) -> float | None:
-    """The Python float of ``CastLike(number, like)`` when ``like`` is float64, else None.
-
-    Translations (ours and torchlib's traced ones) write ``op.CastLike(eps, x)`` for "eps in x's
-    dtype". Made the usual way, the number is a float32 constant first, so a float64 graph got
-    0.1 as 0.10000000149 (logit's eps, cdist's p, index_fill's value: 1e-9 to 1e-8 relatively
-    off). The constant is made in double from the number itself instead."""
-    if op.name != "CastLike" or op.domain not in ("", "ai.onnx") or kwargs or len(args) != 2:
-        return None
-    number, like = args
-    if type(number) is not float or not isinstance(like, ir.Value) or like.dtype != ir.DataType.DOUBLE:
-        return None
-    return number
-
 
 def _single_tensor_type(param: ir.schemas.Parameter) -> ir.DataType | None:
     dtypes = {getattr(t, "dtype", None) for t in param.type_constraint.allowed_types}
@@ -104,41 +64,6 @@ def _python_typed(param: ir.schemas.Parameter) -> bool:
     type: onnxscript gives it a constraint admitting every kind of value."""
     kinds = {type(t) for t in param.type_constraint.allowed_types}
     return ir.SequenceType in kinds and ir.OptionalType in kinds
-
-
-# Constant attributes whose value constant() takes as is, with the dtype ONNX gives it.
-_CONSTANT_ATTRIBUTES = {
-    "value_int": ir.DataType.INT64,
-    "value_ints": ir.DataType.INT64,
-    "value_float": ir.DataType.FLOAT,
-    "value_floats": ir.DataType.FLOAT,
-    # Not value_string: constant() cannot yet make a string tensor onnx-ir serializes.
-}
-
-
-def _constant_literal(attributes: Mapping[str, Any]) -> tuple[Any, ir.DataType | None] | None:
-    """What an ``op.Constant(...)`` call holds, as ``constant()``'s arguments; None for forms left
-    to a node of their own (sparse values, strings).
-
-    Translations write ``op.Constant(value_ints=[...])`` for every axis and shape piece (torchlib's
-    slice and reshape helpers make several per call). Made through ``constant()`` they are
-    shared, typed without ONNX inference and visible to trace folding.
-    """
-    if len(attributes) != 1:
-        return None
-    ((name, attr),) = attributes.items()
-    if name == "value":
-        # Checked by attribute type, not isinstance(TensorProtocol): see constant().
-        if isinstance(attr, ir.Attr) and attr.type == ir.AttributeType.TENSOR:
-            return attr.value, None
-        return (attr, None) if isinstance(attr, np.ndarray) else None
-    value = attr.value if isinstance(attr, ir.Attr) else attr
-    dtype = _CONSTANT_ATTRIBUTES.get(name)
-    if dtype is None:
-        return None
-    if isinstance(value, (list, tuple)):
-        return list(value), dtype
-    return value, dtype
 
 
 def _value_dtype(value: Any) -> ir.DataType | None:
@@ -246,7 +171,7 @@ class GraphTracer:
         if isinstance(value, (bool, int, float, str)) or (
             isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float)) for v in value)
         ):
-            dtype = dtype or _python_dtype(value)
+            dtype = dtype or python_dtype(value)
             canonical = tuple(value) if isinstance(value, (list, tuple)) else value
             key = (type(value) is list or type(value) is tuple, repr(canonical), dtype)
             cached = self._cached_constant(key)
@@ -313,7 +238,7 @@ class GraphTracer:
         """
         if infer and num_outputs == 1 and version is None and domain in ("", "ai.onnx"):
             if op_type == "Constant" and not inputs:
-                literal = _constant_literal(attributes or {})
+                literal = constant_literal(attributes or {})
                 if literal is not None:
                     return self.constant(*literal)
             folded = trace_folding.fold(op_type, inputs, attributes or {})
@@ -423,10 +348,10 @@ class GraphTracer:
             if _accepts_sequence(param) and not keep_sequences:
                 items = [self.constant(v, dtype) for v in value]
                 return self.op("SequenceConstruct", items)
-            return self.constant(list(value), dtype or _python_dtype(list(value)))
+            return self.constant(list(value), dtype or python_dtype(list(value)))
         if isinstance(value, (bool, int, float)):
             if dtype is None:
-                dtype = _python_dtype(value)
+                dtype = python_dtype(value)
             return self.constant(value, dtype)
         if isinstance(value, (np.ndarray, np.generic, ir.TensorProtocol, str)):
             return self.constant(value, dtype if not isinstance(value, ir.TensorProtocol) else None)
@@ -461,7 +386,7 @@ class GraphTracer:
     # -- the onnxscript evaluator protocol -----------------------------------------------------
 
     def eval_op(self, op: onnxscript_values.Op, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-        number = _double_number(op, args, kwargs)
+        number = double_number(op, args, kwargs)
         if number is not None:
             return self.constant(number, ir.DataType.DOUBLE)
         signature = _op_signature(op)
