@@ -44,6 +44,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     prims,
     quantized,
     resampling,
+    sampling,
     scaled_products,
     sorting,
     special,
