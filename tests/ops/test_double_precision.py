@@ -218,3 +218,28 @@ def test_float64_scaled_products_zero_numbers_as_aten(name):
         lambda s, n, a, i, b: (function(n, a, b, beta=0, alpha=0.5), function(s, i, b, beta=0.5, alpha=0)),
         (self, nan_self, a, inf_a, b), rtol=1e-12, atol=1e-14,
     )
+
+
+@pytest.mark.parametrize("recurrence", ["lstm", "lstm_projected", "gru"])
+def test_float64_recurrences_run_in_float64(recurrence):
+    # ONNX Runtime has no float64 LSTM or GRU kernel: the exported model failed when run. torch's
+    # decomposition writes the steps out in float64 products for a static sequence length.
+    torch.manual_seed(0)
+    make = {
+        "lstm": lambda: torch.nn.LSTM(4, 5, num_layers=2, bidirectional=True, dtype=torch.float64),
+        "lstm_projected": lambda: torch.nn.LSTM(4, 5, proj_size=3, batch_first=True, dtype=torch.float64),
+        "gru": lambda: torch.nn.GRU(4, 5, num_layers=2, dtype=torch.float64),
+    }[recurrence]
+    module = make().eval()
+
+    def run(x):
+        output, state = module(x)
+        return (output, *state) if isinstance(state, tuple) else (output, state)
+
+    assert_matches_eager(run, (torch.randn(6, 2, 4, dtype=torch.float64),), rtol=1e-13, atol=1e-15)
+
+
+def test_float64_recurrence_over_a_dynamic_sequence_is_refused_with_the_reason():
+    module = torch.nn.GRU(4, 5, dtype=torch.float64).eval()
+    with pytest.raises(TranslationError, match="float64 LSTM/GRU over a sequence of dynamic length"):
+        torch_onnx_fx.export(lambda x: module(x)[0], (torch.randn(6, 2, 4, dtype=torch.float64),), dynamic_shapes=({0: torch.export.Dim("time")},), verbose=False)

@@ -91,6 +91,27 @@ register("aten::avg_pool1d", "aten::avg_pool2d", "aten::avg_pool3d", supports=_c
 ))
 
 
+def _float64_recurrence_over_dynamic_time(node: Any) -> bool:
+    """A float64 LSTM/GRU whose sequence length is dynamic: ONNX Runtime has no float64 kernel
+    for them, and torch's decomposition (ops/nn.py takes it for float64) unrolls the example's
+    length only."""
+    example = arg_example(node)
+    batch_first = arg_value(node, 8, "batch_first", False)
+    if not float64_input(node) or not isinstance(example, torch.Tensor) or example.dim() < 2:
+        return False
+    time = 1 if batch_first and example.dim() == 3 else 0
+    return not isinstance(example.shape[time], int)
+
+
+register("aten::lstm.input", "aten::gru.input", supports=_float64_recurrence_over_dynamic_time)(_refusal(
+    "refuse_float64_recurrence_over_dynamic_time",
+    "a float64 LSTM/GRU over a sequence of dynamic length: ONNX Runtime has no float64 LSTM or GRU "
+    "kernel, and the float64 form written out step by step needs a static sequence length. Export "
+    "with a static sequence length (the model then takes that length only), or run the recurrence "
+    "in float32.",
+))
+
+
 def _float8_target(node: Any) -> bool:
     dtype = arg_value(node, 5, "dtype")
     return isinstance(dtype, torch.dtype) and dtype.is_floating_point

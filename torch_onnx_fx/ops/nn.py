@@ -17,7 +17,7 @@ from onnxscript import opset23
 
 from torch_onnx_fx.ops import _tensors as tx
 from torch_onnx_fx.ops import windows
-from torch_onnx_fx.registry import arg_example, arg_value, floating_input, limit_torchlib, register
+from torch_onnx_fx.registry import arg_example, arg_value, float64_input, floating_input, limit_torchlib, register
 
 __all__ = [
     "aten_weight_norm",
@@ -374,7 +374,14 @@ def _lstm_without_projections(node: Any) -> bool:
     return hidden is None or cell is None or hidden.shape[-1] == cell.shape[-1]
 
 
-limit_torchlib("aten::lstm.input", _lstm_without_projections)
+def _not_float64(node: Any) -> bool:
+    return not float64_input(node)
+
+
+# ONNX Runtime has no float64 LSTM or GRU kernel (the model fails when run); torch's
+# decomposition unrolls float64 recurrences into float64 products instead.
+limit_torchlib("aten::lstm.input", lambda node: _lstm_without_projections(node) and _not_float64(node))
+limit_torchlib("aten::gru.input", _not_float64)
 
 
 def _output_padding_past_stride(node: torch.fx.Node) -> bool:
