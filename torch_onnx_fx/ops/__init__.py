@@ -51,6 +51,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     stable,
     strided,
     symbolic,
+    unique,
     view_scatter,
     vision,
     # last: general translations of everyday operators, which every more particular translation
