@@ -243,3 +243,15 @@ def test_float64_recurrence_over_a_dynamic_sequence_is_refused_with_the_reason()
     module = torch.nn.GRU(4, 5, dtype=torch.float64).eval()
     with pytest.raises(TranslationError, match="float64 LSTM/GRU over a sequence of dynamic length"):
         torch_onnx_fx.export(lambda x: module(x)[0], (torch.randn(6, 2, 4, dtype=torch.float64),), dynamic_shapes=({0: torch.export.Dim("time")},), verbose=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_fold_of_float64_and_unbatched_columns(dtype):
+    # ONNX Runtime has no float64 Col2Im (the model did not load), and torchlib's Col2Im takes
+    # batched columns only (an unbatched fold was an invalid model); torch.onnx fails both.
+    x = torch.randn(2, 3, 8, 8, generator=torch.Generator().manual_seed(0)).to(dtype)
+    columns = torch.nn.functional.unfold(x, 3, padding=1, stride=2)
+    assert_matches_eager(
+        lambda c: (torch.nn.functional.fold(c, (8, 8), 3, padding=1, stride=2), torch.nn.functional.fold(c[0], (8, 8), 3, padding=1, stride=2)),
+        (columns,), rtol=0, atol=0,
+    )

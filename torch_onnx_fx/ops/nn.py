@@ -384,6 +384,17 @@ limit_torchlib("aten::lstm.input", lambda node: _lstm_without_projections(node) 
 limit_torchlib("aten::gru.input", _not_float64)
 
 
+def _batched_float_columns(node: Any) -> bool:
+    example = arg_example(node)
+    return _not_float64(node) and isinstance(example, torch.Tensor) and example.dim() == 3
+
+
+# F.fold: ONNX Runtime has no float64 Col2Im kernel (the model did not load), and torchlib's
+# Col2Im takes batched columns only (an unbatched fold was an invalid model); torch's
+# decomposition, an index_put sum, computes both.
+limit_torchlib("aten::col2im", _batched_float_columns)
+
+
 def _output_padding_past_stride(node: torch.fx.Node) -> bool:
     """A floating transposed convolution whose output padding is as large as its stride on some
     axis (PyTorch allows it below the dilation), which ONNX Runtime's ConvTranspose rejects when
