@@ -49,8 +49,8 @@ CASES: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]] = {
     # A number as other with alpha: both were int64/float32 constants, an Add ONNX Runtime refused
     # for int32 and float64 tensors.
     "add_number_alpha": (
-        lambda a, b, c: (torch.add(a, 3, alpha=2), torch.sub(b, 0.3, alpha=2), torch.add(c, 0.3, alpha=-3)),
-        (i64(4).int(), torch.randn(5, dtype=torch.float64), f32(5)),
+        lambda a, b, c, u: (torch.add(a, 3, alpha=2), torch.sub(b, 0.3, alpha=2), torch.add(c, 0.3, alpha=-3), torch.add(u, 3, alpha=-1), torch.add(a, 2**33 + 1, alpha=3)),
+        (i64(4).int(), torch.randn(5, dtype=torch.float64), f32(5), torch.arange(6, dtype=torch.uint8)),
     ),
     "mul_bool": (lambda x, y: x * y, (i64(6) > 0, i64(6) > -2)),
     "mul_half_scalar": (lambda x: x * 0.5, (f16(3, 2),)),
