@@ -28,3 +28,13 @@ def test_embedding_max_norm_renormalizes_as_aten(dtype, norm_type):
     rtol = 0 if norm_type in (1.0, 2.0, math.inf) else 4 * torch.finfo(dtype).eps
     torch.testing.assert_close(embedded, expected, rtol=rtol, atol=0)
     torch.testing.assert_close(weight, model.weight.detach(), rtol=rtol, atol=0)
+
+
+def test_embedding_max_norm_with_int32_indices():
+    # ScatterND takes int64 indices only: an int32 lookup did not load.
+    model = torch.nn.Embedding(10, 4, max_norm=1.0).eval()
+    with torch.no_grad():
+        model.weight.mul_(3)
+    ids = torch.tensor([[1, 2, 2, 9]], dtype=torch.int32)
+    program = torch_onnx_fx.export(copy.deepcopy(model), (ids,), verbose=False)
+    assert torch.equal(program(ids)[0], model(ids))

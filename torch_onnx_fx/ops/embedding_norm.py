@@ -46,7 +46,8 @@ def _row_norms(rows: ir.Value, norm_type: float) -> ir.Value:
 @register("aten::embedding_renorm", supports=_renormable)
 def aten_embedding_renorm(self: ir.Value, indices: ir.Value, max_norm: float, norm_type: float) -> ir.Value:
     """embedding_renorm(Tensor self, Tensor indices, float max_norm, float norm_type) -> Tensor"""
-    unique = op.Unique(op.Reshape(indices, tx.ints(-1)), sorted=1)[0]
+    # int64 for ScatterND, which takes no int32 indices (an int32 lookup did not load).
+    unique = op.Unique(op.Cast(op.Reshape(indices, tx.ints(-1)), to=ir.DataType.INT64), sorted=1)[0]
     rows = op.Gather(self, unique, axis=0)
     # Half rows: ATen's norm computes in float32 and rounds to the half type; its scale is
     # rounded to the half type too, and the product computed in float32 and rounded once (a
