@@ -31,3 +31,9 @@ def test_rrelu_outside_training_is_the_mean_slope(dtype):
     # No translation before: F.rrelu and nn.RReLU in eval mode failed to export (torch.onnx too).
     module = torch.nn.Sequential(torch.nn.RReLU(0.1, 0.3), torch.nn.RReLU()).eval()
     assert_matches_eager(lambda x: (module(x), torch.nn.functional.rrelu(x, 0.2, 0.25)), (_X.to(dtype),), rtol=0, atol=0)
+
+
+def test_elu_with_a_negative_input_scale_near_zero_in_float64():
+    # expm1 of a small positive argument was exp(y) - 1: 268 ulps off at x = -1e-8.
+    x = -torch.logspace(-10, 1, 60, dtype=torch.float64)
+    assert_matches_eager(lambda x: torch.ops.aten.elu(x, 0.3, 1.1, -0.7), (x,), rtol=1e-15, atol=0)
