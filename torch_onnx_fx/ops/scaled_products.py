@@ -8,7 +8,9 @@ number is the one ATen uses (half precision computes in float32, ``normalize/hal
 
 ATen's zero cases are kept: ``beta=0`` ignores ``self`` (NaNs included) in all five, and
 ``alpha=0`` skips the product (its NaNs and infinities included) in addmm, addmv and addbmm, whose
-BLAS calls do not read the matrices then, while baddbmm and addr multiply by the zero.
+BLAS calls do not read the matrices then, while addr multiplies by the zero. baddbmm multiplies
+too, as ATen's own loop does for small products (under 400 multiply-adds); larger ones go to BLAS,
+which skips the product: a NaN in the batches then differs.
 """
 
 from __future__ import annotations
