@@ -95,19 +95,23 @@ def _fused_float32(self: ir.Value, other: Any, alpha: Any) -> bool:
     return isinstance(other, (int, float)) and not isinstance(other, bool)
 
 
+def _fused_in_double(first: Any, other: Any, factor: float) -> ir.Value:
+    """float32 ``first + factor * other`` rounded once, as ATen's fused multiply-add: in float64
+    the product of two float32 numbers is exact and the sum rounds once more before float32
+    (two float32 roundings put 771 of 3,000 results of add(x, y, alpha=0.3) an ulp or more
+    off). Either operand may be a Python number, taken as ATen takes it, as a float32."""
+
+    def wide(value: Any) -> Any:
+        return op.Cast(value, to=ir.DataType.DOUBLE) if isinstance(value, ir.Value) else float(np.float32(value))
+
+    term = op.Mul(wide(other), factor) if isinstance(other, ir.Value) else wide(other) * factor
+    return op.Cast(op.Add(wide(first), term), to=ir.DataType.FLOAT)
+
+
 def _sum_scaled(self: ir.Value, other: Any, alpha: Any, sign: int) -> ir.Value:
     """``self + sign * alpha * other`` as ATen's kernels compute it."""
     if _fused_float32(self, other, alpha):
-        # ATen's float32 kernel fuses the multiply-add and rounds once; two float32 roundings put
-        # 771 of 3,000 results of add(x, y, alpha=0.3) an ulp or more off. In float64 the
-        # product of two float32 numbers is exact and the sum rounds once more before float32.
-        factor = float(np.float32(alpha)) * sign
-        wide = op.Cast(self, to=ir.DataType.DOUBLE)
-        if isinstance(other, ir.Value):
-            term = op.Mul(op.Cast(other, to=ir.DataType.DOUBLE), factor)
-        else:
-            term = float(np.float32(other)) * factor
-        return op.Cast(op.Add(wide, term), to=ir.DataType.FLOAT)
+        return _fused_in_double(self, other, float(np.float32(alpha)) * sign)
     scaled = _scaled(other, alpha, self)
     return op.Add(self, scaled) if sign > 0 else op.Sub(self, scaled)
 
@@ -146,9 +150,7 @@ def aten_number_sub_scaled_float32(self: Any, other: ir.Value, alpha: Any = 1) -
     """sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor with a number ``self``:
     ATen's fused number - alpha * other, rounded once (torchlib's two roundings put 876 of 3,000
     results of rsub(x, 0.3, alpha=0.7) an ulp or more off)."""
-    wide = op.Cast(self, to=ir.DataType.DOUBLE) if isinstance(self, ir.Value) else float(np.float32(self))
-    term = op.Mul(op.Cast(other, to=ir.DataType.DOUBLE), float(np.float32(alpha)))
-    return op.Cast(op.Sub(wide, term), to=ir.DataType.FLOAT)
+    return _fused_in_double(self, other, -float(np.float32(alpha)))
 
 
 @register("aten::mul.Tensor", "aten::multiply.Tensor", supports=_ARITHMETIC)

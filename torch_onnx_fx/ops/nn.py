@@ -374,19 +374,15 @@ def _lstm_without_projections(node: Any) -> bool:
     return hidden is None or cell is None or hidden.shape[-1] == cell.shape[-1]
 
 
-def _not_float64(node: Any) -> bool:
-    return not float64_input(node)
-
-
 # ONNX Runtime has no float64 LSTM or GRU kernel (the model fails when run); torch's
 # decomposition unrolls float64 recurrences into float64 products instead.
-limit_torchlib("aten::lstm.input", lambda node: _lstm_without_projections(node) and _not_float64(node))
-limit_torchlib("aten::gru.input", _not_float64)
+limit_torchlib("aten::lstm.input", lambda node: _lstm_without_projections(node) and not float64_input(node))
+limit_torchlib("aten::gru.input", lambda node: not float64_input(node))
 
 
 def _batched_float_columns(node: Any) -> bool:
     example = arg_example(node)
-    return _not_float64(node) and isinstance(example, torch.Tensor) and example.dim() == 3
+    return not float64_input(node) and isinstance(example, torch.Tensor) and example.dim() == 3
 
 
 # F.fold: ONNX Runtime has no float64 Col2Im kernel (the model did not load), and torchlib's
