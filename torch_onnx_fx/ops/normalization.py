@@ -16,7 +16,6 @@ from onnxscript import opset18 as op
 from onnxscript import opset21, opset23
 
 from torch_onnx_fx.dtypes import onnx_dtype
-from torch_onnx_fx.ops import _tensors as tx
 from torch_onnx_fx.registry import arg_example, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
@@ -147,15 +146,8 @@ def _batch_statistics(input: ir.Value, eps: float) -> tuple[ir.Value, ir.Value, 
     mean = op.ReduceMean(input, axes_value, keepdims=1)
     centered = op.Sub(input, mean)
     variance = op.ReduceMean(op.Mul(centered, centered), axes_value, keepdims=1)
-    invstd = op.Reciprocal(op.Sqrt(op.Add(variance, _number(eps, input))))
+    invstd = op.Reciprocal(op.Sqrt(op.Add(variance, op.CastLike(eps, input))))
     return mean, variance, invstd, axes
-
-
-def _number(value: float, like: ir.Value) -> ir.Value:
-    """A norm's eps or momentum in ``like``'s dtype: made from the double itself for float64
-    (a float32 constant cast put a float64 batch norm of batch statistics 4.3e-9 off), as before
-    for the other dtypes."""
-    return tx.constant(value, like) if like.dtype == ir.DataType.DOUBLE else op.CastLike(value, like)
 
 
 def _per_channel_view(value: ir.Value, rank: int) -> ir.Value:
@@ -180,7 +172,7 @@ def _batch_norm(
         if input.dtype == ir.DataType.DOUBLE:
             # epsilon is a float attribute, which would round a float64 norm's eps (1e-5 became
             # 9.99999974738e-06: 1.2e-8 off for small variances); added in double, as ATen adds it.
-            output = op.BatchNormalization(input, scale, shift, running_mean, op.Add(running_var, _number(eps, input)), epsilon=0.0)
+            output = op.BatchNormalization(input, scale, shift, running_mean, op.Add(running_var, op.CastLike(eps, input)), epsilon=0.0)
         else:
             output = op.BatchNormalization(input, scale, shift, running_mean, running_var, epsilon=eps)
         # ATen returns empty saved statistics in inference.
@@ -199,9 +191,9 @@ def _batch_norm(
     # Running statistics use the unbiased variance: n / (n - 1).
     count = op.CastLike(op.ReduceProd(op.Gather(op.Shape(input), axes_value, axis=0), keepdims=0), input)
     unbiased = op.Mul(op.Squeeze(variance, axes_value), op.Div(count, op.Sub(count, op.CastLike(1.0, input))))
-    keep = _number(1.0 - momentum, input)
-    new_mean = op.Add(op.Mul(running_mean, keep), op.Mul(save_mean, _number(momentum, input)))
-    new_var = op.Add(op.Mul(running_var, keep), op.Mul(unbiased, _number(momentum, input)))
+    keep = op.CastLike(1.0 - momentum, input)
+    new_mean = op.Add(op.Mul(running_mean, keep), op.Mul(save_mean, op.CastLike(momentum, input)))
+    new_var = op.Add(op.Mul(running_var, keep), op.Mul(unbiased, op.CastLike(momentum, input)))
     return output, save_mean, save_invstd, new_mean, new_var
 
 
