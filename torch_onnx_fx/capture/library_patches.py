@@ -11,7 +11,7 @@ the user has already imported: nothing is imported here.
 
 Every replacement names the function it stands for; ``tests/capture/test_library_patches.py``,
 ``tests/capture/test_keypoint_heatmaps.py``, ``tests/models/test_longformer.py``, ``tests/models/test_recurrent_models.py``,
-``tests/models/test_mixture_of_experts.py`` and ``tests/models/test_canine.py`` check each against the original
+``tests/models/test_mixture_of_experts.py``, ``tests/models/test_canine.py`` and ``tests/ops/test_normalization.py`` check each against the original
 in eager mode.
 """
 
@@ -439,9 +439,47 @@ def _unique_consecutive_dim(original: Any) -> Any:
     return unique_consecutive_impl
 
 
+def _instance_norm_updating_statistics(original: Any) -> Any:
+    def instance_norm(
+        input: torch.Tensor,
+        running_mean: torch.Tensor | None = None,
+        running_var: torch.Tensor | None = None,
+        weight: torch.Tensor | None = None,
+        bias: torch.Tensor | None = None,
+        use_input_stats: bool = True,
+        momentum: float = 0.1,
+        eps: float = 1e-5,
+    ) -> torch.Tensor:
+        # aten::instance_norm updates the running statistics through an alias its schema does
+        # not declare, and torch.export keeps the operator whole: the updates vanished (a read of
+        # the buffer after the call saw the old values, state_outputs left them out). ATen's own
+        # composition, written out, shows them to the capture as the batch norm's and a copy.
+        if not use_input_stats or (running_mean is None and running_var is None):
+            return original(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+        batch, channels = input.shape[0], input.shape[1]
+
+        def repeated(value: torch.Tensor | None) -> torch.Tensor | None:
+            return None if value is None else value.repeat(batch)
+
+        stacked_mean, stacked_var = repeated(running_mean), repeated(running_var)
+        output = torch.batch_norm(
+            input.contiguous().view(1, batch * channels, *input.shape[2:]), repeated(weight), repeated(bias),
+            stacked_mean, stacked_var, True, momentum, eps, torch.backends.cudnn.enabled,
+        )
+        with torch.no_grad():
+            for statistic, stacked in ((running_mean, stacked_mean), (running_var, stacked_var)):
+                if statistic is not None:
+                    statistic.copy_(stacked.view(batch, channels).mean(0))
+        return output.view(input.shape)
+
+    return instance_norm
+
+
 PATCHES: tuple[Patch, ...] = (
     Patch("torch.functional", "_unique_consecutive_impl", _unique_consecutive_dim,
           "a negative dim reaches a fake kernel that sizes the result wrongly (the model then fails to load)"),
+    Patch("torch.nn.functional", "instance_norm", _instance_norm_updating_statistics,
+          "updates its running statistics through an undeclared alias, which torch.export drops"),
     Patch("torchvision.ops.boxes", "batched_nms", _batched_nms,
           "branches on boxes.numel() == 0 and on > 4000 boxes (a data-dependent count)"),
     Patch("torchvision.ops.poolers", "_multiscale_roi_align", _multiscale_roi_align,
