@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import torch_onnx_fx
 from helpers import assert_matches_eager
 
 
@@ -53,12 +54,28 @@ _HALF_CHAINS = {
     "logit": lambda t: torch.logit(torch.sigmoid(t)),
     "xlogy": lambda t: torch.xlogy(t.abs(), t.abs().flip(0) + 0.5),
     "cast_between": lambda t: torch.sqrt(t.float().abs().half()) * 0.5 - t,
+    # A function ONNX Runtime expands into such operators (no kernel of its own).
+    "hardswish_after_divide": lambda t: F.hardswish(t / 10),
 }
 @pytest.mark.parametrize("name", sorted(_HALF_CHAINS))
 def test_float16_chains_round_after_every_operator(name):
     torch.manual_seed(0)
     x = (torch.randn(4096) * 3).half()
     assert_matches_eager(lambda t: _HALF_CHAINS[name](t), (x,), rtol=0, atol=0)
+
+
+def test_float16_mish_after_a_division_reads_the_rounded_quotient():
+    """ONNX Runtime expands Mish (no kernel of its own) into operators without float16 kernels and
+    dropped the rounding of the division before it: 1,039 of 4,096 results an ulp off. Widened
+    with the quotient rounded, what is left is ONNX Runtime's float32 Mish beside ATen's formula
+    (an ulp in a few results)."""
+    torch.manual_seed(0)
+    x = (torch.randn(4096) * 4).half()
+    program = torch_onnx_fx.export(lambda t: F.mish(t / 10), (x,), verbose=False)
+    expected = F.mish(x / 10)
+    (actual,) = program(x)
+    assert (actual != expected).sum() <= 4
+    assert torch.allclose(actual.float(), expected.float(), rtol=2 ** -10, atol=0)
 
 
 def test_a_lone_float16_operator_keeps_its_type():
