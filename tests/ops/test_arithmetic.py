@@ -117,6 +117,19 @@ def test_float_floor_division_is_atens(dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_half_truncating_division_by_a_number_truncates_the_float32_quotient(dtype):
+    # The quotient rounded to bfloat16 before truncation: 80 of 4,096 div(x, 0.7, "trunc") a
+    # whole unit off.
+    torch.manual_seed(0)
+    specials = [0.0, -0.0, -0.3, 0.3, float("inf"), float("-inf"), float("nan"), 1e-30, -1e-30]
+    x = torch.cat([torch.randn(4096) * 4, torch.tensor(specials)]).to(dtype)
+    for divisor in (0.7, -0.7, 3, 1e-3, 0.0):
+        function = lambda a, divisor=divisor: torch.div(a, divisor, rounding_mode="trunc")
+        program = torch_onnx_fx.export(Fn(function), (x,), verbose=False)
+        _assert_same_numbers(function(x), program(x)[0])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 def test_half_remainder_by_a_number_divides_by_the_number_in_the_tensors_type(dtype):
     # ATen rounds 0.3 to the tensor's type before its float32 remainder; the float32 0.3 made 97 %
     # of float16's results differ.

@@ -23,7 +23,7 @@ from torch_onnx_fx.dtypes import FLOAT_TYPES, onnx_dtype
 from torch_onnx_fx.registry import arg_example, floating_input, integral_input, limit_torchlib, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
-__all__ = ["aten_div_mode_integer", "aten_floor_divide_integer", "aten_floor_divide_float", "aten_isnan_exact", "aten_isfinite_exact", "aten_any", "aten_all", "aten_any_complex", "aten_all_complex", "aten_round_integer", "aten_pow_integer", "aten_isinf_float"]
+__all__ = ["aten_div_mode_integer", "aten_floor_divide_integer", "aten_floor_divide_float", "aten_div_trunc_half_by_number", "aten_isnan_exact", "aten_isfinite_exact", "aten_any", "aten_all", "aten_any_complex", "aten_all_complex", "aten_round_integer", "aten_pow_integer", "aten_isinf_float"]
 
 
 def _integer_result(node: torch.fx.Node) -> bool:
@@ -94,6 +94,33 @@ def aten_floor_divide_float(self: Any, other: Any, *, rounding_mode: str = "floo
         floor = _floor_division(a, op.Constant(value=ir.tensor(float(other), dtype=computed)))
         return op.Cast(floor, to=onnx_dtype(ctx.result.dtype)) if half else floor
     return _floor_division(self, other)
+
+
+def _half_truncation_by_number(node: torch.fx.Node) -> bool:
+    result = node.meta.get("val")
+    other = node.args[1] if len(node.args) > 1 else None
+    return (
+        isinstance(result, torch.Tensor) and result.dtype in (torch.float16, torch.bfloat16)
+        and node.kwargs.get("rounding_mode") == "trunc"
+        and isinstance(other, (int, float)) and not isinstance(other, bool)
+    )
+
+
+@register(
+    "aten::div.Tensor_mode", "aten::div.Scalar_mode", "aten::divide.Tensor_mode", "aten::divide.Scalar_mode",
+    supports=_half_truncation_by_number,
+)
+@wants_context
+def aten_div_trunc_half_by_number(self: ir.Value, other: float, *, rounding_mode: str, ctx: OpContext) -> ir.Value:
+    """div.Tensor_mode(Tensor self, Scalar other, *, rounding_mode="trunc") -> Tensor of float16/bfloat16
+
+    ATen divides in float32 by the number as a float32 and truncates before it rounds: the
+    quotient rounded to bfloat16 first truncated 80 of 4,096 ``div(x, 0.7, rounding_mode="trunc")``
+    to the wrong integer."""
+    quotient = op.Div(op.Cast(self, to=ir.DataType.FLOAT), op.Constant(value_float=float(other)))
+    # Toward zero: ONNX has no Trunc.
+    truncated = op.Where(op.Less(quotient, 0.0), op.Ceil(quotient), op.Floor(quotient))
+    return op.Cast(truncated, to=onnx_dtype(ctx.result.dtype))
 
 
 def _floor_division(a: ir.Value, b: ir.Value) -> ir.Value:
