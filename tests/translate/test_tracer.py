@@ -136,3 +136,10 @@ def test_a_number_cast_like_a_float64_value_is_a_double_constant():
         lambda x: (torch.logit(x, eps=0.1000000001), torch.cdist(x[None, :, None], x[None, :, None] * 0.5, p=1.5), torch.histc(x, bins=4, min=0.1, max=0.30000001)),
         (x,), rtol=1e-15, atol=1e-15,
     )
+
+
+def test_a_number_cast_to_float64_is_a_double_constant():
+    # torchlib's pow.Scalar writes op.Cast(base, to=exponent's dtype): 1.7 became a float32
+    # constant first and every float64 1.7 ** x came out 1e-7 off (torch.onnx too).
+    x = torch.linspace(-3, 3, 13, dtype=torch.float64)
+    assert_matches_eager(lambda x: (1.7**x, torch.pow(0.3, x), torch.float_power(2.9, x)), (x,), rtol=1e-15, atol=0)

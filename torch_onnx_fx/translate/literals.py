@@ -36,13 +36,19 @@ def python_dtype(value: Any) -> ir.DataType:
 
 
 def double_number(op: onnxscript_values.Op, args: Sequence[Any], kwargs: Mapping[str, Any]) -> float | None:
-    """The Python float of ``CastLike(number, like)`` when ``like`` is float64, else None.
+    """The Python float of ``CastLike(number, like)`` when ``like`` is float64, or of
+    ``Cast(number, to=DOUBLE)``; else None.
 
     Translations (ours and torchlib's traced ones) write ``op.CastLike(eps, x)`` for "eps in x's
-    dtype". Made the usual way, the number is a float32 constant first, so a float64 graph got
-    0.1 as 0.10000000149 (logit's eps and cdist's p 1e-8 relatively off, histc's range counting
-    values in other bins). The constant is made in double from the number itself instead."""
-    if op.name != "CastLike" or op.domain not in ("", "ai.onnx") or kwargs or len(args) != 2:
+    dtype", and torchlib's ``pow.Scalar`` ``op.Cast(base, to=exponent.dtype)``. Made the usual way,
+    the number is a float32 constant first, so a float64 graph got 0.1 as 0.10000000149 (logit's
+    eps and cdist's p 1e-8 relatively off, histc's range counting values in other bins, 1.7 ** x
+    1e-7 off). The constant is made in double from the number itself instead."""
+    if op.domain not in ("", "ai.onnx"):
+        return None
+    if op.name == "Cast" and len(args) == 1 and set(kwargs) == {"to"} and type(args[0]) is float:
+        return args[0] if int(kwargs["to"]) == ir.DataType.DOUBLE else None
+    if op.name != "CastLike" or kwargs or len(args) != 2:
         return None
     number, like = args
     if type(number) is not float or not isinstance(like, ir.Value) or like.dtype != ir.DataType.DOUBLE:
