@@ -79,3 +79,30 @@ def test_numbers_from_sizes_are_float32_in_products(dtype):
         assert len(actual) == len(expected)
         for a, e in zip(actual, expected):
             assert a.dtype == e.dtype and torch.equal(a, e), (rows, (a.float() - e.float()).abs().max())
+
+
+class _ByScalarTensor(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("scale", torch.tensor(1 / 3))
+        self.temperature = torch.nn.Parameter(torch.tensor(0.1, dtype=torch.float64))
+
+    def forward(self, x, s):
+        return x * self.scale, x / self.scale, self.scale * x, x * self.temperature, x / s, s * x, x * torch.tensor(2.7)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_float32_scalar_tensor_multiplies_a_half_tensor_unrounded(dtype):
+    # ATen computes x * s, s a 0-dim float32 (or float64) tensor, with s's own value in float32 as
+    # it does a Python number; rounded to the half type first, a third of the products and
+    # quotients were an ulp off. s * x rounds s in ATen too.
+    torch.manual_seed(0)
+    model = _ByScalarTensor()
+    x, s = (torch.randn(4096) * 4).to(dtype), torch.tensor(0.7)
+    program = torch_onnx_fx.export(model, (x, s), verbose=False)
+    with torch.no_grad():
+        expected = model(x, s)
+    actual = program(x, s)
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        assert a.dtype == e.dtype and torch.equal(a, e), (a.float() - e.float()).abs().max()
