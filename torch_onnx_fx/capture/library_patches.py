@@ -26,6 +26,8 @@ from typing import Any, Callable, Iterator
 
 import torch
 
+from torch_onnx_fx.capture import aten_compositions
+
 __all__ = ["Patch", "PATCHES", "applied"]
 
 logger = logging.getLogger(__name__)
@@ -439,51 +441,15 @@ def _unique_consecutive_dim(original: Any) -> Any:
     return unique_consecutive_impl
 
 
-def _instance_norm_updating_statistics(original: Any) -> Any:
-    def instance_norm(
-        input: torch.Tensor,
-        running_mean: torch.Tensor | None = None,
-        running_var: torch.Tensor | None = None,
-        weight: torch.Tensor | None = None,
-        bias: torch.Tensor | None = None,
-        use_input_stats: bool = True,
-        momentum: float = 0.1,
-        eps: float = 1e-5,
-    ) -> torch.Tensor:
-        # aten::instance_norm updates the running statistics through an alias its schema does
-        # not declare, and torch.export keeps the operator whole: the updates vanished (a read of
-        # the buffer after the call saw the old values, state_outputs left them out). ATen's own
-        # composition, written out, shows them to the capture as the batch norm's and a copy.
-        # A half-precision input takes it too: ATen normalizes it as that batch norm, whose
-        # rounded statistics the half batch norm translation reproduces (an instance norm
-        # operator computed it in float32 throughout, up to 12 ulps from eager).
-        updating = running_mean is not None or running_var is not None
-        if not use_input_stats or not (updating or input.dtype in (torch.float16, torch.bfloat16)):
-            return original(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
-        batch, channels = input.shape[0], input.shape[1]
-
-        def repeated(value: torch.Tensor | None) -> torch.Tensor | None:
-            return None if value is None else value.repeat(batch)
-
-        stacked_mean, stacked_var = repeated(running_mean), repeated(running_var)
-        output = torch.batch_norm(
-            input.contiguous().view(1, batch * channels, *input.shape[2:]), repeated(weight), repeated(bias),
-            stacked_mean, stacked_var, True, momentum, eps, torch.backends.cudnn.enabled,
-        )
-        with torch.no_grad():
-            for statistic, stacked in ((running_mean, stacked_mean), (running_var, stacked_var)):
-                if statistic is not None:
-                    statistic.copy_(stacked.view(batch, channels).mean(0))
-        return output.view(input.shape)
-
-    return instance_norm
-
-
 PATCHES: tuple[Patch, ...] = (
     Patch("torch.functional", "_unique_consecutive_impl", _unique_consecutive_dim,
           "a negative dim reaches a fake kernel that sizes the result wrongly (the model then fails to load)"),
-    Patch("torch.nn.functional", "instance_norm", _instance_norm_updating_statistics,
+    Patch("torch.nn.functional", "instance_norm", aten_compositions.instance_norm,
           "updates its running statistics through an undeclared alias, which torch.export drops"),
+    Patch("torch", "cov", aten_compositions.cov, "checks its degrees of freedom on the data (an item() of a tensor)"),
+    Patch("torch", "Tensor.cov", aten_compositions.cov, "as torch.cov"),
+    Patch("torch", "corrcoef", aten_compositions.corrcoef, "calls ATen's cov, as torch.cov"),
+    Patch("torch", "Tensor.corrcoef", aten_compositions.corrcoef, "as torch.corrcoef"),
     Patch("torchvision.ops.boxes", "batched_nms", _batched_nms,
           "branches on boxes.numel() == 0 and on > 4000 boxes (a data-dependent count)"),
     Patch("torchvision.ops.poolers", "_multiscale_roi_align", _multiscale_roi_align,
