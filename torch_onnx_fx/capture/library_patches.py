@@ -429,6 +429,17 @@ def _cpmant_attention_mask(original: Any) -> Any:
     return prepare_attention_mask
 
 
+def _causal_mask_hint(original: Any) -> Any:
+    def detect_is_causal_mask(mask: torch.Tensor | None, is_causal: bool | None = None, size: int | None = None) -> bool:
+        # torch compares the mask with a causal one to pick SDPA's causal path: a decision on the
+        # data, where torch.export stopped (nn.Transformer with a tgt_mask). Not causal is right
+        # for every mask (torch: "may lead to reduced performance" when the mask is causal):
+        # the mask is then applied as given. A hint the caller gave is kept.
+        return is_causal is True
+
+    return detect_is_causal_mask
+
+
 def _unique_consecutive_dim(original: Any) -> Any:
     def unique_consecutive_impl(input: torch.Tensor, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None) -> Any:
         # torch's fake kernel mis-sizes a negative dim (values of [1, u0, 1, 5] for a [1, 5]
@@ -444,6 +455,8 @@ def _unique_consecutive_dim(original: Any) -> Any:
 PATCHES: tuple[Patch, ...] = (
     Patch("torch.functional", "_unique_consecutive_impl", _unique_consecutive_dim,
           "a negative dim reaches a fake kernel that sizes the result wrongly (the model then fails to load)"),
+    Patch("torch.nn.modules.transformer", "_detect_is_causal_mask", _causal_mask_hint,
+          "compares the attention mask with a causal one to choose a kernel: a decision on the data"),
     Patch("torch.nn.functional", "instance_norm", aten_compositions.instance_norm,
           "updates its running statistics through an undeclared alias, which torch.export drops"),
     Patch("torch", "cov", aten_compositions.cov, "checks its degrees of freedom on the data (an item() of a tensor)"),
