@@ -118,8 +118,10 @@ def aten_div_trunc_half_by_number(self: ir.Value, other: float, *, rounding_mode
     quotient rounded to bfloat16 first truncated 80 of 4,096 ``div(x, 0.7, rounding_mode="trunc")``
     to the wrong integer."""
     quotient = op.Div(op.Cast(self, to=ir.DataType.FLOAT), op.Constant(value_float=float(other)))
-    # Toward zero: ONNX has no Trunc.
-    truncated = op.Where(op.Less(quotient, 0.0), op.Ceil(quotient), op.Floor(quotient))
+    # Toward zero (ONNX has no Trunc), the sign a product's: ONNX Runtime's Where returns +0 for
+    # a -0 it picks, and -1 / 3 truncates to -0.0 in eager. 1 / q finds a negative zero quotient.
+    negative = op.Or(op.Less(quotient, 0.0), op.Less(op.Reciprocal(quotient), 0.0))
+    truncated = op.Mul(op.Floor(op.Abs(quotient)), op.Where(negative, -1.0, 1.0))
     return op.Cast(truncated, to=onnx_dtype(ctx.result.dtype))
 
 
