@@ -237,10 +237,16 @@ def _half_batch_norm_training(
     if half == ir.DataType.FLOAT16 or mixed:
         centered = op.Sub(wide, mean)
         square_sum = op.ReduceSum(op.Mul(centered, centered), axes, keepdims=1)
+        variance = op.Div(square_sum, count)
+        unbiased = op.Div(square_sum, op.Sub(count, 1.0))
     else:
         centered = op.Sub(wide, mean_param)
         square_sum = rounded(op.ReduceSum(op.Mul(centered, centered), axes, keepdims=1))
-    invstd = rounded(op.Reciprocal(op.Sqrt(op.Add(op.Div(square_sum, count), float(np.float32(eps))))))
+        # ATen divides the bfloat16 sum by the count as a bfloat16 (289 is 288) and rounds the
+        # quotient, for the saved deviation and the running variance alike.
+        variance = rounded(op.Div(square_sum, rounded(count)))
+        unbiased = rounded(op.Div(square_sum, rounded(op.Sub(count, 1.0))))
+    invstd = rounded(op.Reciprocal(op.Sqrt(op.Add(variance, float(np.float32(eps))))))
     alpha = invstd if weight is None else op.Mul(invstd, op.Reshape(op.Cast(weight, to=float32), channels))
     beta = op.Neg(op.Mul(mean_param, alpha))
     if bias is not None:
@@ -252,7 +258,7 @@ def _half_batch_norm_training(
     save_mean, save_invstd = (op.Cast(op.Squeeze(v, axes), to=stats) for v in (mean_param, invstd))
     if running_mean is None or running_var is None:
         return output, save_mean, save_invstd, running_mean, running_var
-    unbiased = op.Squeeze(op.Div(square_sum, op.Sub(count, 1.0)), axes)
+    unbiased = op.Squeeze(unbiased, axes)
     if half == ir.DataType.FLOAT16 or mixed:
         keep, step = float(np.float32(1.0 - momentum)), float(np.float32(momentum))
         new_mean = op.Add(op.Mul(op.Squeeze(mean, axes), step), op.Mul(op.Cast(running_mean, to=float32), keep))
