@@ -93,7 +93,11 @@ class _ByScalarTensor(torch.nn.Module):
         self.temperature = torch.nn.Parameter(torch.tensor(0.1, dtype=torch.float64))
 
     def forward(self, x, s):
-        return x * self.scale, x / self.scale, self.scale * x, x * self.temperature, x / s, s * x, x * torch.tensor(2.7)
+        # The last: a conversion the model makes itself is ATen's rounding, kept.
+        return (
+            x * self.scale, x / self.scale, self.scale * x, x * self.temperature, x / s, s * x, x * torch.tensor(2.7),
+            x * torch.ops.prims.convert_element_type(self.scale, x.dtype),
+        )
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

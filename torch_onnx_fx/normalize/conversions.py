@@ -15,11 +15,12 @@ from typing import Any
 import torch
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
-__all__ = ["CONVERT", "ConvertingPass", "converted", "dtype_position", "dtype_argument", "node_name", "tensor_example"]
+__all__ = ["CONVERT", "INSERTED", "ConvertingPass", "converted", "dtype_position", "dtype_argument", "node_name", "tensor_example"]
 
 logger = logging.getLogger(__name__)
 
 CONVERT = torch.ops.prims.convert_element_type.default
+INSERTED = "torch_onnx_fx_inserted_conversion"
 
 
 def node_name(node: torch.fx.Node) -> str | None:
@@ -52,6 +53,8 @@ def converted(node: torch.fx.Node, arg: torch.fx.Node, dtype: torch.dtype) -> to
     with graph.inserting_before(node):
         conversion = graph.call_function(CONVERT, (arg, dtype))
     conversion.meta["val"] = arg.meta["val"].to(dtype)
+    # Told apart from a conversion the model itself makes (half_precision reads it).
+    conversion.meta[INSERTED] = True
     for key in ("stack_trace", "nn_module_stack", "source_fn_stack"):
         if key in node.meta:
             conversion.meta[key] = node.meta[key]

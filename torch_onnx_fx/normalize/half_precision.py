@@ -10,7 +10,7 @@ from typing import Any, Callable
 import torch
 from torch.fx.passes.infra.pass_base import PassBase, PassResult
 
-from torch_onnx_fx.normalize.conversions import CONVERT, converted, node_name, tensor_example
+from torch_onnx_fx.normalize.conversions import CONVERT, INSERTED, converted, node_name, tensor_example
 
 __all__ = ["HalfPrecisionAccumulationPass"]
 
@@ -150,7 +150,8 @@ def _float_scalar_operand(node: torch.fx.Node) -> torch.fx.Node | None:
     if not isinstance(result, torch.Tensor) or result.dtype not in _HALF:
         return None
     other = node.args[1]
-    source = other.args[0] if isinstance(other, torch.fx.Node) and other.target is CONVERT else other
+    inserted = isinstance(other, torch.fx.Node) and other.target is CONVERT and other.meta.get(INSERTED, False)
+    source = other.args[0] if inserted else other
     example = tensor_example(source)
     if example is None or example.dim() != 0 or example.dtype not in (torch.float32, torch.float64):
         return None
