@@ -150,6 +150,11 @@ def _batch_statistics(input: ir.Value, eps: float) -> tuple[ir.Value, ir.Value, 
     return mean, variance, invstd, axes
 
 
+def _batch_count(input: ir.Value, axes: ir.Value) -> ir.Value:
+    """How many values each channel's statistics are over: the product of the sizes at ``axes``."""
+    return op.ReduceProd(op.Gather(op.Shape(input), axes, axis=0), keepdims=0)
+
+
 def _per_channel_view(value: ir.Value, rank: int) -> ir.Value:
     return op.Reshape(value, op.Constant(value_ints=[1, -1, *([1] * (rank - 2))]))
 
@@ -191,7 +196,7 @@ def _batch_norm(
     if running_mean is None or running_var is None:
         return output, save_mean, save_invstd, running_mean, running_var
     # Running statistics use the unbiased variance: n / (n - 1).
-    count = op.CastLike(op.ReduceProd(op.Gather(op.Shape(input), axes_value, axis=0), keepdims=0), input)
+    count = op.CastLike(_batch_count(input, axes_value), input)
     unbiased = op.Mul(op.Squeeze(variance, axes_value), op.Div(count, op.Sub(count, op.CastLike(1.0, input))))
     keep = op.CastLike(1.0 - momentum, input)
     new_mean = op.Add(op.Mul(running_mean, keep), op.Mul(save_mean, op.CastLike(momentum, input)))
@@ -225,13 +230,12 @@ def _half_batch_norm_training(
     stats = float32 if mixed else half
     rank = input.shape.rank()
     axes = op.Constant(value_ints=[0, *range(2, rank)])
-    channels = op.Constant(value_ints=[1, -1, *([1] * (rank - 2))])
 
     def rounded(value: ir.Value) -> ir.Value:
         return value if mixed else op.Cast(op.Cast(value, to=half), to=float32)
 
     wide = op.Cast(input, to=float32)
-    count = op.Cast(op.ReduceProd(op.Gather(op.Shape(input), axes, axis=0), keepdims=0), to=float32)
+    count = op.Cast(_batch_count(input, axes), to=float32)
     mean = op.Div(op.ReduceSum(wide, axes, keepdims=1), count)
     mean_param = rounded(mean)
     if half == ir.DataType.FLOAT16 or mixed:
@@ -247,10 +251,10 @@ def _half_batch_norm_training(
         variance = rounded(op.Div(square_sum, rounded(count)))
         unbiased = rounded(op.Div(square_sum, rounded(op.Sub(count, 1.0))))
     invstd = rounded(op.Reciprocal(op.Sqrt(op.Add(variance, float(np.float32(eps))))))
-    alpha = invstd if weight is None else op.Mul(invstd, op.Reshape(op.Cast(weight, to=float32), channels))
+    alpha = invstd if weight is None else op.Mul(invstd, _per_channel_view(op.Cast(weight, to=float32), rank))
     beta = op.Neg(op.Mul(mean_param, alpha))
     if bias is not None:
-        beta = op.Add(op.Reshape(op.Cast(bias, to=float32), channels), beta)
+        beta = op.Add(_per_channel_view(op.Cast(bias, to=float32), rank), beta)
     # ATen's vector loop fuses the multiply-add; in float64 the product is exact.
     double = ir.DataType.DOUBLE
     fused = op.Add(op.Mul(op.Cast(input, to=double), op.Cast(alpha, to=double)), op.Cast(beta, to=double))
