@@ -182,6 +182,13 @@ def floating_result(node: torch.fx.Node) -> bool:
     return isinstance(result, torch.Tensor) and result.dtype.is_floating_point
 
 
+def half_result(node: torch.fx.Node) -> bool:
+    """Whether the node's result is a float16 or bfloat16 tensor: for translations of what ATen
+    computes another way in the half types (in float32 with roundings of its own)."""
+    result = node.meta.get("val")
+    return isinstance(result, torch.Tensor) and result.dtype in (torch.float16, torch.bfloat16)
+
+
 def complex_translation(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Mark a ``custom_translation_table`` function as the translation for complex inputs.
 

@@ -20,7 +20,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.dtypes import FLOAT_TYPES, onnx_dtype
-from torch_onnx_fx.registry import arg_example, floating_input, integral_input, limit_torchlib, register, wants_context
+from torch_onnx_fx.registry import arg_example, floating_input, half_result, integral_input, limit_torchlib, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
 __all__ = ["aten_div_mode_integer", "aten_floor_divide_integer", "aten_floor_divide_float", "aten_div_trunc_half_by_number", "aten_isnan_exact", "aten_isfinite_exact", "aten_any", "aten_all", "aten_any_complex", "aten_all_complex", "aten_round_integer", "aten_pow_integer", "aten_isinf_float"]
@@ -97,11 +97,9 @@ def aten_floor_divide_float(self: Any, other: Any, *, rounding_mode: str = "floo
 
 
 def _half_truncation_by_number(node: torch.fx.Node) -> bool:
-    result = node.meta.get("val")
     other = node.args[1] if len(node.args) > 1 else None
     return (
-        isinstance(result, torch.Tensor) and result.dtype in (torch.float16, torch.bfloat16)
-        and node.kwargs.get("rounding_mode") == "trunc"
+        half_result(node) and node.kwargs.get("rounding_mode") == "trunc"
         and isinstance(other, (int, float)) and not isinstance(other, bool)
     )
 

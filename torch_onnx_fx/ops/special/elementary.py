@@ -14,13 +14,12 @@ from typing import Any
 
 import numpy as np
 import onnx_ir as ir
-import torch
 from onnxscript import opset18 as op
 from onnxscript.onnx_opset import opset26
 
 from torch_onnx_fx.ops import stable
 from torch_onnx_fx.ops.special._series import DOUBLE, FLOAT, INF, NAN, constant, restore, tensors, working
-from torch_onnx_fx.registry import register
+from torch_onnx_fx.registry import half_result, register
 
 __all__ = ["prims_hypot", "aten_xlogy", "aten_special_entr_half", "aten_special_xlog1py_half", "prims_nextafter_bitcast", "prims_nextafter"]
 
@@ -46,19 +45,20 @@ def aten_xlogy(self: Any, other: Any) -> ir.Value:
     # In the inputs' dtype: ATen's float16 kernel rounds log(y) before the product, and the
     # kernel-gap pass keeps that rounding.
     x, y = tensors(self, other)
-    product = op.Where(op.Equal(x, constant(0.0, x)), constant(0.0, x), op.Mul(x, op.Log(y)))
+    return _times_logarithm(x, y, op.Log(y))
+
+
+def _times_logarithm(x: ir.Value, y: ir.Value, logarithm: ir.Value) -> ir.Value:
+    """``x * logarithm`` (a logarithm of ``y``) in ATen's order of cases: NaN where ``y`` is NaN,
+    then 0 where ``x`` is 0."""
+    product = op.Where(op.Equal(x, constant(0.0, x)), constant(0.0, x), op.Mul(x, logarithm))
     return op.Where(op.IsNaN(y), constant(NAN, x), product)
-
-
-def _half_result(node: Any) -> bool:
-    result = node.meta.get("val")
-    return isinstance(result, torch.Tensor) and result.dtype in (torch.float16, torch.bfloat16)
 
 
 # torch's decompositions of these two compute a half-precision input in float32 and round once;
 # ATen's kernels round the logarithm to the input's type before the product, as in xlogy (26 % of
 # float16 entr and xlog1py results an ulp off).
-@register("aten::special_entr", supports=_half_result)
+@register("aten::special_entr", supports=half_result)
 def aten_special_entr_half(self: ir.Value) -> ir.Value:
     """special_entr(Tensor self) -> Tensor of float16/bfloat16: -x * log(x) for x > 0, 0 at 0,
     -inf below, NaN kept, each step rounded to the input's type."""
@@ -68,14 +68,12 @@ def aten_special_entr_half(self: ir.Value) -> ir.Value:
     return op.Where(op.IsNaN(self), self, entropy)
 
 
-@register("aten::special_xlog1py", "aten::special_xlog1py.self_scalar", "aten::special_xlog1py.other_scalar", supports=_half_result)
+@register("aten::special_xlog1py", "aten::special_xlog1py.self_scalar", "aten::special_xlog1py.other_scalar", supports=half_result)
 def aten_special_xlog1py_half(self: Any, other: Any) -> ir.Value:
     """special_xlog1py(Tensor self, Tensor other) -> Tensor of float16/bfloat16: ATen's cases as
     xlogy's, log1p(other) rounded to the input's type before the product."""
     x, y = tensors(self, other)
-    log1p = op.Cast(stable.log1p(op.Cast(y, to=FLOAT)), to=y.dtype)
-    product = op.Where(op.Equal(x, constant(0.0, x)), constant(0.0, x), op.Mul(x, log1p))
-    return op.Where(op.IsNaN(y), constant(NAN, x), product)
+    return _times_logarithm(x, y, op.Cast(stable.log1p(op.Cast(y, to=FLOAT)), to=y.dtype))
 
 
 @dataclasses.dataclass(frozen=True)
