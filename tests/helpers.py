@@ -62,6 +62,20 @@ def assert_matches_eager(
     return program
 
 
+def runtime_op_types(program: Any, folder: Any) -> list[str]:
+    """The operators ONNX Runtime runs ``program``'s model with under its default session options
+    (the graph it optimized, saved in ``folder``)."""
+    import onnx
+    import onnxruntime
+
+    path = f"{folder}/model.onnx"
+    program.save(path)
+    options = onnxruntime.SessionOptions()
+    options.optimized_model_filepath = f"{folder}/optimized.onnx"
+    onnxruntime.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    return [node.op_type for node in onnx.load(options.optimized_model_filepath).graph.node]
+
+
 def onnx_structure(proto: Any) -> list[Any]:
     """A model's nodes, in order, with the values inside its graphs named by position and its
     initializers by their contents (the graph's inputs and outputs keep their names): two exports

@@ -14,7 +14,8 @@
    as products over channels, in the layout ONNX Runtime runs the integer ones in
    (``runtime/pointwise_conv``); integer convolutions over 3 input channels (an image network's
    stem) widened with zero channels to the 4 ONNX Runtime's fast kernel takes
-   (``runtime/conv_input_channels``); with ``fusion="onnxruntime"``,
+   (``runtime/conv_input_channels``); the linear layers of a dynamically quantized graph as
+   ONNX Runtime's integer ``MatMulInteger`` (``runtime/dynamic_products``); with ``fusion="onnxruntime"``,
    products with 4-bit weights as ONNX Runtime's ``MatMulNBits``
    (``matmul_nbits``), after the products with dequantized weights are laid out as ``Gemm``,
    and those of one input packed into one (``packed_projections``);
@@ -44,6 +45,7 @@ from torch_onnx_fx.optimize.packed_projections import PackedNBitsPass
 from torch_onnx_fx.optimize.quantized_pad import QuantizedPadPass
 from torch_onnx_fx.optimize.runtime.conv_input_channels import ConvInputChannelsPass
 from torch_onnx_fx.optimize.runtime.dequantized_weights import DequantizedWeightPass
+from torch_onnx_fx.optimize.runtime.dynamic_products import DynamicIntegerProductPass
 from torch_onnx_fx.optimize.runtime.integer_reductions import IntegerReductionsPass
 from torch_onnx_fx.optimize.runtime.empty_expand import EmptyExpandPass
 from torch_onnx_fx.optimize.runtime.exact_round_trips import ExactRoundTripsPass
@@ -103,6 +105,7 @@ def optimize_model(
         PointwiseConvPass()(model)
         ConvInputChannelsPass()(model)
         DequantizedWeightPass()(model)
+        DynamicIntegerProductPass()(model)
         if fusion_mode == fusion.ONNXRUNTIME:
             if MatMulNBitsPass()(model).modified:
                 PackedNBitsPass()(model)

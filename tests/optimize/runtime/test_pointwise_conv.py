@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import onnx
 import onnx_ir
-import onnxruntime
 import torch
 import torch.ao.quantization.fx._decomposed  # noqa: F401 - defines torch.ops.quantized_decomposed
 
-from helpers import assert_matches_eager
+from helpers import assert_matches_eager, runtime_op_types
 
 qd = torch.ops.quantized_decomposed
 
@@ -68,16 +66,6 @@ def _gemm(program) -> onnx_ir.Node:
     return gemm
 
 
-def _runtime_op_types(program, tmp_path: Path) -> list[str]:
-    """The operators ONNX Runtime runs the exported model with, under its default options."""
-    path = tmp_path / "model.onnx"
-    program.save(path)
-    options = onnxruntime.SessionOptions()
-    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
-    onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    return [node.op_type for node in onnx.load(options.optimized_model_filepath).graph.node]
-
-
 def test_float_pointwise_conv_becomes_an_integer_product(tmp_path: Path) -> None:
     for model in (_ResidualBlockEnd(), _ResidualBlockEnd(bias=False), _ResidualBlockEnd(per_channel=False)):
         # One quantization step of the output is 0.1: a product summed in another order may move
@@ -92,7 +80,7 @@ def test_float_pointwise_conv_becomes_an_integer_product(tmp_path: Path) -> None
         assert gemm.inputs[0].producer().inputs[0].dtype == onnx_ir.DataType.UINT8
         readers = [reader.op_type for reader, _ in gemm.outputs[0].uses()]
         assert readers == (["Add"] if model.bias is not None else ["Reshape"])
-    runtime_ops = _runtime_op_types(program, tmp_path)
+    runtime_ops = runtime_op_types(program, tmp_path)
     assert "QGemm" in runtime_ops and not {"Gemm", "Conv", "FusedConv"} & set(runtime_ops), runtime_ops
 
 
