@@ -3,6 +3,7 @@ session options against the PyTorch model (integer results compared exactly)."""
 
 from __future__ import annotations
 
+import onnx_ir
 import pytest
 import torch
 import torch.ao.quantization.fx._decomposed  # noqa: F401 - defines torch.ops.quantized_decomposed
@@ -294,4 +295,19 @@ def test_int_mm_sums_exactly() -> None:
     b = torch.full((1056, 24), -128, dtype=torch.int8)
     a[1::2] = torch.randint(-128, 128, (8, 1056), dtype=torch.int8)
     b[:, 1::3] = 127
+    program = assert_matches_eager(_IntMatMul().eval(), (a, b), rtol=0, atol=0)
+    # ONNX Runtime's integer kernel, over unsigned operands: an int32 MatMul is exact too but ran
+    # 11x slower than float, and u8s8 products saturate on CPUs without VNNI.
+    (product,) = [node for node in program.model.graph if node.op_type == "MatMulInteger"]
+    assert [value.dtype for value in product.inputs] == [onnx_ir.DataType.UINT8] * 4
+    assert "MatMul" not in [node.op_type for node in program.model.graph]
+
+
+def test_int_mm_of_unsigned_activations() -> None:
+    # torchao's int8 dynamic configuration shifts its activations to uint8 before the product.
+    torch.manual_seed(0)
+    a = torch.randint(0, 256, (9, 320), dtype=torch.uint8)
+    a[0] = 255
+    b = torch.randint(-128, 128, (320, 12), dtype=torch.int8)
+    b[:, 0] = -128
     assert_matches_eager(_IntMatMul().eval(), (a, b), rtol=0, atol=0)

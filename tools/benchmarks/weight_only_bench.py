@@ -1,4 +1,4 @@
-"""A torchao int4 weight-only Llama's decode step in ONNX Runtime, beside its float32 export.
+"""A torchao int4 weight-only (and int8 dynamic) Llama's decode step in ONNX Runtime, beside its float32 export.
 
 A Llama of ~60 M parameters (hidden 768, 8 layers, 12 query heads sharing 4 KV heads, random
 weights) is quantized with ``quantize_(model, IntxWeightOnlyConfig(torch.int4, PerGroup(32)))``
@@ -11,7 +11,10 @@ call in one process at 1 and 2 intra-op threads, ONNX Runtime's default session 
 - ``int4 MatMulNBits``: the same with ``fusion="onnxruntime"`` (accuracy level 1);
 - ``int4 MatMulNBits level 4``: that graph with the attribute set to 4 by hand, never emitted by
   the exporter (it quantizes the activations): what the faster kernel costs in accuracy;
-- ``torch.onnx int4``: ``torch.onnx.export(dynamo=True)`` of the quantized model.
+- ``torch.onnx int4``: ``torch.onnx.export(dynamo=True)`` of the quantized model;
+- ``int8 dynamic``: the model quantized with ``Int8DynamicActivationInt8WeightConfig()`` (int8
+  weights, activations quantized per token at run time, ``aten::_int_mm``), exported at the
+  default opset, and ``torch.onnx int8 dynamic`` the same by torch.onnx.
 
 Reported: median milliseconds per step and the ratio to the float32 export; the largest logit
 difference from the model each graph was exported from (the torchao model for the int4 ones);
@@ -48,7 +51,15 @@ RESULTS = REPO / "tools" / "results" / "weight_only.jsonl"
 PAGE = REPO / "docs" / "quantization.md"
 START, END = "<!-- weight-only-bench:start -->", "<!-- weight-only-bench:end -->"
 LAYERS, KV_HEADS = 8, 4
-VARIANTS = ("float32", "int4 DequantizeLinear", "int4 MatMulNBits", "int4 MatMulNBits level 4", "torch.onnx int4")
+VARIANTS = (
+    "float32", "int4 DequantizeLinear", "int4 MatMulNBits", "int4 MatMulNBits level 4", "torch.onnx int4",
+    "int8 dynamic", "torch.onnx int8 dynamic",
+)
+
+
+def _source(variant: str) -> str:
+    """Which model a variant exports: the float one, the int4 weight-only or the int8 dynamic one."""
+    return "float32" if variant == "float32" else "int8dyn" if "int8 dynamic" in variant else "int4"
 
 
 def _model() -> Any:
@@ -68,12 +79,12 @@ def _export(variant: str, step: Any, example: tuple[Any, ...], path: Path) -> in
     import torch
 
     shapes = decode_bench.cache_shapes(LAYERS)
-    if variant == "torch.onnx int4":
+    if variant.startswith("torch.onnx"):
         program = torch.onnx.export(step, example, dynamic_shapes=shapes, dynamo=True, verbose=False)
     else:
         import torch_onnx_fx
 
-        options: dict[str, Any] = {} if variant == "float32" else {"opset_version": 21}
+        options: dict[str, Any] = {"opset_version": 21} if variant.startswith("int4") else {}
         if "MatMulNBits" in variant:
             options["fusion"] = "onnxruntime"
         program = torch_onnx_fx.export(step, example, dynamic_shapes=shapes, verbose=False, **options)
@@ -90,15 +101,18 @@ def _export(variant: str, step: Any, example: tuple[Any, ...], path: Path) -> in
     ) + sum(len(tensor.raw_data) for tensor in model.graph.initializer)
 
 
-def _quantized(model: Any) -> Any:
+def _quantized(model: Any, source: str) -> Any:
     import copy
 
     import torch
-    from torchao.quantization import IntxWeightOnlyConfig, quantize_
+    from torchao.quantization import Int8DynamicActivationInt8WeightConfig, IntxWeightOnlyConfig, quantize_
     from torchao.quantization.granularity import PerGroup
 
     quantized = copy.deepcopy(model)
-    quantize_(quantized, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)))
+    if source == "int8dyn":
+        quantize_(quantized, Int8DynamicActivationInt8WeightConfig())
+    else:
+        quantize_(quantized, IntxWeightOnlyConfig(weight_dtype=torch.int4, granularity=PerGroup(32)))
     return quantized
 
 
@@ -121,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     float_model = _model()
     steps = {"float32": decode_bench._step(float_model)}
-    steps["int4"] = decode_bench._step(_quantized(float_model))
+    for source in ("int4", "int8dyn"):
+        steps[source] = decode_bench._step(_quantized(float_model, source))
     token, mask, cache = decode_bench._inputs(options.past, float_model.config)
     with torch.no_grad():
         expected = {name: step(token, mask, cache)[0].numpy() for name, step in steps.items()}
@@ -133,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         sizes, paths = {}, {}
         for variant in VARIANTS:
             paths[variant] = Path(scratch) / f"{variant.replace(' ', '_').replace('.', '_')}.onnx"
-            step = steps["float32" if variant == "float32" else "int4"]
+            step = steps[_source(variant)]
             try:
                 sizes[variant] = _export(variant, step, (token, mask, cache), paths[variant])
             except Exception as exc:  # noqa: BLE001 - a competitor's failure is a result
@@ -149,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                 sessions[variant] = ort.InferenceSession(str(paths[variant]), session_options, providers=["CPUExecutionProvider"])
             feeds = {v: {i.name: a for i, a in zip(s.get_inputs(), arrays, strict=True)} for v, s in sessions.items()}
             diffs = {
-                v: float(np.abs(s.run(None, feeds[v])[0] - expected["float32" if v == "float32" else "int4"]).max())
+                v: float(np.abs(s.run(None, feeds[v])[0] - expected[_source(v)]).max())
                 for v, s in sessions.items()
             }
             times: dict[str, list[float]] = {v: [] for v in sessions}
@@ -167,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
                 records.append({
                     "variant": v, "threads": threads, "past": options.past, "ms": round(median, 3),
                     "ratio": round(median / base, 3), "max_abs_diff": diffs[v], "weight_bytes": sizes[v],
-                    "max_abs_logit": float(np.abs(expected["float32" if v == "float32" else "int4"]).max()),
+                    "max_abs_logit": float(np.abs(expected[_source(v)]).max()),
                 })
     records = merge_results(RESULTS, header, records, key=("variant", "threads"))
     print(_table(records))

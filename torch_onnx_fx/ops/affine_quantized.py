@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
+import numpy as np
 import onnx_ir as ir
 import torch
 from onnxscript import opset18 as op
@@ -37,6 +38,7 @@ from torch_onnx_fx.registry import arg_example, arg_value, register
 __all__ = ["torchao_dequantize_affine", "affine_layout", "aten_int_mm"]
 
 _INTEGERS = (torch.int8, torch.uint8)
+_EIGHT_BIT_TYPES = (ir.DataType.INT8, ir.DataType.UINT8)
 
 
 def affine_layout(shape: Sequence[Any], block_size: Sequence[Any]) -> tuple[str, int | None] | None:
@@ -138,13 +140,32 @@ def torchao_dequantize_affine(
     return result
 
 
+def _as_unsigned(value: ir.Value) -> tuple[ir.Value, int]:
+    """An 8-bit integer tensor as uint8 and the zero point that gives its values back: int8 is
+    shifted by 128 (exact in int32, then in range)."""
+    if value.dtype == ir.DataType.UINT8:
+        return value, 0
+    shifted = op.Add(op.Cast(value, to=ir.DataType.INT32), op.Constant(value=ir.tensor(np.int32(128))))
+    return op.Cast(shifted, to=ir.DataType.UINT8), 128
+
+
 @register("aten::_int_mm")
 def aten_int_mm(self: ir.Value, mat2: ir.Value) -> ir.Value:
     """_int_mm(Tensor self, Tensor mat2) -> Tensor
 
-    The int8 product with int32 sums torchao's dynamic int8 configurations compute. ONNX
-    Runtime's int32 ``MatMul`` sums exactly and wraps as ATen's does, on every CPU.
-    ``MatMulInteger`` runs 8-bit dot-product kernels, which on CPUs without VNNI add products in
-    pairs into 16 bits and can saturate (exact on a VNNI machine, so a test there proves
-    nothing about the others)."""
-    return op.MatMul(op.Cast(self, to=ir.DataType.INT32), op.Cast(mat2, to=ir.DataType.INT32))
+    The 8-bit product with int32 sums torchao's dynamic int8 configurations compute, as
+    ``MatMulInteger`` over **unsigned** operands with zero points that give their values back:
+    ONNX Runtime's 8-bit kernels for an unsigned and a signed operand add the products in pairs
+    into 16 bits on CPUs without VNNI, which saturates (-128 x -128 twice passes 32767; a test on
+    a VNNI machine proves nothing about the others), while unsigned pairs are widened first and
+    sum exactly everywhere. The int32 sums wrap as ATen's do. (An int32 ``MatMul``, exact too, ran
+    11x slower than the float model: ONNX Runtime has no fast integer kernel for it.)"""
+    if self.dtype not in _EIGHT_BIT_TYPES or mat2.dtype not in _EIGHT_BIT_TYPES:
+        return op.MatMul(op.Cast(self, to=ir.DataType.INT32), op.Cast(mat2, to=ir.DataType.INT32))
+    left, left_zero = _as_unsigned(self)
+    right, right_zero = _as_unsigned(mat2)
+
+    def zero_point(value: int) -> ir.Value:
+        return op.Constant(value=ir.tensor(np.uint8(value)))
+
+    return op.MatMulInteger(left, right, zero_point(left_zero), zero_point(right_zero))
