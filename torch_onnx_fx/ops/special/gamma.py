@@ -7,6 +7,7 @@ orders of polygamma are the Hurwitz zeta function, summed in float64 as eager do
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -32,7 +33,7 @@ from torch_onnx_fx.ops.special._series import (
 )
 from torch_onnx_fx.registry import register, wants_context
 
-__all__ = ["LGAMMA_NEAR_ONE", "zeta_minus_one", "lgamma_positive", "prims_lgamma", "prims_digamma", "aten_polygamma", "prims_zeta"]
+__all__ = ["lgamma_near_one", "zeta_minus_one", "lgamma_positive", "prims_lgamma", "prims_digamma", "aten_polygamma", "prims_zeta"]
 
 
 def _is_integer(x: ir.Value) -> ir.Value:
@@ -48,15 +49,13 @@ def _false_like(x: ir.Value) -> ir.Value:
     return op.ConstantOfShape(op.Shape(x), value=ir.tensor(np.array([False])))
 
 
+@functools.cache
 def _bernoulli(count: int) -> list[Fraction]:
     """Bernoulli numbers B_0 .. B_count (B_1 = -1/2)."""
     numbers = [Fraction(1)]
     for m in range(1, count + 1):
         numbers.append(-sum(math.comb(m + 1, k) * numbers[k] for k in range(m)) / (m + 1))
     return numbers
-
-
-_B = _bernoulli(30)
 
 
 # Lanczos approximation, g = 7 with 9 terms (the coefficient set published by Godfrey).
@@ -80,8 +79,16 @@ def zeta_minus_one(k: int) -> float:
 # lgamma(2 + z) = (1 - gamma) z + sum_k (-1)^k (zeta(k) - 1) z^k / k, both to 1e-17 for |z| <= 1/2.
 # Lanczos' sum is ~1e-15 off absolutely: near the roots, where lgamma itself is small, that was
 # all of its value (lgamma(1 + 2^-52) came out -1.8e-15 for 1.3e-16).
-LGAMMA_NEAR_ONE = [0.0, -EULER_GAMMA, *[(-1) ** k * (1.0 + zeta_minus_one(k)) / k for k in range(2, 58)]]
-_LGAMMA_NEAR_TWO = [0.0, 1.0 - EULER_GAMMA, *[(-1) ** k * zeta_minus_one(k) / k for k in range(2, 30)]]
+# Computed when a translation first needs them, not at import: the 84 sums of 1,000 powers took
+# 7 ms, a fifth of the whole package's import and part of every first export.
+@functools.cache
+def lgamma_near_one() -> tuple[float, ...]:
+    return (0.0, -EULER_GAMMA, *[(-1) ** k * (1.0 + zeta_minus_one(k)) / k for k in range(2, 58)])
+
+
+@functools.cache
+def _lgamma_near_two() -> tuple[float, ...]:
+    return (0.0, 1.0 - EULER_GAMMA, *[(-1) ** k * zeta_minus_one(k) / k for k in range(2, 30)])
 
 
 # Up to here lgamma recurs down to the series at 2: Lanczos' absolute error (~1e-15) is still
@@ -113,8 +120,8 @@ def lgamma_positive(y: ir.Value) -> ir.Value:
     below = op.Less(y, 1.5)
     offset = op.Where(below, z, op.Sub(y, 2.0))
     offset = op.Where(direct, offset, op.Where(recurring, op.Sub(base, 2.0), 0.0))
-    near_one = sum_of_powers(offset, LGAMMA_NEAR_ONE)
-    near_two = sum_of_powers(offset, _LGAMMA_NEAR_TWO)
+    near_one = sum_of_powers(offset, lgamma_near_one())
+    near_two = sum_of_powers(offset, _lgamma_near_two())
     above = op.Where(recurring, op.Add(near_two, op.Log(product)), lanczos)
     return op.Where(direct, op.Where(below, near_one, near_two), above)
 
@@ -145,7 +152,7 @@ def _digamma_positive(y: ir.Value) -> ir.Value:
         correction = op.Add(correction, op.Reciprocal(op.Add(y, float(k))))
     u = op.Reciprocal(op.Mul(z, z))
     # psi(z) ~ log z - 1/(2z) - sum_k B_2k / (2k z^2k)
-    tail = op.Mul(u, sum_of_powers(u, [float(_B[2 * k] / (2 * k)) for k in range(1, 8)]))
+    tail = op.Mul(u, sum_of_powers(u, [float(_bernoulli(30)[2 * k] / (2 * k)) for k in range(1, 8)]))
     asymptotic = op.Sub(op.Sub(op.Log(z), op.Div(0.5, z)), tail)
     return op.Where(shift, op.Sub(asymptotic, correction), asymptotic)
 
@@ -185,8 +192,10 @@ def _trigamma(x: ir.Value) -> ir.Value:
     return op.Where(reflect, op.Neg(result), result)
 
 
-# Euler-Maclaurin coefficients (2k)! / B_2k of the zeta tail, k = 1..12.
-_ZETA_TAIL = [float(math.factorial(2 * k) / _B[2 * k]) for k in range(1, 13)]
+@functools.cache
+def _zeta_tail() -> tuple[float, ...]:
+    """Euler-Maclaurin coefficients (2k)! / B_2k of the zeta tail, k = 1..12."""
+    return tuple(float(math.factorial(2 * k) / _bernoulli(30)[2 * k]) for k in range(1, 13))
 # The direct-sum stopping test of Cephes' zeta, which eager reproduces: a term below this
 # fraction of the sum ends the computation (also in float32, which eager accumulates in double).
 _ZETA_EPSILON = 1.11022302462515654042e-16
@@ -232,7 +241,7 @@ def _zeta(ctx: OpContext, x: ir.Value, q: ir.Value) -> ir.Value:
     b = op.Pow(w, minus_x)
     total, done = add_term(total, done, op.Sub(op.Div(op.Mul(b, w), op.Sub(x, 1.0)), op.Mul(b, 0.5)))
     factor = constant(1.0, x)
-    for i, coefficient in enumerate(_ZETA_TAIL):
+    for i, coefficient in enumerate(_zeta_tail()):
         factor = op.Mul(factor, op.Add(x, float(2 * i)))
         b = op.Div(b, w)
         term = op.Div(op.Mul(factor, b), coefficient)

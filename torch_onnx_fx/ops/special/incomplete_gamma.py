@@ -24,7 +24,7 @@ from torch_onnx_fx.ops.special._series import (
     tensors,
 )
 from torch_onnx_fx.ops.special.error import erfcx
-from torch_onnx_fx.ops.special.gamma import LGAMMA_NEAR_ONE, lgamma_positive
+from torch_onnx_fx.ops.special.gamma import lgamma_near_one, lgamma_positive
 from torch_onnx_fx.registry import register
 
 __all__ = ["prims_igamma", "prims_igammac"]
@@ -53,13 +53,12 @@ _TEMME_C2 = (
 _TEMME_MIN_A = 20.0
 _SERIES_TERMS = 40
 _FRACTION_DEPTH = 30
-# lgamma(1 + a) by its series in a, for small a where forming 1 + a would round a.
-_LGAMMA1P = LGAMMA_NEAR_ONE[:26]
 
 
 def _lgamma1p(a: ir.Value) -> ir.Value:
+    """lgamma(1 + a), by its series in a for small a, where forming 1 + a would round a."""
     small = op.Less(op.Abs(a), 0.2)
-    series = sum_of_powers(op.Where(small, a, 0.0), _LGAMMA1P)
+    series = sum_of_powers(op.Where(small, a, 0.0), lgamma_near_one()[:26])
     return op.Where(small, series, lgamma_positive(op.Add(a, 1.0)))
 
 
