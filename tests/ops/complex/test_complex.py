@@ -330,3 +330,28 @@ def test_istft_of_a_spectrum_with_frames_dynamic_and_no_batch():
         lambda s: torch.istft(s, 16, hop_length=4, window=WINDOW), (spectrum,), dynamic_shapes=({1: frames},),
         more_inputs=[((other,), {})], atol=1e-5,
     )
+
+
+def test_roll_moves_pairs_together():
+    # torchlib rolled the real and imaginary parts apart and joined them (15 nodes for a two-dim
+    # fftshift); the real view rolls as a whole, pairs and all.
+    z = torch.randn(3, 5, 4, dtype=torch.complex64)
+    cases = lambda z: (  # noqa: E731
+        torch.fft.fftshift(z, dim=(-2, -1)), torch.fft.ifftshift(z), z.roll(7, 1), z.roll(-2, -1), z.roll(0, 0),
+        z.roll((1, -4), (0, 2)), z.roll(4), z.roll(-13),
+    )
+    assert_matches_eager(cases, (z,), rtol=0, atol=0)
+    shift = assert_matches_eager(lambda z: torch.fft.fftshift(z, dim=(-2, -1)), (z,), rtol=0, atol=0)
+    assert len(shift.model.graph) <= 6, [n.op_type for n in shift.model.graph]
+    # Empty tensors: a 0 in the flattened roll's shape is an empty dim, not "keep the input's".
+    for empty in (torch.zeros(0, 3, dtype=torch.complex64), torch.zeros(2, 0, 0, dtype=torch.complex64)):
+        assert_matches_eager(lambda e: (e.roll(2, 0), e.roll(1, 1), e.roll(5)), (empty,), rtol=0, atol=0)
+
+
+def test_roll_with_dynamic_sizes():
+    z = torch.randn(4, 6, dtype=torch.complex64)
+    n, m = torch.export.Dim("n"), torch.export.Dim("m")
+    assert_matches_eager(
+        lambda z: (torch.fft.fftshift(z), z.roll(3, 1), z.roll(-5)), (z,), rtol=0, atol=0,
+        dynamic_shapes=({0: n, 1: m},), more_inputs=[((torch.randn(7, 3, dtype=torch.complex64),), {}), ((torch.randn(2, 1, dtype=torch.complex64),), {})],
+    )

@@ -19,7 +19,7 @@ from torch_onnx_fx.ops._tensors import int64, ints
 from torch_onnx_fx.ops.complex.real_view import _complex_rank, _dim, _filled, _nonzero, _re, _real_to_complex, _size_tensor
 from torch_onnx_fx.registry import register, wants_context
 
-__all__ = ['aten_identity_complex', 'aten_convert_complex', 'aten_full_complex', 'aten_full_like_complex', 'aten_unsqueeze_complex', 'aten_select_complex', 'aten_index_select_complex', 'aten_expand_complex', 'aten_squeeze_complex', 'aten_split_complex', 'aten_unbind_complex', 'aten_copy_complex', 'aten_repeat_complex', 'aten_assert_noop_complex', 'aten_sym_size_complex', 'aten_sym_numel_complex', 'aten_scalar_tensor_complex', 'aten_flip_complex']
+__all__ = ['aten_identity_complex', 'aten_convert_complex', 'aten_full_complex', 'aten_full_like_complex', 'aten_unsqueeze_complex', 'aten_select_complex', 'aten_index_select_complex', 'aten_expand_complex', 'aten_squeeze_complex', 'aten_split_complex', 'aten_unbind_complex', 'aten_copy_complex', 'aten_repeat_complex', 'aten_assert_noop_complex', 'aten_sym_size_complex', 'aten_sym_numel_complex', 'aten_scalar_tensor_complex', 'aten_flip_complex', 'aten_roll_complex']
 
 
 # -- identity, conversions, factories ------------------------------------------------------------
@@ -242,3 +242,37 @@ def aten_flip_complex(self: ir.Value, dims: Sequence[int]) -> ir.Value:
         return op.Identity(self)
     # From the last element back past the first: INT64_MIN as the end of a reversed slice.
     return op.Slice(self, ints(*[-1] * len(axes)), ints(*[-(2**63)] * len(axes)), ints(*axes), ints(*[-1] * len(axes)))
+
+
+@register("aten::roll", complex=True)
+def aten_roll_complex(self: ir.Value, shifts: Sequence[Any], dims: Sequence[int] = ()) -> ir.Value:
+    """roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor: the complex axes rolled on
+    the real view, (re, im) pairs moving together (torchlib rolls the two parts apart and joins
+    them: 15 nodes for an fftshift of two dims where this takes 6). Without dims the flattened
+    tensor rolls."""
+    rank = _complex_rank(self)
+    if not dims:
+        flat = op.Reshape(self, ints(-1, 2))
+        return op.Reshape(_rolled(flat, shifts[0], 0), op.Shape(self), allowzero=1)
+    result = self
+    for shift, dim in zip(shifts, dims, strict=True):
+        result = _rolled(result, shift, _dim(dim, rank))
+    return result
+
+
+def _rolled(value: ir.Value, shift: Any, axis: int) -> ir.Value:
+    """``value`` rolled by ``shift`` along ``axis``: the last ``shift`` entries (mod the size) first."""
+    size = value.shape[axis] if value.shape is not None else None
+    if isinstance(size, int) and isinstance(shift, int):
+        if size == 0 or shift % size == 0:
+            return op.Identity(value)
+        start = ints((-shift) % size)
+    else:
+        length = op.Shape(value, start=axis, end=axis + 1)
+        # An empty axis rolls to itself: any split of it is empty, and Mod must not divide by 0.
+        divisor = op.Max(length, ints(1))
+        amount = op.Cast(op.Reshape(shift, ints(1)), to=ir.DataType.INT64) if isinstance(shift, ir.Value) else ints(shift)
+        start = op.Mod(op.Sub(divisor, op.Mod(amount, divisor)), divisor)
+    tail = op.Slice(value, start, ints(2**63 - 1), ints(axis))
+    head = op.Slice(value, ints(0), start, ints(axis))
+    return op.Concat(tail, head, axis=axis)
