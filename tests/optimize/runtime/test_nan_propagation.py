@@ -164,3 +164,22 @@ def test_arg_reductions_below_opset_18(opset):
         return torch.argmax(x, 1), torch.argmin(x, 0, keepdim=True), *torch.max(x, 1), F.adaptive_max_pool1d(x[None], 2)
 
     assert_matches_eager(model, (X,), rtol=0, atol=0, opset_version=opset)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_min_and_max_of_one_tensor_share_their_nan_flags(dtype):
+    # A min and a max over the same elements (aminmax, every dynamic quantization's range) see
+    # the same NaNs: one reduction of the NaN mask, not one each; and one mask for all.
+    x = torch.randn(4, 6, dtype=dtype)
+    x[1, 2] = float("nan")
+    x[3] = float("nan")
+
+    def ranges(x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        low, high = torch.aminmax(x)
+        return low, high, x.amin(1), x.amax(1), x.amax(1, keepdim=True), x.amin(0)
+
+    program = assert_matches_eager(ranges, (x,), more_inputs=[((torch.randn(4, 6, dtype=dtype),), {})])
+    op_types = [node.op_type for node in program.model.graph]
+    # Three maxima of the values, and one reduction of the mask per distinct set of elements
+    # (all, rows, rows kept, columns).
+    assert op_types.count("IsNaN") == 1 and op_types.count("ReduceMax") == 3 + 4, op_types

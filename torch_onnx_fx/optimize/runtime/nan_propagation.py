@@ -13,6 +13,10 @@ was reduced, and a ``Where`` puts NaN there (for the arg-reductions: the mask's 
 the first NaN's index; for a max-pooling node's indices, the NaN's position). A float32 max-pooling
 node without indices takes a cheaper carrier of the NaN instead (see ``_carries_nan``).
 
+Reductions of one tensor share its NaN mask, and a ``min`` and ``max`` over the same elements (a
+dynamic quantization's range, ``aminmax``) the reduction of it too: each guard otherwise reads
+the whole tensor twice more.
+
 An input that cannot hold a NaN is left as it is: a ``DequantizeLinear`` of integers with finite
 constant scales (``(q - zero point) * scale``). That is every max-pooling of a quantized model,
 where the guard cost more than the pooling (ResNet-50's stem: 0.65 ms of a 19 ms int8 inference)
@@ -81,8 +85,26 @@ def _carries_nan(node: ir.Node, opset: int) -> bool:
     return opset >= 19 or dilations is None or all(d == 1 for d in dilations.as_ints())
 
 
-def _propagated(tape: ir.tape.Tape, node: ir.Node, opset: int) -> list[ir.Value]:
-    """``node``'s results computed again by a copy of it, with NaN wherever ATen would have one."""
+def _reduction_key(node: ir.Node) -> tuple[object, ...]:
+    """What decides which elements a ReduceMax/ReduceMin takes: its graph, input, axes and
+    attributes. Two reductions with one key (a ``min`` and ``max`` of one tensor, as every
+    dynamic quantization's ``choose_qparams`` computes) see the same NaNs."""
+    axes = node.inputs[1] if len(node.inputs) > 1 else None
+    if axes is None:
+        axes_key: object = None
+    elif axes.const_value is not None:
+        axes_key = tuple(int(a) for a in axes.const_value.numpy().reshape(-1))
+    else:
+        axes_key = id(axes)
+    attributes = tuple(sorted((name, str(attribute.value)) for name, attribute in node.attributes.items()))
+    return (id(node.graph), id(node.inputs[0]), axes_key, attributes)
+
+
+def _propagated(tape: ir.tape.Tape, node: ir.Node, opset: int, shared: dict[tuple[object, ...], ir.Value]) -> list[ir.Value]:
+    """``node``'s results computed again by a copy of it, with NaN wherever ATen would have one.
+    ``shared``: the NaN masks and reduction flags of the nodes rewritten so far, which a later
+    reduction of the same tensor (or the same elements) reuses; they come first in the graph,
+    so they are defined before it."""
     x = node.inputs[0]
     stem = f"{node.outputs[0].name or node.op_type}__nan"
 
@@ -130,13 +152,23 @@ def _propagated(tape: ir.tape.Tape, node: ir.Node, opset: int) -> list[ir.Value]
             attributes.pop("dilations", None)
         average = tape.op("AveragePool", [tape.op("Sign", [x])], attributes)
         return [tape.op("Sub", [_same_reduction(tape, node, x), tape.op("Sub", [average, average])])]
-    mask = _nan_mask(tape, x)
+    key = _reduction_key(node) if node.op_type in ("ReduceMax", "ReduceMin") else None
+    if key is not None and key in shared:
+        result = _same_reduction(tape, node, x)
+        return [tape.op("Where", [shared[key], constant(np.array(np.nan, dtype=x.dtype.numpy())), result])]
+    mask_key = ("mask", id(node.graph), id(x))
+    if mask_key not in shared:
+        shared[mask_key] = _nan_mask(tape, x)
+    mask = shared[mask_key]
     result = _same_reduction(tape, node, x)
     if node.op_type in _VALUE_REDUCTIONS:
         # Max of the 0/1 mask over the same windows or axes (MaxPool's padding counts as -inf).
         seen = _same_reduction(tape, node, mask, "MaxPool" if node.op_type == "MaxPool" else "ReduceMax")
         nan = constant(np.array(np.nan, dtype=x.dtype.numpy()))
-        return [tape.op("Where", [tape.op("Cast", [seen], {"to": ir.DataType.BOOL}), nan, result])]
+        flags = tape.op("Cast", [seen], {"to": ir.DataType.BOOL})
+        if key is not None:
+            shared[key] = flags
+        return [tape.op("Where", [flags, nan, result])]
     # ArgMax of the mask finds the first NaN (for ArgMin as well: NaN is its minimum in ATen).
     first_nan = _same_reduction(tape, node, mask, "ArgMax")
     axis = node.attributes.get("axis")
@@ -179,6 +211,7 @@ class NaNPropagationPass(ir.passes.InPlacePass):
     def call(self, model: ir.Model) -> ir.passes.PassResult:
         count = 0
         opset = model.graph.opset_imports.get("", 0)
+        shared: dict[tuple[object, ...], ir.Value] = {}
         for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
             if node.domain not in ("", "ai.onnx") or not (node.op_type in _VALUE_REDUCTIONS | _INDEX_REDUCTIONS or _scatter_extreme(node)):
                 continue
@@ -186,7 +219,7 @@ class NaNPropagationPass(ir.passes.InPlacePass):
             if x is None or x.dtype not in _FLOATS or _never_nan(x):
                 continue
             tape = ir.tape.Tape()
-            results = _propagated(tape, node, opset)
+            results = _propagated(tape, node, opset, shared)
             _typed(list(tape.nodes), x.dtype)
             replace(node, tape.nodes, results, "nan")
             count += 1
