@@ -9,6 +9,8 @@ import pytest
 import torch
 import torch.ao.quantization.fx._decomposed  # noqa: F401 - defines torch.ops.quantized_decomposed
 
+import torch_onnx_fx
+
 from helpers import assert_matches_eager, runtime_op_types
 
 qd = torch.ops.quantized_decomposed
@@ -106,3 +108,41 @@ def test_other_products_stay_in_float(per_input_channel: bool) -> None:
     x, zero_point = torch.randn(4, 32), torch.tensor(128)
     program = assert_matches_eager(_HandWritten(per_input_channel).eval(), (x, zero_point), rtol=1e-5, atol=1e-6)
     assert not _products(program)
+
+
+def test_wide_layer_whose_int32_sums_could_wrap_stays_in_float() -> None:
+    # 40,000 products of up to 255 x 255 pass 2**31: ONNX Runtime's int32 sums would wrap (a
+    # 140,000-wide sum came out with the wrong sign), PyTorch's float sums do not.
+    torch.manual_seed(0)
+    x = torch.rand(1, 40000) * 4
+    model = torch.nn.Linear(40000, 2, bias=False).eval()
+    torch.nn.init.constant_(model.weight, 0.01)
+    converted = _pt2e_dynamic(model, x)
+    program = assert_matches_eager(converted, (x,), rtol=1e-4, atol=1e-3)
+    assert not _products(program)
+
+
+class _BufferZeroPoint(_HandWritten):
+    """The input's zero point is a buffer: apply_weights may replace it after export."""
+
+    def __init__(self) -> None:
+        super().__init__(per_input_channel=False)
+        self.register_buffer("zero_point", torch.tensor([128]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        return super().forward(x, self.zero_point)
+
+
+def test_zero_point_that_is_state_is_not_read_at_export() -> None:
+    torch.manual_seed(0)
+    x = torch.randn(4, 32)
+    model = _BufferZeroPoint().eval()
+    program = torch_onnx_fx.export(model, (x,), verbose=False)
+    # A zero point of 300 has no uint8: the product must stay as PyTorch computes it.
+    model.zero_point.fill_(300)
+    program.apply_weights({"zero_point": model.zero_point.clone()}, strict=False)
+    torch.testing.assert_close(program(x)[0], model(x), rtol=1e-5, atol=1e-5)
+    # Exported on the meta device, where the buffer has no data to read.
+    with torch.device("meta"):
+        on_meta = _BufferZeroPoint().eval()
+    torch_onnx_fx.export(on_meta, (torch.randn(4, 32, device="meta"),), verbose=False)

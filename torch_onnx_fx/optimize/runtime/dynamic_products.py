@@ -26,7 +26,9 @@ the stored integers stay for ``apply_weights``), its zero point with it. An inpu
 latency at one thread and 0.84x at two; u8s8 (7-bit input) 0.51x and 0.65x.
 
 The input's zero point must be known to fit uint8: the translation of ``choose_qparams`` clips it
-to the quantization range (read off the ``Clip``), or it is a constant.
+to the quantization range (read off the ``Clip``), or it is a constant that is not the model's
+state (``apply_weights`` could replace that one). And the int32 sums must not wrap: at most 33,024
+products per output.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import numpy as np
 import onnx_ir as ir
 
 from torch_onnx_fx.optimize.runtime.rewriting import constant_array, initializer, is_standard, replace
+from torch_onnx_fx.optimize.weights.recipes import holds_state
 
 __all__ = ["DynamicIntegerProductPass"]
 
@@ -61,11 +64,20 @@ def _one_element(value: ir.Value | None) -> bool:
     return int(np.prod(list(value.shape), dtype=np.int64)) == 1
 
 
+def _fixed(value: ir.Value | None) -> np.ndarray | None:
+    """``value``'s data when it is a constant no one replaces: not the model's state or a tensor
+    stored for it, which ``apply_weights`` may change after export (and which has no data when
+    the model was exported on the ``meta`` device)."""
+    if value is None or holds_state(value):
+        return None
+    return constant_array(value)
+
+
 def _fits_uint8(value: ir.Value) -> bool:
     """Whether the integer scalar ``value`` is known to lie in [0, 255]: a constant, or a ``Clip``
     with constant bounds inside that range, reached through nodes that keep the value."""
     while True:
-        array = constant_array(value)
+        array = _fixed(value)
         if array is not None:
             return bool(array.size == 1 and 0 <= int(array.reshape(())) <= 255)
         node = value.producer()
@@ -76,8 +88,16 @@ def _fits_uint8(value: ir.Value) -> bool:
             continue
         if not is_standard(node, "Clip") or len(node.inputs) < 3:
             return False
-        low, high = constant_array(node.inputs[1]), constant_array(node.inputs[2])
-        return low is not None and high is not None and int(low.reshape(())) >= 0 and int(high.reshape(())) <= 255
+        return _clipped_within(node, 255)
+
+
+def _clipped_within(clip: ir.Node, high: int) -> bool:
+    """Whether the ``Clip`` node's constant bounds lie within [0, ``high``]."""
+    bounds = [_fixed(value) for value in clip.inputs[1:3]]
+    if any(bound is None or bound.size != 1 for bound in bounds):
+        return False
+    low, top = (float(bound.reshape(())) for bound in bounds)
+    return low >= 0 and top <= high
 
 
 def _at_most_127(q: ir.Value) -> bool:
@@ -85,10 +105,7 @@ def _at_most_127(q: ir.Value) -> bool:
     range of 7 bits (``reduce_range=True``) clips to it before its cast."""
     cast = _producer(q, "Cast")
     clip = _producer(cast.inputs[0], "Clip") if cast is not None else None
-    if clip is None or len(clip.inputs) < 3:
-        return False
-    high = constant_array(clip.inputs[2])
-    return high is not None and high.size == 1 and float(high.reshape(())) <= 127
+    return clip is not None and len(clip.inputs) >= 3 and _clipped_within(clip, 127)
 
 
 def _dequantized_input(value: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value] | None:
@@ -109,6 +126,15 @@ def _dequantized_input(value: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value] |
     if not (_one_element(zero_point) and _one_element(scale) and scale.dtype == _FLOAT and _fits_uint8(zero_point)):
         return None
     return q, zero_point, scale
+
+
+def _sums_fit(weight: ir.Value) -> bool:
+    """Whether every int32 sum of the product is exact: K terms, each an 8-bit input less its zero
+    point times an 8-bit weight less its own, at most 255 x 255 (K below 33,025). ONNX Runtime's
+    sums wrap past 2**31, where PyTorch's float sums do not (a 140,000-wide layer came out with
+    the wrong sign)."""
+    columns = weight.shape[1] if weight.shape is not None else None
+    return isinstance(columns, int) and columns * 255 * 255 < 2**31
 
 
 def _output_channel_weight(value: ir.Value) -> ir.Node | None:
@@ -146,7 +172,10 @@ class DynamicIntegerProductPass(ir.passes.InPlacePass):
             if weight_node is None:
                 continue
             q, zero_point, scale = found
-            self._rewrite(node, flatten, q, zero_point, scale, weight_node)
+            signed_fits = _at_most_127(q)
+            if not _sums_fit(weight_node.inputs[0]):
+                continue
+            self._rewrite(node, flatten, q, zero_point, scale, weight_node, signed_fits)
             count += 1
         if count:
             logger.debug("DynamicIntegerProductPass: %d dynamically quantized product(s) as MatMulInteger", count)
@@ -161,6 +190,7 @@ class DynamicIntegerProductPass(ir.passes.InPlacePass):
 
     def _rewrite(
         self, node: ir.Node, flatten: ir.Node | None, q: ir.Value, zero_point: ir.Value, scale: ir.Value, weight_node: ir.Node,
+        signed_fits: bool,
     ) -> None:
         graph = node.graph
         new_nodes: list[ir.Node] = []
@@ -173,8 +203,6 @@ class DynamicIntegerProductPass(ir.passes.InPlacePass):
             return new.outputs[0]
 
         # Below 128, no two products of the input and a signed weight pass 16 bits together.
-        signed_fits = _at_most_127(q)
-
         def unsigned(integers: ir.Value) -> ir.Value:
             if integers.dtype == _UINT8 or signed_fits:
                 return integers
