@@ -251,6 +251,9 @@ def aten_roll_complex(self: ir.Value, shifts: Sequence[Any], dims: Sequence[int]
     them: 15 nodes for an fftshift of two dims where this takes 6). Without dims the flattened
     tensor rolls."""
     rank = _complex_rank(self)
+    if self.shape is not None and any(isinstance(d, int) and d == 0 for d in self.shape):
+        # Nothing to move; and the flattened form's reshape back needs allowzero (opset 14).
+        return op.Identity(self)
     if not dims:
         flat = op.Reshape(self, ints(-1, 2))
         return op.Reshape(_rolled(flat, shifts[0], 0), op.Shape(self), allowzero=1)
