@@ -23,7 +23,7 @@ before they are multiplied, exact on every CPU. The int8 weight is shifted by 12
 the stored integers stay for ``apply_weights``), its zero point with it. An input quantized to
 0..127 (``reduce_range=True``) keeps the signed weight: 127 x 128 twice fits. Measured on BERT
 (4 layers, hidden 768, sequence 128; docs/quantization.md): u8u8 0.75x of the float32 export's
-latency at one thread and 0.84x at two; u8s8 (7-bit input) 0.51x and 0.65x.
+latency at one thread and 0.84x at two; u8s8 (the 7-bit case) 0.51x and 0.65x.
 
 The input's zero point must be known to fit uint8: the translation of ``choose_qparams`` clips it
 to the quantization range (read off the ``Clip``), or it is a constant that is not the model's
