@@ -267,7 +267,7 @@ def _rolled(value: ir.Value, shift: Any, axis: int) -> ir.Value:
     """``value`` rolled by ``shift`` along ``axis``: the last ``shift`` entries (mod the size) first."""
     size = value.shape[axis] if value.shape is not None else None
     if isinstance(size, int) and isinstance(shift, int):
-        if size == 0 or shift % size == 0:
+        if shift % size == 0:
             return op.Identity(value)
         start = ints((-shift) % size)
     else:

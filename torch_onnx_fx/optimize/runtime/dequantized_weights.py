@@ -23,23 +23,19 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
-from torch_onnx_fx.optimize.runtime.rewriting import INTEGER_WEIGHTS, initializer, is_standard, leading_shape, rank, replace
+from torch_onnx_fx.optimize.runtime.rewriting import INTEGER_WEIGHTS, initializer, is_standard, leading_shape, rank, replace, standard_producer
 
 __all__ = ["DequantizedWeightPass"]
 
 logger = logging.getLogger(__name__)
 
 
-def _producer(value: ir.Value, op_type: str) -> ir.Node | None:
-    node = value.producer()
-    return node if is_standard(node, op_type) else None
-
 
 def _dequantized_weight(value: ir.Value, *, blocked: bool) -> ir.Node | None:
     """The ``DequantizeLinear`` of a 2-D integer tensor that produces ``value``. Constant or not:
     a Transpose or Identity in front of a constant folds away inside ONNX Runtime, after this
     pass has looked. ``blocked``: whether a blocked one (``block_size``) is taken as it is."""
-    node = _producer(value, "DequantizeLinear")
+    node = standard_producer(value, "DequantizeLinear")
     if node is None or ("block_size" in node.attributes and not blocked):
         return None
     weight = node.inputs[0]
@@ -52,7 +48,7 @@ def _weight_rows(node: ir.Node) -> tuple[list[ir.Node], ir.Value, tuple[int, int
     """Nodes making the ``[N, K]`` dequantized weight of MatMul ``node``'s right operand, that
     weight, and ``(N, K)`` (the operand is ``[K, N]``)."""
     right = node.inputs[1]
-    transpose = _producer(right, "Transpose")
+    transpose = standard_producer(right, "Transpose")
     if transpose is not None:
         source = _dequantized_weight(transpose.inputs[0], blocked=True)
         perm = transpose.attributes.get_ints("perm", None)

@@ -38,7 +38,7 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
-from torch_onnx_fx.optimize.runtime.rewriting import constant_array, initializer, is_standard, replace
+from torch_onnx_fx.optimize.runtime.rewriting import constant_array, initializer, is_standard, replace, standard_producer
 from torch_onnx_fx.optimize.weights.recipes import holds_state
 
 __all__ = ["DynamicIntegerProductPass"]
@@ -52,10 +52,6 @@ _INT32 = ir.DataType.INT32
 # Nodes that pass a scalar on without changing its value.
 _SAME_VALUE = ("Reshape", "Identity", "Squeeze", "Unsqueeze")
 
-
-def _producer(value: ir.Value | None, op_type: str) -> ir.Node | None:
-    node = value.producer() if value is not None else None
-    return node if is_standard(node, op_type) else None
 
 
 def _one_element(value: ir.Value | None) -> bool:
@@ -103,8 +99,8 @@ def _clipped_within(clip: ir.Node, high: int) -> bool:
 def _at_most_127(q: ir.Value) -> bool:
     """Whether the uint8 ``q`` is known to stay below 128: the translation of a quantize to a
     range of 7 bits (``reduce_range=True``) clips to it before its cast."""
-    cast = _producer(q, "Cast")
-    clip = _producer(cast.inputs[0], "Clip") if cast is not None else None
+    cast = standard_producer(q, "Cast")
+    clip = standard_producer(cast.inputs[0], "Clip") if cast is not None else None
     return clip is not None and len(clip.inputs) >= 3 and _clipped_within(clip, 127)
 
 
@@ -112,10 +108,10 @@ def _dequantized_input(value: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value] |
     """``(q, zero_point, scale)`` when ``value`` is ``(float(q) - float(zero_point)) * scale``,
     ``q`` uint8, the zero point an integer scalar that fits uint8 and the scale a float32 scalar:
     the translation of ``dequantize_per_tensor.tensor``."""
-    mul = _producer(value, "Mul")
-    sub = _producer(mul.inputs[0], "Sub") if mul is not None else None
-    cast = _producer(sub.inputs[0], "Cast") if sub is not None else None
-    zero_cast = _producer(sub.inputs[1], "Cast") if sub is not None else None
+    mul = standard_producer(value, "Mul")
+    sub = standard_producer(mul.inputs[0], "Sub") if mul is not None else None
+    cast = standard_producer(sub.inputs[0], "Cast") if sub is not None else None
+    zero_cast = standard_producer(sub.inputs[1], "Cast") if sub is not None else None
     if cast is None or zero_cast is None:
         return None
     q, zero_point, scale = cast.inputs[0], zero_cast.inputs[0], mul.inputs[1]
@@ -140,7 +136,7 @@ def _sums_fit(weight: ir.Value) -> bool:
 def _output_channel_weight(value: ir.Value) -> ir.Node | None:
     """The ``DequantizeLinear`` of a 2-D ``[N, K]`` 8-bit weight whose scale is one number or one
     per output channel (axis 0), which is what makes the scale a factor of each output column."""
-    node = _producer(value, "DequantizeLinear")
+    node = standard_producer(value, "DequantizeLinear")
     if node is None or "block_size" in node.attributes:
         return None
     weight, scale = node.inputs[0], node.inputs[1]
@@ -166,16 +162,15 @@ class DynamicIntegerProductPass(ir.passes.InPlacePass):
                 continue
             left, right = node.inputs[:2]
             # DequantizedWeightPass flattens a >2-D input with a Reshape in front of the Gemm.
-            flatten = _producer(left, "Reshape")
+            flatten = standard_producer(left, "Reshape")
             found = _dequantized_input(flatten.inputs[0] if flatten is not None else left)
             weight_node = _output_channel_weight(right) if found is not None else None
             if weight_node is None:
                 continue
-            q, zero_point, scale = found
-            signed_fits = _at_most_127(q)
             if not _sums_fit(weight_node.inputs[0]):
                 continue
-            self._rewrite(node, flatten, q, zero_point, scale, weight_node, signed_fits)
+            q, zero_point, scale = found
+            self._rewrite(node, flatten, q, zero_point, scale, weight_node, _at_most_127(q))
             count += 1
         if count:
             logger.debug("DynamicIntegerProductPass: %d dynamically quantized product(s) as MatMulInteger", count)

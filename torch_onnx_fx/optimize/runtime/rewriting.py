@@ -14,7 +14,7 @@ import onnx_ir as ir
 
 __all__ = [
     "INTEGER_WEIGHTS", "constant_array", "free_initializer_name", "initializer", "is_quantized", "is_standard", "leading_shape",
-    "rank", "reduced_axes", "replace",
+    "rank", "reduced_axes", "replace", "standard_producer",
 ]
 
 # The integer types whose DequantizeLinear the runtime passes read as a dequantized weight.
@@ -67,6 +67,12 @@ def is_standard(node: ir.Node | None, op_type: str) -> bool:
     """Whether ``node`` is the ONNX standard's ``op_type`` (not a same-named operator of another
     domain)."""
     return node is not None and node.op_type == op_type and node.domain in ("", "ai.onnx")
+
+
+def standard_producer(value: ir.Value | None, op_type: str) -> ir.Node | None:
+    """The node making ``value`` when it is the ONNX standard's ``op_type``; None otherwise."""
+    node = value.producer() if value is not None else None
+    return node if is_standard(node, op_type) else None
 
 
 def is_quantized(value: ir.Value) -> bool:
