@@ -75,6 +75,7 @@ CASES = {
  "put": (lambda x, i, s: (x.put(i, s), x.put(i, s, accumulate=True), x.put(i[:0], s[:0])), lambda: (torch.randn(3, 4), torch.tensor([[0, -1], [5, 11]]), torch.randn(2, 2))),
  "put_bool_accumulate": (lambda x, i, s: x.put(i, s, accumulate=True), lambda: (torch.tensor([True, False, False]), torch.tensor([1, 1, 2]), torch.tensor([False, True, False]))),
  "scatter_reduce_modes": (lambda x, i, s: (x.scatter(0, i, s, reduce="add"), x.scatter(1, i.int(), s, reduce="multiply"), x.scatter(0, i, 2.5, reduce="multiply"), x.scatter(1, i, -1.0, reduce="add")), lambda: (torch.randn(4, 3), torch.tensor([[0, 1], [2, 0], [0, 2]]), torch.randn(3, 3))),
+ "scatter_reduce_src_larger_than_index": (lambda x, i, s: (x.scatter_reduce(0, i, s, "sum"), x.scatter_reduce(1, i, s, "amax", include_self=False), x.scatter(0, i, s, reduce="multiply")), lambda: (torch.randn(4, 3), torch.tensor([[0, 1], [2, 0]]), torch.randn(3, 3))),
  "scatter_reduce_int_bool": (lambda x, b, i: (x.scatter(0, i, x[:2], reduce="add"), b.scatter(0, i, b[:2], reduce="multiply")), lambda: (torch.tensor([[1, 2], [3, 4], [5, 6]]), torch.tensor([[True, False], [True, True], [False, True]]), torch.tensor([[2, 2], [2, 0]]))),
  "segment_reduce_lengths": (_segment_all, lambda: (torch.randn(7), torch.tensor([2, 0, 4, 1]))),
  "segment_reduce_offsets_axis1": (_segment_offsets_axis1, lambda: (torch.randn(2, 6, 3), torch.tensor([[0, 2, 2, 6], [0, 1, 5, 6]]))),

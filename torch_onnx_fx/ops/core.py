@@ -219,37 +219,6 @@ def aten_std_mean_correction(self: ir.Value, dim: Any = None, *, correction: flo
     return _variance(self, dim, correction, keepdim, root=True)
 
 
-def _mean_reduction(node: Any) -> bool:
-    args = list(node.args) + [None] * 5
-    return args[4] == "mean"
-
-
-@register("aten::scatter_reduce.two", supports=_mean_reduction)
-def aten_scatter_reduce_mean(
-    self: ir.Value, dim: int, index: ir.Value, src: ir.Value, reduce: str, *, include_self: bool = True
-) -> ir.Value:
-    """scatter_reduce.two(..., str reduce="mean", *, bool include_self=True) -> Tensor
-
-    ONNX has no mean reduction (torchlib falls back to a plain scatter): sum the sources and count
-    them with two additive scatters, then divide; untouched positions keep ``self``.
-    """
-    # Zeros and ones of the operands' shapes, not self * 0 and src * 0 + 1: those are NaN at
-    # every inf or NaN, which spread to untouched slots and to the counts.
-    zeros = op.Expand(op.CastLike(0, self), op.Shape(self))
-    totals = op.ScatterElements(zeros, index, src, axis=dim, reduction="add")
-    counts = op.ScatterElements(zeros, index, op.Expand(op.CastLike(1, self), op.Shape(index)), axis=dim, reduction="add")
-    if include_self:
-        totals = op.Add(totals, self)
-        counts = op.Add(counts, op.CastLike(1, self))
-    touched = op.Greater(counts, op.CastLike(0, counts))
-    safe_counts = op.Where(touched, counts, op.CastLike(1, counts))
-    mean = op.Div(totals, safe_counts)
-    if self.dtype is not None and not self.dtype.is_floating_point():
-        # Integer means round toward negative infinity in ATen (floor division).
-        mean = op.CastLike(op.Floor(op.Div(op.Cast(totals, to=ir.DataType.DOUBLE), op.Cast(safe_counts, to=ir.DataType.DOUBLE))), self)
-    return op.Where(touched, mean, self)
-
-
 @register("aten::logit")
 def aten_logit(self: ir.Value, eps: float | None = None) -> ir.Value:
     """logit(Tensor self, float? eps=None) -> Tensor"""

@@ -26,7 +26,11 @@ __all__ = [
     "aten_put",
     "aten_index_put",
     "aten_scatter_reduce",
+    "aten_scatter_add",
     "aten_scatter_reduce_extreme",
+    "aten_scatter_reduce_mean",
+    "aten_scatter_reduce_two",
+    "aten_scatter_src",
     "aten_scatter_value_reduce",
     "aten_segment_reduce",
     "aten_nonzero_static",
@@ -144,17 +148,24 @@ _SCATTER_REDUCTIONS = {"add": "add", "multiply": "mul"}
 def _index_shaped(self: ir.Value, index: ir.Value, src: ir.Value) -> tuple[ir.Value, ir.Value]:
     """``index`` as int64 and ``src`` cut to its shape: ATen reads only the index-shaped corner
     of a larger src; ONNX wants them the same shape."""
-    rank = tx.rank(self)
+    rank = max(tx.rank(self), 1)
     index = _as_rank_one(op.Cast(index, to=tx.INT64))
     src = _as_rank_one(src)
+    if _same_static_shape(src, index):
+        # The usual case (src made to index's shape): the cut would be a whole-tensor Slice that
+        # ONNX Runtime still copies through.
+        return index, src
     return index, op.Slice(src, op.Constant(value_ints=[0] * rank), op.Shape(index), op.Constant(value_ints=list(range(rank))))
+
+
+def _same_static_shape(a: ir.Value, b: ir.Value) -> bool:
+    return a.shape is not None and a.shape.is_static() and b.shape is not None and a.shape == b.shape
 
 
 def _scatter_with_reduction(self: ir.Value, dim: int, index: ir.Value, src: ir.Value, reduce: str) -> ir.Value:
     if reduce not in _SCATTER_REDUCTIONS:
         raise ValueError(f"scatter: unknown reduce {reduce!r}; expected 'add' or 'multiply'")
-    index, src = _index_shaped(self, index, src)
-    return tx.scatter_elements(self, index, src, dim, _SCATTER_REDUCTIONS[reduce])
+    return _scattered(self, dim, index, src, _SCATTER_REDUCTIONS[reduce])
 
 
 def _extreme_reduction(node: Any) -> bool:
@@ -175,6 +186,83 @@ def aten_scatter_reduce_extreme(
     index, src = _index_shaped(self, index, src)
     base = self if include_self else tx.scatter_elements(self, index, src, dim)
     return tx.scatter_elements(base, index, src, dim, "max" if reduce == "amax" else "min")
+
+
+def _scattered(self: ir.Value, dim: int, index: ir.Value, src: ir.Value, reduction: str = "none", *, include_self: bool = True) -> ir.Value:
+    """``src`` scattered into ``self`` along ``dim`` with ``reduction`` (``none``, ``add``,
+    ``mul``): a 0-d ``self`` as a vector of one, ``src`` cut to ``index``'s shape. Without
+    ``self``, the touched slots start from the reduction's identity, as in ATen."""
+    scalar = tx.rank(self) == 0
+    data = _as_rank_one(self)
+    index, src = _index_shaped(self, index, src)
+    if not include_self:
+        identity = op.Expand(op.CastLike(0 if reduction == "add" else 1, data), op.Shape(index))
+        data = op.ScatterElements(data, index, identity, axis=dim)
+    result = tx.scatter_elements(data, index, src, dim, reduction)
+    return op.Reshape(result, op.Constant(value_ints=[])) if scalar else result
+
+
+@register("aten::scatter.src")
+def aten_scatter_src(self: ir.Value, dim: int, index: ir.Value, src: ir.Value) -> ir.Value:
+    """scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor
+
+    ATen reads only the index-shaped corner of a larger ``src``; torchlib passed all of it and
+    ONNX Runtime refused the shapes."""
+    return _scattered(self, dim, index, src)
+
+
+@register("aten::scatter_add")
+def aten_scatter_add(self: ir.Value, dim: int, index: ir.Value, src: ir.Value) -> ir.Value:
+    """scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor"""
+    return _scattered(self, dim, index, src, "add")
+
+
+def _sum_or_product(node: Any) -> bool:
+    args = list(node.args) + [None] * 5
+    return args[4] in ("sum", "prod")
+
+
+@register("aten::scatter_reduce.two", supports=_sum_or_product)
+def aten_scatter_reduce_two(
+    self: ir.Value, dim: int, index: ir.Value, src: ir.Value, reduce: str, *, include_self: bool = True
+) -> ir.Value:
+    """scatter_reduce.two(..., str reduce="sum"|"prod", *, bool include_self=True) -> Tensor"""
+    return _scattered(self, dim, index, src, "add" if reduce == "sum" else "mul", include_self=include_self)
+
+
+def _mean_reduction(node: Any) -> bool:
+    args = list(node.args) + [None] * 5
+    return args[4] == "mean"
+
+
+@register("aten::scatter_reduce.two", supports=_mean_reduction)
+def aten_scatter_reduce_mean(
+    self: ir.Value, dim: int, index: ir.Value, src: ir.Value, reduce: str, *, include_self: bool = True
+) -> ir.Value:
+    """scatter_reduce.two(..., str reduce="mean", *, bool include_self=True) -> Tensor
+
+    ONNX has no mean reduction (torchlib falls back to a plain scatter): sum the sources and count
+    them with two additive scatters, then divide; untouched positions keep ``self``.
+    """
+    # Zeros and ones of the operands' shapes, not self * 0 and src * 0 + 1: those are NaN at
+    # every inf or NaN, which spread to untouched slots and to the counts.
+    scalar = tx.rank(self) == 0
+    index, src = _index_shaped(self, index, src)
+    self = _as_rank_one(self)
+    zeros = op.Expand(op.CastLike(0, self), op.Shape(self))
+    totals = op.ScatterElements(zeros, index, src, axis=dim, reduction="add")
+    counts = op.ScatterElements(zeros, index, op.Expand(op.CastLike(1, self), op.Shape(index)), axis=dim, reduction="add")
+    if include_self:
+        totals = op.Add(totals, self)
+        counts = op.Add(counts, op.CastLike(1, self))
+    touched = op.Greater(counts, op.CastLike(0, counts))
+    safe_counts = op.Where(touched, counts, op.CastLike(1, counts))
+    mean = op.Div(totals, safe_counts)
+    if self.dtype is not None and not self.dtype.is_floating_point():
+        # Integer means round toward negative infinity in ATen (floor division).
+        mean = op.CastLike(op.Floor(op.Div(op.Cast(totals, to=ir.DataType.DOUBLE), op.Cast(safe_counts, to=ir.DataType.DOUBLE))), self)
+    result = op.Where(touched, mean, self)
+    return op.Reshape(result, op.Constant(value_ints=[])) if scalar else result
 
 
 @register("aten::scatter.reduce")
