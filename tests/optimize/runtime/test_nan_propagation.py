@@ -75,6 +75,31 @@ def test_scatter_and_index_reductions_of_extremes(dtype):
     assert_matches_eager(model, (x, source), rtol=0, atol=0)
 
 
+class _ScatterIntoFixedBases(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("base", torch.zeros(3, 4))
+
+    def forward(self, x, index):
+        made = torch.full((3, 4), -1e9).scatter_reduce(0, index, x, "amax")
+        return made, self.base.scatter_reduce(0, index, x, "amin")
+
+
+def test_scatter_into_a_constant_without_nan_flags_only_the_sources():
+    # A base made in the model (torch.full) cannot hold a NaN: only the sources' NaN mask is
+    # scattered. A buffer can, once apply_weights replaces it: its mask stays.
+    x = torch.tensor([[1.0, NAN, 3.0, 4.0], [2.0, 0.5, NAN, -1.0]])
+    index = torch.tensor([[0, 0, 2, 1], [2, 1, 2, 1]])
+    model = _ScatterIntoFixedBases()
+    program = assert_matches_eager(model, (x, index), rtol=0, atol=0)
+    masked = [n.inputs[0].name for n in program.model.graph if n.op_type == "IsNaN"]
+    assert sorted(masked) == ["base", "x"], masked
+    model.base[1, 2] = NAN
+    program.apply_weights({"base": model.base})
+    for ours, eager in zip(program(x, index), model(x, index)):
+        torch.testing.assert_close(ours, eager, rtol=0, atol=0, equal_nan=True)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_adaptive_pooling_of_uneven_bins_with_nan_and_inf(dtype):
     # Bins of 7 into 3 overlap and differ in size: a short bin's padding (its last element
@@ -154,6 +179,36 @@ def test_pooling_of_dequantized_integers_needs_no_guard():
     nodes = list(program.model.graph)
     guarded = [n for n in nodes if n.op_type in ("IsNaN", "Sign")]
     assert len(guarded) == 1 and guarded[0].inputs[0].name == "y", [n.op_type for n in nodes]
+
+
+class _PoolDequantizedByAScaleBuffer(torch.nn.Module):
+    """PT2E's frozen weight form: int8 data, scales and zero points all buffers."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.tensor([0.05, 0.1]))
+        self.register_buffer("zero_point", torch.zeros(2, dtype=torch.int64))
+        self.register_buffer("weight", torch.randint(-128, 128, (2, 1, 4, 4), dtype=torch.int8))
+
+    def forward(self, x):
+        w = torch.ops.quantized_decomposed.dequantize_per_channel.default(self.weight, self.scale, self.zero_point, 0, -128, 127, torch.int8)
+        return F.max_pool2d(w, 2) + x
+
+
+def test_pooling_of_integers_dequantized_by_model_state_keeps_its_guard():
+    # A scale that is a buffer is finite at export, but apply_weights can make it anything: the
+    # pooling after it keeps ATen's NaN rule.
+    import torch.ao.quantization.fx._decomposed  # noqa: F401 - defines torch.ops.quantized_decomposed
+
+    model = _PoolDequantizedByAScaleBuffer()
+    x = torch.randn(2, 1, 2, 2)
+    program = assert_matches_eager(model, (x,), rtol=0, atol=0)
+    assert "DequantizeLinear" in [n.op_type for n in program.model.graph]
+    # An infinite scale: inf where the integer is not its zero point, NaN (0 * inf) where it is.
+    model.weight[0, 0, 0, 0] = 0
+    model.scale[0] = float("inf")
+    program.apply_weights(model.state_dict())
+    torch.testing.assert_close(program(x)[0], model(x), rtol=0, atol=0, equal_nan=True)
 
 
 @pytest.mark.parametrize("opset", [13, 17])

@@ -27,11 +27,14 @@ and ``QuantizeLinear``.
 from __future__ import annotations
 
 import logging
+from typing import Callable
 
 import numpy as np
 import onnx_ir as ir
 
 from torch_onnx_fx.optimize.runtime.rewriting import initializer, replace
+from torch_onnx_fx.optimize.weights.recipes import holds_state
+from torch_onnx_fx.translate.weight_data import without_data
 
 __all__ = ["NaNPropagationPass"]
 
@@ -56,9 +59,17 @@ def _never_nan(x: ir.Value) -> bool:
     if node is None or node.op_type != "DequantizeLinear" or node.domain not in ("", "ai.onnx") or len(node.inputs) < 2:
         return False
     data, scale = node.inputs[0], node.inputs[1]
-    if data is None or data.dtype is None or not data.dtype.is_integer() or scale is None or scale.const_value is None:
+    if data is None or data.dtype is None or not data.dtype.is_integer() or scale is None:
         return False
-    return bool(np.isfinite(scale.const_value.numpy()).all())
+    return _fixed_without(scale, np.isfinite)
+
+
+def _fixed_without(value: ir.Value, test: Callable[[np.ndarray], np.ndarray]) -> bool:
+    """Whether ``value`` is a constant that passes ``test`` everywhere. A tensor that is the
+    model's state does not count, whatever it holds now: apply_weights can replace it."""
+    if value.const_value is None or holds_state(value) or without_data(value):
+        return False
+    return bool(test(value.const_value.numpy()).all())
 
 
 def _nan_mask(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:
@@ -117,7 +128,16 @@ def _propagated(tape: ir.tape.Tape, node: ir.Node, opset: int, shared: dict[tupl
         # slot that held or received a NaN is NaN.
         result = _same_reduction(tape, node, x)
         mask_type = ir.DataType.DOUBLE if x.dtype == ir.DataType.DOUBLE else ir.DataType.FLOAT
-        flags = [tape.op("Cast", [tape.op("IsNaN", [v])], {"to": mask_type}) for v in (x, node.inputs[2])]
+        flags = []
+        for v in (x, node.inputs[2]):
+            if not flags and _fixed_without(v, lambda a: ~np.isnan(a)):
+                # A constant base without NaN (the -inf or zeros a model scatters into) flags nothing.
+                flags.append(constant(np.zeros(v.const_value.shape.numpy(), dtype=mask_type.numpy())))
+                continue
+            flag_key = ("scatter flags", id(node.graph), id(v), mask_type)
+            if flag_key not in shared:
+                shared[flag_key] = tape.op("Cast", [tape.op("IsNaN", [v])], {"to": mask_type})
+            flags.append(shared[flag_key])
         attributes = _attributes(node)
         attributes["reduction"] = "max"
         seen = tape.op(node.op_type, [flags[0], node.inputs[1], flags[1]], attributes)
