@@ -452,7 +452,24 @@ def _unique_consecutive_dim(original: Any) -> Any:
     return unique_consecutive_impl
 
 
+def _padded_vf(original: Any) -> Any:
+    from torch_onnx_fx.capture import packed_sequences
+
+    return packed_sequences.padded_vf(original)
+
+
+def _padded_forward(original: Any) -> Any:
+    from torch_onnx_fx.capture import packed_sequences
+
+    return packed_sequences.padded_forward(original)
+
+
 PATCHES: tuple[Patch, ...] = (
+    Patch("torch.nn.utils.rnn", "_VF", _padded_vf,
+          "packs a padded batch into a sequence of data-dependent size whose batch sizes the recurrent layer reads as sizes"),
+    *(Patch("torch.nn.modules.rnn", f"{layer}.forward", _padded_forward,
+            "reads a packed sequence's batch_sizes[0] as a size (see torch.nn.utils.rnn._VF)")
+      for layer in ("LSTM", "GRU", "RNN")),
     Patch("torch.functional", "_unique_consecutive_impl", _unique_consecutive_dim,
           "a negative dim reaches a fake kernel that sizes the result wrongly (the model then fails to load)"),
     Patch("torch.nn.modules.transformer", "_detect_is_causal_mask", _causal_mask_hint,

@@ -43,6 +43,7 @@ from torch_onnx_fx.ops import (  # noqa: F401
     pooling,
     prims,
     quantized,
+    recurrent,
     resampling,
     sampling,
     scaled_products,
