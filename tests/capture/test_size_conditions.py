@@ -56,6 +56,22 @@ def test_a_branch_that_changes_shapes_is_a_multiple_the_program_checks():
         program(torch.randn(2, 9))
 
 
+def pooled_to_seven(x):
+    return F.adaptive_avg_pool1d(x, 7)
+
+
+def test_a_condition_on_a_residue_torch_cannot_evaluate_everywhere_is_checked():
+    # torch's decomposition of adaptive pooling chose fixed windows at length 8 and recorded
+    # 7 % (length % 7) == 0 (undefined at multiples of 7): the condition went unchecked, and
+    # lengths 9 to 13 returned the windows of 8, up to 0.77 off (torch.onnx too).
+    program = _export(pooled_to_seven, torch.randn(3, 8))
+    assert program.size_conditions == ["length % 7 == 1"]
+    assert_matches_eager(pooled_to_seven, (torch.randn(3, 8),), program=program, more_inputs=[((torch.randn(3, 15),), {})])
+    for length in (7, 9, 13):
+        with pytest.raises(InputMismatchError, match=rf"length = {length}\) break length % 7 == 1"):
+            program(torch.randn(3, length))
+
+
 def seventy_percent(x):
     return x[:, : int(x.shape[-1] * 0.7)]
 

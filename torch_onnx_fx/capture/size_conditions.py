@@ -319,6 +319,14 @@ def _holds(condition: SizeCondition, sizes: Mapping[str, int]) -> bool:
         return True
 
 
+def _holds_strictly(condition: SizeCondition, sizes: Mapping[str, int]) -> bool:
+    """Whether a call at ``sizes`` meets the condition: undefined there (a division by zero) is not."""
+    try:
+        return condition.holds(sizes)
+    except Exception:  # noqa: BLE001 - torch's own check raises there too
+        return False
+
+
 def _implied(condition: SizeCondition, others: Sequence[SizeCondition], samples: Sequence[Mapping[str, int]]) -> bool:
     return all(_holds(condition, p) for p in samples if all(_holds(o, p) for o in others))
 
@@ -354,11 +362,38 @@ def _summary(condition: SizeCondition, members: Sequence[str], name: str) -> str
         if end == start + 1:
             return f"{name} == {sizes[start]}"
         return f"{sizes[start]} <= {name} <= {sizes[end - 1]}"
+    residues = _residues([_holds_strictly(condition, dict.fromkeys(members, n)) for n in sizes], sizes)
+    if residues is None:
+        return None
+    period, kept = residues
+    if len(kept) == 1:
+        return f"{name} % {period} == {kept[0]}"
+    if len(kept) == period - 1:
+        return f"{name} % {period} != {next(r for r in range(period) if r not in kept)}"
+    return f"{name} % {period} in {kept}"
+
+
+def _residues(truth: Sequence[bool], sizes: Sequence[int]) -> tuple[int, tuple[int, ...]] | None:
+    """The smallest period and the residues modulo it at which ``truth`` holds, if it is periodic:
+    adaptive pooling's ``7 % (width % 7) == 0`` holds for widths of residue 1 (at residue 0 it is
+    undefined, which torch's own check of it raises on: not held)."""
     for period in range(2, 65):
         kept = {n % period for n, t in zip(sizes, truth) if t}
-        if len(kept) == 1 and all(t == (n % period in kept) for n, t in zip(sizes, truth)):
-            return f"{name} % {period} == {kept.pop()}"
+        if all(t == (n % period in kept) for n, t in zip(sizes, truth)):
+            return period, tuple(sorted(kept))
     return None
+
+
+def _as_residues(condition: SizeCondition, members: Sequence[str]) -> SizeCondition:
+    """A periodic condition checked as its residues: torch's expression can be undefined at some
+    sizes (a modulo by ``width % 7``, zero at multiples of 7), and a call there must get an answer."""
+    sizes = range(2, 1026)
+    found = _residues([_holds_strictly(condition, dict.fromkeys(members, n)) for n in sizes], sizes)
+    if found is None:
+        return condition
+    period, kept = found
+    symbol = condition.symbols[0]
+    return dataclasses.replace(condition, expression=f"({symbol} % {period}) in {kept!r}", symbols=(symbol,))
 
 
 def size_conditions(
@@ -393,6 +428,8 @@ def size_conditions(
             # before, rather than refuse calls the graph may well compute.
             logger.debug("size condition not enforced: %s", condition.expression)
             continue
+        if "%" in summary:
+            condition = _as_residues(condition, groups[name])
         conditions.append(dataclasses.replace(condition, summary=summary))
     if conditions:
         logger.debug("size conditions: %s", [str(c.expression) for c in conditions])
