@@ -153,7 +153,10 @@ def aten_mode(self: ir.Value, dim: int = -1, keepdim: bool = False) -> tuple[ir.
 
     The most frequent value, the smallest of equally frequent ones, and the index of its last
     occurrence. ATen finds the last occurrence in an unstable sort, which only keeps the input
-    order for at most 16 values along ``dim``; for longer ties its choice is arbitrary.
+    order for at most 16 values along ``dim``; for longer ties its choice is arbitrary, and so it
+    is in rows holding NaN (another occurrence of the same value). Each NaN counts once and is
+    the smallest value, as in ATen: where a NaN is among the most frequent, the mode is NaN at the
+    first NaN.
     """
     rank = self.shape.rank()
     dim %= rank
@@ -167,13 +170,30 @@ def aten_mode(self: ir.Value, dim: int = -1, keepdim: bool = False) -> tuple[ir.
     # [..., n, n, ...]: every value along dim against every other, counted per value.
     same = op.Equal(op.Unsqueeze(self, op.Constant(value_ints=[dim + 1])), op.Unsqueeze(self, axis))
     counts = op.ReduceSum(op.Cast(same, to=ir.DataType.INT32), op.Constant(value_ints=[dim + 1]), keepdims=0)
+    floating = self.dtype.is_floating_point()
+    if floating:
+        # ATen counts each NaN once (it equals nothing, itself included) and sorts NaN first.
+        nan = op.IsNaN(self)
+        counts = op.Add(counts, op.Cast(nan, to=ir.DataType.INT32))
     most = op.Equal(counts, op.ReduceMax(counts, axis, keepdims=1))
-    # The smallest of the most frequent values; the largest value stands in for the others.
-    values = op.ReduceMin(op.Where(most, self, op.ReduceMax(self, axis, keepdims=1)), axis, keepdims=1)
     positions = op.Range(op.Constant(value_int=0), op.Squeeze(op.Shape(self, start=dim, end=dim + 1)), op.Constant(value_int=1))
     positions = op.Reshape(positions, op.Constant(value_ints=[-1] + [1] * (rank - dim - 1)))
+    if floating:
+        # The smallest of the most frequent numbers (+inf stands in for the rest: never below
+        # one); a NaN among the most frequent is the mode, at the first NaN (where ATen's sort
+        # puts it).
+        numbers = op.And(most, op.Not(nan))
+        values = op.ReduceMin(op.Where(numbers, self, op.CastLike(float("inf"), self)), axis, keepdims=1)
+        nan_mode = op.Cast(op.ReduceMax(op.Cast(op.And(most, nan), to=ir.DataType.INT32), axis, keepdims=1), to=ir.DataType.BOOL)
+        values = op.Where(nan_mode, op.CastLike(float("nan"), self), values)
+        first_nan = op.ArgMax(op.Cast(nan, to=ir.DataType.INT32), axis=dim, keepdims=1)
+    else:
+        # The smallest of the most frequent values; the largest value stands in for the others.
+        values = op.ReduceMin(op.Where(most, self, op.ReduceMax(self, axis, keepdims=1)), axis, keepdims=1)
     hits = op.Equal(self, values)
     indices = op.ReduceMax(op.Where(hits, positions, op.Constant(value_int=-1)), axis, keepdims=1)
+    if floating:
+        indices = op.Where(nan_mode, first_nan, indices)
     if original != self.dtype:
         values = op.Cast(values, to=original)
     if not keepdim:
