@@ -69,6 +69,11 @@ CASES = {
         lambda: (torch.randn(2, 3, 5),),
     ),
     "lu": (lambda a: torch.linalg.lu(a), lambda: (torch.randn(3, 4, 4),)),
+    # The pivot rows stay as they are (minus 0 * inf was NaN): LAPACK never touches them.
+    "lu_factor_nonfinite": (
+        lambda a: torch.linalg.lu_factor_ex(a),
+        lambda: (torch.tensor([[4.0, 1.0, 2.0, 3.0, 1.0], [1.0, 5.0, float("inf"), 1.0, 2.0], [2.0, 1.0, 3.0, 6.0, float("nan")]]),),
+    ),
     "lu_unpack": (lambda lu, piv: torch.lu_unpack(lu, piv), lambda: torch.linalg.lu_factor(torch.randn(2, 5, 3))),
     "lu_solve_variants": (
         lambda lu, piv, b: tuple(

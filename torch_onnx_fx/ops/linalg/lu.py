@@ -71,7 +71,9 @@ def _lu_factor(
         zero = field.is_zero(head)
         below = op.Unsqueeze(op.Greater(rows, j), [-1])
         factors = op.Where(below, field.div(op.Gather(a, at_j, axis=-1), field.one_where(zero, head)), 0.0)
-        a = op.Sub(a, op.Where(op.Greater(cols, j), field.mul(factors, row), 0.0))
+        # Only the rows below the pivot change, right of it: the pivot row (and those above)
+        # minus 0 * row would turn NaN where it holds inf or NaN, and LAPACK never touches it.
+        a = op.Where(op.And(below, op.Greater(cols, j)), op.Sub(a, field.mul(factors, row)), a)
         a = op.Where(op.And(below, op.Equal(cols, j)), factors, a)
         first_zero = op.And(op.Equal(info, 0), op.Squeeze(zero, [-2, -1]))
         info = op.Where(first_zero, op.Add(j, 1), info)
