@@ -29,7 +29,7 @@ DTYPES = [
 # (rtol, atol) per result dtype; integers and bools compare exactly. Half precision rounds each
 # step of a chain once, in a different place than eager may: a few units of its last place.
 _TOLERANCE = {torch.float16: (2e-2, 2e-2), torch.bfloat16: (5e-2, 5e-2), torch.float32: (1e-4, 1e-5),
-              torch.float64: (1e-7, 1e-9), torch.complex64: (1e-4, 1e-5)}
+              torch.float64: (1e-7, 1e-9), torch.complex64: (1e-4, 1e-5), torch.complex128: (1e-7, 1e-9)}
 
 
 def _is_float(x: torch.Tensor) -> bool:
