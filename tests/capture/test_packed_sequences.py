@@ -102,14 +102,49 @@ class _ReadsPackedData(nn.Module):
         self.rnn = nn.GRU(5, 6)
 
     def forward(self, x, lengths):
-        output, _ = self.rnn(pack_padded_sequence(x, lengths))
-        return output.data.mean()
+        packed = pack_padded_sequence(x, lengths, enforce_sorted=False)
+        output, _ = self.rnn(packed)
+        padded, _ = pad_packed_sequence(output)
+        # A mean over the valid steps, by the packed data's size, and the packed data itself.
+        return padded.sum(0) / packed.data.shape[0], output.data * 2, packed.batch_sizes
 
 
-def test_reading_packed_data_is_refused():
-    # The export's packed data is the padded batch: a mean over it is not PyTorch's.
-    with pytest.raises(torch_onnx_fx.TranslationError, match=r"PackedSequence's data"):
-        torch_onnx_fx.export(_ReadsPackedData().eval(), (torch.randn(4, 2, 5), torch.tensor([4, 2])), dynamo=True, verbose=False)
+def test_packed_data_read_by_the_model_is_pytorchs_layout():
+    # It was the padded batch: a mean over it divided by the padded size, 13 / 6 too large.
+    torch.manual_seed(0)
+    assert_matches_eager(
+        _ReadsPackedData().eval(), (torch.randn(6, 3, 5), torch.tensor([4, 6, 3])),
+        dynamic_shapes=({0: "time", 1: "batch"}, {0: "batch"}), more_inputs=[((torch.randn(7, 2, 5), torch.tensor([2, 7])), {})],
+    )
+
+
+class _ComputesOnPackedData(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(5, 6)
+
+    def forward(self, x, lengths):
+        packed = pack_padded_sequence(x, lengths)
+        scaled = nn.utils.rnn.PackedSequence(packed.data * 2, packed.batch_sizes)
+        return self.rnn(scaled)[1]
+
+
+class _TrainingDropout(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(5, 6, num_layers=2, dropout=0.3)
+
+    def forward(self, x, lengths):
+        return self.rnn(pack_padded_sequence(x, lengths))[1][0]
+
+
+@pytest.mark.parametrize("model,reason", [
+    (_ComputesOnPackedData(), "data was replaced after pack_padded_sequence"),
+    (_TrainingDropout().train(), "training mode with dropout=0.3"),
+])
+def test_packed_forms_the_export_cannot_follow_are_refused_with_the_reason(model, reason):
+    with pytest.raises(torch_onnx_fx.CaptureError, match=reason):
+        torch_onnx_fx.export(model, (torch.randn(4, 2, 5), torch.tensor([4, 2])), dynamo=True, verbose=False)
 
 
 class _Projected(nn.Module):

@@ -8,21 +8,24 @@ legacy exporter's answer was ONNX's ``sequence_lens``: the padded batch goes thr
 recurrence, and each sequence stops at its length (its final state is the one at its last
 valid step, its outputs past it are zeros).
 
-While a capture runs (installed by ``library_patches``), the packed form is that padded batch:
+While a capture runs (installed by ``library_patches``), the recurrence runs on the padded batch:
 
-- ``torch.nn.utils.rnn``'s ``_VF._pack_padded_sequence`` keeps the batch padded and time-major
-  (``packed_data``, a marker naming it the data of a packed sequence) and computes
-  ``batch_sizes`` as PyTorch does, sized to the longest length (data-dependent, as in eager);
-- ``nn.LSTM``/``nn.GRU``/``nn.RNN.forward`` given such a sequence call ``padded_rnn``: the whole
-  stack of layers over the padded batch, each sequence to its length;
-- ``_VF._pad_packed_sequence`` puts ``padding_value`` past each length (``padded_output``) and
-  trims to the longest length (or pads to ``total_length``).
+- ``torch.nn.utils.rnn``'s ``_VF._pack_padded_sequence`` makes the packed data in PyTorch's layout
+  (``packed_data``; its size is data-dependent, as in eager), which carries the padded,
+  time-major batch and the lengths along, and computes ``batch_sizes`` as PyTorch does, sized to
+  the longest length;
+- ``nn.LSTM``/``nn.GRU``/``nn.RNN.forward`` given such a sequence call ``padded_rnn`` on the
+  padded batch: the whole stack of layers, each sequence to its length; its output is packed the
+  same way;
+- ``_VF._pad_packed_sequence`` puts ``padding_value`` past each length of the carried padded
+  output (``padded_output``) and trims to the longest length (or pads to ``total_length``).
 
 Everything else in ``pack_padded_sequence``/``pad_packed_sequence`` runs as written (sorting by
 length with ``enforce_sorted=False`` and restoring the order, the ``total_length`` check), so a
-user's import of those functions by name is covered. Code that reads a packed sequence's
-``data`` itself would see the padded batch: the translation refuses the ``packed_data`` marker
-when anything but these operators reads it (``ops/recurrent.py``).
+user's import of those functions by name is covered, and code that reads ``packed.data`` reads
+PyTorch's packed layout (the translation gathers it from the padded batch; unread, it is
+dropped). Data replaced after packing (``packed.to(...)``, a new ``PackedSequence`` over
+computed data) has no padded form at hand and is refused with the reason.
 
 Each operator's eager kernel computes the packed form with PyTorch's own kernels, so the captured
 program computes in eager what the model does.
@@ -42,9 +45,10 @@ PACKED_DATA = "torch_onnx_fx::packed_data"
 PADDED_RNN = "torch_onnx_fx::padded_rnn"
 PADDED_OUTPUT = "torch_onnx_fx::padded_output"
 
-# The attribute that marks a tensor as a padded stand-in for packed data: its lengths (sorted as
-# the batch is, longest first when pack_padded_sequence sorted it).
-_LENGTHS = "_torch_onnx_fx_sequence_lengths"
+# The attribute by which packed data made here carries (padded batch, lengths): the lengths
+# sorted as the batch is, longest first when pack_padded_sequence sorted it. Batch sizes made
+# here carry it as True.
+_PADDED = "_torch_onnx_fx_padded_batch"
 
 # PyTorch's kernels, resolved before any capture replaces them.
 _VF = torch._VF
@@ -59,13 +63,14 @@ _RECURRENCES: dict[str, Callable[..., Any]] = {
 
 
 def _packed_data(padded: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """``padded`` (time, batch, ...) standing for the data of the packed sequence of ``lengths``:
-    the same values."""
-    return padded.clone()
+    """The data of the packed sequence of ``padded`` (time, batch, ...) and ``lengths`` (longest
+    first): each step's running sequences, step after step, as PyTorch packs them."""
+    return _PACK(padded, lengths.cpu(), False)[0]
 
 
 def _packed_data_fake(padded: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    return torch.empty_like(padded)
+    # As many rows as the lengths add up to: a size known only from the data.
+    return padded.new_empty((torch.library.get_ctx().new_dynamic_size(), *padded.shape[2:]))
 
 
 def _padded_rnn(
@@ -115,10 +120,27 @@ def ops() -> Any:
     return torch.ops.torch_onnx_fx
 
 
-def _marked(data: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    marked = ops().packed_data(data, lengths)
-    setattr(marked, _LENGTHS, lengths)
-    return marked
+def _packed(padded: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """The packed data of ``padded``, which carries the padded batch and its lengths for the
+    layers and the unpacking here; code that reads the data itself gets PyTorch's layout."""
+    data = ops().packed_data(padded, lengths)
+    setattr(data, _PADDED, (padded, lengths))
+    return data
+
+
+def _padded_of(data: torch.Tensor, batch_sizes: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The padded batch and lengths ``data`` carries; None for data no capture packed here. Data
+    changed after packing (``packed.to(...)``, a new ``PackedSequence`` over computed data) is
+    refused: its padded form is not at hand."""
+    carried = getattr(data, _PADDED, None)
+    if carried is None and getattr(batch_sizes, _PADDED, False):
+        raise NotImplementedError(
+            "torch_onnx_fx exports a packed sequence as its padded batch with each sequence's length, "
+            "and this one's data was replaced after pack_padded_sequence (a new PackedSequence over "
+            "computed data, or packed.to(...)). Compute on the padded tensor instead: "
+            "pad_packed_sequence, then pack_padded_sequence again."
+        )
+    return carried
 
 
 class _PaddedVF:
@@ -142,15 +164,18 @@ class _PaddedVF:
         # count's range, where a data-dependent length compared with the input's would not.
         shortfall = (steps - lengths.max()).item()
         torch._check(shortfall >= 0)
-        data = input.transpose(0, 1) if batch_first else input
-        return _marked(data, lengths), running.narrow(0, 0, steps - shortfall)
+        padded = input.transpose(0, 1) if batch_first else input
+        batch_sizes = running.narrow(0, 0, steps - shortfall)
+        setattr(batch_sizes, _PADDED, True)
+        return _packed(padded, lengths), batch_sizes
 
     def _pad_packed_sequence(
         self, data: torch.Tensor, batch_sizes: torch.Tensor, batch_first: bool, padding_value: float, total_length: Any,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        lengths = getattr(data, _LENGTHS, None)
-        if lengths is None:
+        carried = _padded_of(data, batch_sizes)
+        if carried is None:
             return self._vf._pad_packed_sequence(data, batch_sizes, batch_first, padding_value, total_length)
+        data, lengths = carried
         padded = ops().padded_output(data, lengths, float(padding_value))
         steps = data.shape[0]
         from torch.fx.experimental.symbolic_shapes import guard_or_false
@@ -159,8 +184,9 @@ class _PaddedVF:
             # No total_length: as long as the longest sequence.
             padded = padded[:total_length]
         elif not guard_or_false(total_length == steps):
-            # A total_length past the padded input's (pad_packed_sequence checked it is no shorter
-            # than the longest sequence, hence than the input, which holds it).
+            # A total_length past the padded input's. (One between the longest length and the
+            # input's length, a constant, stops the capture earlier: pad_packed_sequence's own
+            # check against the longest length cannot be decided for it.)
             extra = [0, 0] * (data.dim() - 1) + [0, total_length - steps]
             padded = torch.nn.functional.pad(padded, extra, value=float(padding_value))
         return (padded.transpose(0, 1) if batch_first else padded), lengths
@@ -175,17 +201,22 @@ def padded_forward(original: Callable[..., Any]) -> Callable[..., Any]:
     """``nn.LSTM``/``nn.GRU``/``nn.RNN.forward`` taking the padded stand-in of a packed sequence."""
 
     def forward(self: torch.nn.RNNBase, input: Any, hx: Any = None) -> Any:
-        lengths = getattr(input.data, _LENGTHS, None) if isinstance(input, PackedSequence) else None
-        if lengths is None or (self.training and self.dropout > 0 and self.num_layers > 1):
+        carried = _padded_of(input.data, input.batch_sizes) if isinstance(input, PackedSequence) else None
+        if carried is None:
             return original(self, input, hx)
+        if self.training and self.dropout > 0 and self.num_layers > 1:
+            raise NotImplementedError(
+                f"{type(self).__name__} in training mode with dropout={self.dropout} between its layers, over a "
+                "packed sequence: the export has no random dropout for it. Export the model in eval() mode."
+            )
         # As RNNBase.forward: the flat list must hold the tensors the capture put in place of
         # the parameters, or they would be captured as constants apply_weights cannot reach.
         self._update_flat_weights()
-        data, batch_sizes, sorted_indices, unsorted_indices = input
+        _, batch_sizes, sorted_indices, unsorted_indices = input
+        data, lengths = carried
         directions = 2 if self.bidirectional else 1
         hidden = self.proj_size if getattr(self, "proj_size", 0) > 0 else self.hidden_size
         if hx is None:
-            # Zeros made from sizes, not data.new_zeros: nothing but the recurrence reads the data.
             made = {"dtype": data.dtype, "device": data.device}
             states = [torch.zeros((self.num_layers * directions, data.shape[1], hidden), **made)]
             if self.mode == "LSTM":
@@ -197,7 +228,7 @@ def padded_forward(original: Callable[..., Any]) -> Callable[..., Any]:
         output, *final = ops().padded_rnn(
             self.mode, data, lengths, states, self._flat_weights, self.bias, self.num_layers, self.bidirectional,
         )
-        result = PackedSequence(_marked(output, lengths), batch_sizes, sorted_indices, unsorted_indices)
+        result = PackedSequence(_packed(output, lengths), batch_sizes, sorted_indices, unsorted_indices)
         return result, self.permute_hidden(tuple(final) if self.mode == "LSTM" else final[0], unsorted_indices)
 
     return forward

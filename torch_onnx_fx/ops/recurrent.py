@@ -1,6 +1,6 @@
 """Recurrent layers over packed sequences: ONNX's LSTM, GRU and RNN with ``sequence_lens``.
 
-A capture gives a padded batch that stands for a packed sequence the operators of
+A capture runs packed sequences on their padded batch through the operators of
 :mod:`torch_onnx_fx.capture.packed_sequences`: ``padded_rnn`` is the layer stack over it, each
 sequence stopping at its length, which ONNX's recurrent operators do with ``sequence_lens``
 (outputs past a length are zeros, the final state is the last valid step's, the reverse direction
@@ -27,40 +27,28 @@ __all__ = ["packed_data", "padded_output", "padded_rnn"]
 
 # PyTorch's gate order -> ONNX's, as indices of PyTorch's chunks.
 _GATES = {"LSTM": (0, 3, 1, 2), "GRU": (1, 0, 2), "RNN_TANH": (0,), "RNN_RELU": (0,)}
-_READERS = frozenset({PADDED_RNN, PADDED_OUTPUT})
 
 
-def _read_only_as_a_sequence(node: torch.fx.Node) -> bool:
-    """Whether only the packed-sequence operators read this padded stand-in for packed data."""
-    return all(isinstance(user.target, torch._ops.OpOverload) and user.target.name() in _READERS for user in node.users)
+def _valid_steps(padded: ir.Value, lengths: ir.Value) -> ir.Value:
+    """(time, batch): whether each step of each sequence is within its length."""
+    steps = op.Squeeze(op.Shape(padded, start=0, end=1))
+    positions = op.Range(tx.int64(0), steps, tx.int64(1))
+    return op.Less(op.Unsqueeze(positions, tx.ints(1)), op.Unsqueeze(op.Cast(lengths, to=tx.INT64), tx.ints(0)))
 
 
-def _read_directly(node: torch.fx.Node) -> bool:
-    return not _read_only_as_a_sequence(node)
-
-
-@register(PACKED_DATA, supports=_read_directly)
-def refuse_packed_data_read_directly(padded: ir.Value, lengths: ir.Value) -> ir.Value:
-    raise TranslationError(
-        "the model reads a PackedSequence's data itself (packed.data). The export runs packed "
-        "sequences as the padded batch with each sequence's length (ONNX's sequence_lens), so "
-        "that data is not laid out as PyTorch packs it. Compute on the padded output of "
-        "pad_packed_sequence instead."
-    )
-
-
-@register(PACKED_DATA, supports=_read_only_as_a_sequence)
+@register(PACKED_DATA)
 def packed_data(padded: ir.Value, lengths: ir.Value) -> ir.Value:
-    """packed_data(Tensor padded, Tensor lengths) -> Tensor: the padded batch itself."""
-    return op.Identity(padded)
+    """packed_data(Tensor padded, Tensor lengths) -> Tensor
+
+    The valid steps in time-major order: with the lengths longest first, the first batch_sizes[t]
+    sequences at each step t, which is PyTorch's packed layout."""
+    return op.GatherND(padded, op.Transpose(op.NonZero(_valid_steps(padded, lengths)), perm=[1, 0]))
 
 
 @register(PADDED_OUTPUT)
 def padded_output(data: ir.Value, lengths: ir.Value, padding_value: float) -> ir.Value:
     """padded_output(Tensor data, Tensor lengths, float padding_value) -> Tensor"""
-    steps = op.Shape(data, start=0, end=1)
-    positions = op.Range(tx.int64(0), op.Squeeze(steps), tx.int64(1))
-    valid = op.Less(op.Unsqueeze(positions, tx.ints(1)), op.Unsqueeze(op.Cast(lengths, to=tx.INT64), tx.ints(0)))
+    valid = _valid_steps(data, lengths)
     trailing = tx.rank(data) - 2
     if trailing:
         valid = op.Unsqueeze(valid, tx.ints(*range(2, 2 + trailing)))
