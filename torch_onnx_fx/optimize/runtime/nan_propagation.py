@@ -131,8 +131,11 @@ def _propagated(tape: ir.tape.Tape, node: ir.Node, opset: int, shared: dict[tupl
         flags = []
         for v in (x, node.inputs[2]):
             if not flags and _fixed_without(v, lambda a: ~np.isnan(a)):
-                # A constant base without NaN (the -inf or zeros a model scatters into) flags nothing.
-                flags.append(constant(np.zeros(v.const_value.shape.numpy(), dtype=mask_type.numpy())))
+                # A constant base without NaN (the -inf or zeros a model scatters into) flags
+                # nothing: zeros of its shape, made from the shape (not stored at its size).
+                zero = ir.tensor(np.zeros(1, dtype=mask_type.numpy()))
+                shape = constant(np.array(v.const_value.shape.numpy(), dtype=np.int64))
+                flags.append(tape.op("ConstantOfShape", [shape], {"value": zero}))
                 continue
             flag_key = ("scatter flags", id(node.graph), id(v), mask_type)
             if flag_key not in shared:
@@ -216,7 +219,7 @@ def _typed(nodes: list[ir.Node], dtype: ir.DataType) -> None:
                 kind = ir.DataType.BOOL
             elif node.op_type in ("Range", "Reshape", "Mul", "Add", "Sub") or (node.op_type == "MaxPool" and node.inputs[0].dtype == ir.DataType.DOUBLE):
                 kind = node.inputs[0].dtype
-            elif node.op_type == "Constant":
+            elif node.op_type in ("Constant", "ConstantOfShape"):
                 kind = node.attributes["value"].as_tensor().dtype
             elif node.op_type == "Where":
                 kind = node.inputs[1].dtype
