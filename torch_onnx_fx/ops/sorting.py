@@ -153,10 +153,12 @@ def aten_mode(self: ir.Value, dim: int = -1, keepdim: bool = False) -> tuple[ir.
 
     The most frequent value, the smallest of equally frequent ones, and the index of its last
     occurrence. ATen finds the last occurrence in an unstable sort, which only keeps the input
-    order for at most 16 values along ``dim``; for longer ties its choice is arbitrary, and so it
-    is in rows holding NaN (another occurrence of the same value). Each NaN counts once and is
-    the smallest value, as in ATen: where a NaN is among the most frequent, the mode is NaN at the
-    first NaN.
+    order for at most 16 values along ``dim``; for longer ties its choice is arbitrary. ATen's
+    answer for a row holding NaN is arbitrary as well: its sort does not order NaN consistently
+    and can split a run of equal values ([3, nan, inf, 0, 3] gives 0, [4, 4, 4, 4, nan] gives 4).
+    Here each NaN counts once and is the smallest value, so a NaN among the most frequent is the
+    mode, at the first NaN: always a value of the row at a valid index (before, such rows gave NaN
+    at index -1).
     """
     rank = self.shape.rank()
     dim %= rank
