@@ -51,7 +51,6 @@ PADDED_OUTPUT = "torch_onnx_fx::padded_output"
 _PADDED = "_torch_onnx_fx_padded_batch"
 
 # PyTorch's kernels, resolved before any capture replaces them.
-_VF = torch._VF
 _PACK = torch._C._VariableFunctions._pack_padded_sequence
 _PAD = torch._C._VariableFunctions._pad_packed_sequence
 _RECURRENCES: dict[str, Callable[..., Any]] = {
@@ -198,7 +197,8 @@ def padded_vf(original: Any) -> Any:
 
 
 def padded_forward(original: Callable[..., Any]) -> Callable[..., Any]:
-    """``nn.LSTM``/``nn.GRU``/``nn.RNN.forward`` taking the padded stand-in of a packed sequence."""
+    """``nn.LSTM``/``nn.GRU``/``nn.RNN.forward`` that run a sequence packed during the capture on
+    its padded batch (any other input goes to ``original``)."""
 
     def forward(self: torch.nn.RNNBase, input: Any, hx: Any = None) -> Any:
         carried = _padded_of(input.data, input.batch_sizes) if isinstance(input, PackedSequence) else None
