@@ -72,6 +72,23 @@ def test_a_condition_on_a_residue_torch_cannot_evaluate_everywhere_is_checked():
             program(torch.randn(3, length))
 
 
+def test_branch_decisions_of_a_decomposition_after_capture_are_checked_on_every_dim():
+    # An ExportedProgram passed in is decomposed after capture: adaptive pooling's window choices
+    # were only in the shape environment's guards, unread, and with both spatial dims dynamic
+    # the sampled sizes never met both narrow ranges at once, so every condition passed as
+    # implied. The graph computes the example's windows only.
+    model = torch.nn.AdaptiveAvgPool2d((5, 7))
+    dims = {d: torch.export.Dim.AUTO for d in range(4)}
+    captured = torch.export.export(model, (torch.randn(1, 8, 8, 8),), dynamic_shapes=(dims,), strict=False)
+    with pytest.warns(UserWarning, match="valid only for inputs where"):
+        program = torch_onnx_fx.export(captured, verbose=False)
+    for height, width in ((7, 8), (9, 8)):
+        assert_matches_eager(model, (torch.randn(1, 3, height, width),), program=program)
+    for height, width in ((6, 8), (8, 9), (8, 12)):
+        with pytest.raises(InputMismatchError):
+            program(torch.randn(1, 8, height, width))
+
+
 def seventy_percent(x):
     return x[:, : int(x.shape[-1] * 0.7)]
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import random
 import re
 from typing import Any, Mapping, Sequence
 
@@ -37,11 +36,10 @@ __all__ = ["SizeCondition", "SizeConditions", "size_conditions"]
 
 logger = logging.getLogger(__name__)
 
-# Sizes drawn per symbol when telling a model's condition from an assumption torch.export makes of
+# Sizes tried per dim when telling a model's condition from an assumption torch.export makes of
 # every dynamic dim: a condition fails somewhere in this range, an assumption about sizes 0 and 1
 # never does.
 _SAMPLED_SIZES = range(2, 130)
-_SAMPLES = 200
 
 
 _PYTHON = {"__builtins__": {}, "max": max, "min": min, "abs": abs}
@@ -210,6 +208,13 @@ def _unwritten_asserts(program: torch.export.ExportedProgram) -> list[SizeCondit
         for recorded in asserts:
             expression = recorded.expr
             found.append(SizeCondition(expression, tuple(sorted(s.name for s in expression.free_symbols)), "assert"))
+    # And the guards: a decomposition run after capture (on an ExportedProgram passed in, whose
+    # guards code predates it) records its branch decisions only there, adaptive pooling's
+    # 7 % (width % 7) == 0 among them.
+    for guard in environment.guards:
+        expression = guard.expr
+        if isinstance(expression, sympy.Basic) and expression.free_symbols:
+            found.append(SizeCondition(expression, tuple(sorted(s.name for s in expression.free_symbols)), "guard"))
     return found
 
 
@@ -289,6 +294,10 @@ def _assumes_no_small_sizes(condition: SizeCondition) -> bool:
     if isinstance(condition.expression, str):
         return bool(_SMALL_SIZE_ASSUMPTION.search(condition.expression))
     expression = condition.expression
+    if any(type(part).__name__ in ("Mod", "PythonMod") for part in sympy.preorder_traversal(expression)):
+        # A remainder's relation with 0 is a branch on the size (adaptive pooling's
+        # 5 % (height % 5) != 0 picks its windows), not the no-small-sizes assumption.
+        return False
     name = type(expression).__name__
     bound = {"Unequality": (0, 1), "GreaterThan": (2,), "StrictGreaterThan": (1,)}.get(name)
     if bound is not None and expression.args[1].is_Integer and int(expression.args[1]) in bound:
@@ -296,20 +305,6 @@ def _assumes_no_small_sizes(condition: SizeCondition) -> bool:
     # The same written the other way round: 1 < int(0.5 * width), from a scale_factor of 0.5.
     mirrored = {"Unequality": (0, 1), "LessThan": (2,), "StrictLessThan": (1,)}.get(name)
     return mirrored is not None and expression.args[0].is_Integer and int(expression.args[0]) in mirrored
-
-
-def _samples(groups: Mapping[str, Sequence[str]], seed: int = 0) -> list[dict[str, int]]:
-    """Random sizes, the same for every symbol of a group (dims the user gave one name)."""
-    rng = random.Random(seed)
-    sizes = list(_SAMPLED_SIZES)
-    points = []
-    for _ in range(_SAMPLES):
-        point = {}
-        for members in groups.values():
-            value = rng.choice(sizes)
-            point.update((member, value) for member in members)
-        points.append(point)
-    return points
 
 
 def _holds(condition: SizeCondition, sizes: Mapping[str, int]) -> bool:
@@ -328,18 +323,28 @@ def _holds_strictly(condition: SizeCondition, sizes: Mapping[str, int]) -> bool:
 
 
 def _implied(condition: SizeCondition, others: Sequence[SizeCondition], samples: Sequence[Mapping[str, int]]) -> bool:
-    return all(_holds(condition, p) for p in samples if all(_holds(o, p) for o in others))
+    # Sizes where another condition is undefined do not meet it (``length % 7 != 0`` is implied
+    # by ``7 % (length % 7) == 0``, undefined at multiples of 7).
+    return all(_holds(condition, p) for p in samples if all(_holds_strictly(o, p) for o in others))
 
 
 def _essential(conditions: Sequence[SizeCondition], groups: Mapping[str, Sequence[str]]) -> list[SizeCondition]:
     """The conditions that decide something: not true at every sampled size (an assumption
     about sizes 0 and 1 only), and not implied by the others (the last of equivalent ones go
     first, so the first formulation torch recorded is the one kept)."""
-    samples = _samples(groups)
-    kept = [c for c in conditions if not all(_holds(c, p) for p in samples)]
+    group_of = {symbol: name for name, members in groups.items() for symbol in members}
+
+    def group(condition: SizeCondition) -> str:
+        return group_of[condition.symbols[0]]
+
+    # Each condition is on one dim: every size of that dim in the range, not random points of
+    # all dims (with narrow ranges on other dims, no random point met them all, and a condition
+    # passed as implied).
+    samples = {name: [dict.fromkeys(members, n) for n in _SAMPLED_SIZES] for name, members in groups.items()}
+    kept = [c for c in conditions if not all(_holds(c, p) for p in samples[group(c)])]
     for condition in reversed(list(kept)):
-        others = [o for o in kept if o is not condition]
-        if others and _implied(condition, others, samples):
+        others = [o for o in kept if o is not condition and group(o) == group(condition)]
+        if others and _implied(condition, others, samples[group(condition)]):
             kept.remove(condition)
     return kept
 
