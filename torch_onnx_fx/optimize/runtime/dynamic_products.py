@@ -38,8 +38,7 @@ import logging
 import numpy as np
 import onnx_ir as ir
 
-from torch_onnx_fx.optimize.runtime.rewriting import constant_array, initializer, is_standard, replace, standard_producer
-from torch_onnx_fx.optimize.weights.recipes import holds_state
+from torch_onnx_fx.optimize.runtime.rewriting import fixed_array, initializer, is_standard, replace, standard_producer
 
 __all__ = ["DynamicIntegerProductPass"]
 
@@ -60,20 +59,11 @@ def _one_element(value: ir.Value | None) -> bool:
     return int(np.prod(list(value.shape), dtype=np.int64)) == 1
 
 
-def _fixed(value: ir.Value | None) -> np.ndarray | None:
-    """``value``'s data when it is a constant no one replaces: not the model's state or a tensor
-    stored for it, which ``apply_weights`` may change after export (and which has no data when
-    the model was exported on the ``meta`` device)."""
-    if value is None or holds_state(value):
-        return None
-    return constant_array(value)
-
-
 def _fits_uint8(value: ir.Value) -> bool:
     """Whether the integer scalar ``value`` is known to lie in [0, 255]: a constant, or a ``Clip``
     with constant bounds inside that range, reached through nodes that keep the value."""
     while True:
-        array = _fixed(value)
+        array = fixed_array(value)
         if array is not None:
             return bool(array.size == 1 and 0 <= int(array.reshape(())) <= 255)
         node = value.producer()
@@ -89,7 +79,7 @@ def _fits_uint8(value: ir.Value) -> bool:
 
 def _clipped_within(clip: ir.Node, high: int) -> bool:
     """Whether the ``Clip`` node's constant bounds lie within [0, ``high``]."""
-    bounds = [_fixed(value) for value in clip.inputs[1:3]]
+    bounds = [fixed_array(value) for value in clip.inputs[1:3]]
     if any(bound is None or bound.size != 1 for bound in bounds):
         return False
     low, top = (float(bound.reshape(())) for bound in bounds)

@@ -32,9 +32,7 @@ from typing import Callable
 import numpy as np
 import onnx_ir as ir
 
-from torch_onnx_fx.optimize.runtime.rewriting import initializer, replace
-from torch_onnx_fx.optimize.weights.recipes import holds_state
-from torch_onnx_fx.translate.weight_data import without_data
+from torch_onnx_fx.optimize.runtime.rewriting import fixed_array, initializer, replace
 
 __all__ = ["NaNPropagationPass"]
 
@@ -65,11 +63,10 @@ def _never_nan(x: ir.Value) -> bool:
 
 
 def _fixed_without(value: ir.Value, test: Callable[[np.ndarray], np.ndarray]) -> bool:
-    """Whether ``value`` is a constant that passes ``test`` everywhere. A tensor that is the
-    model's state does not count, whatever it holds now: apply_weights can replace it."""
-    if value.const_value is None or holds_state(value) or without_data(value):
-        return False
-    return bool(test(value.const_value.numpy()).all())
+    """Whether ``value`` is a constant no one replaces (see ``fixed_array``) that passes ``test``
+    everywhere."""
+    array = fixed_array(value)
+    return array is not None and bool(test(array).all())
 
 
 def _nan_mask(tape: ir.tape.Tape, x: ir.Value) -> ir.Value:

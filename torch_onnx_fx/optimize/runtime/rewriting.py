@@ -12,6 +12,9 @@ from collections.abc import Sequence
 import numpy as np
 import onnx_ir as ir
 
+from torch_onnx_fx.optimize.weights.recipes import holds_state
+from torch_onnx_fx.translate.weight_data import without_data
+
 __all__ = [
     "INTEGER_WEIGHTS", "constant_array", "free_initializer_name", "initializer", "is_quantized", "is_standard", "leading_shape",
     "rank", "reduced_axes", "replace", "standard_producer",
@@ -45,6 +48,15 @@ def constant_array(value: ir.Value | None) -> np.ndarray | None:
     if value is None or value.const_value is None:
         return None
     return value.const_value.numpy()
+
+
+def fixed_array(value: ir.Value | None) -> np.ndarray | None:
+    """``value``'s data when it is a constant no one replaces: not the model's state or a tensor
+    stored for it, which ``apply_weights`` may change after export (and which has no data when
+    the model was exported on the ``meta`` device)."""
+    if value is None or holds_state(value) or without_data(value):
+        return None
+    return constant_array(value)
 
 
 def leading_shape(graph: ir.Graph, left: ir.Value, outputs: int, stem: str) -> tuple[list[ir.Node], ir.Value]:
