@@ -10,7 +10,7 @@ max and min); means divide a sum by a count scattered the same way. Sizes are re
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import onnx_ir as ir
@@ -168,12 +168,17 @@ def _scatter_with_reduction(self: ir.Value, dim: int, index: ir.Value, src: ir.V
     return _scattered(self, dim, index, src, _SCATTER_REDUCTIONS[reduce])
 
 
-def _extreme_reduction(node: Any) -> bool:
-    args = list(node.args) + [None] * 5
-    return args[4] in ("amax", "amin")
+def _reduces_by(*names: str) -> Callable[[Any], bool]:
+    """A ``supports`` predicate: whether a ``scatter_reduce.two`` node's ``reduce`` is one of ``names``."""
+
+    def supported(node: Any) -> bool:
+        args = list(node.args) + [None] * 5
+        return args[4] in names
+
+    return supported
 
 
-@register("aten::scatter_reduce.two", supports=_extreme_reduction)
+@register("aten::scatter_reduce.two", supports=_reduces_by("amax", "amin"))
 def aten_scatter_reduce_extreme(
     self: ir.Value, dim: int, index: ir.Value, src: ir.Value, reduce: str, *, include_self: bool = True
 ) -> ir.Value:
@@ -217,12 +222,7 @@ def aten_scatter_add(self: ir.Value, dim: int, index: ir.Value, src: ir.Value) -
     return _scattered(self, dim, index, src, "add")
 
 
-def _sum_or_product(node: Any) -> bool:
-    args = list(node.args) + [None] * 5
-    return args[4] in ("sum", "prod")
-
-
-@register("aten::scatter_reduce.two", supports=_sum_or_product)
+@register("aten::scatter_reduce.two", supports=_reduces_by("sum", "prod"))
 def aten_scatter_reduce_two(
     self: ir.Value, dim: int, index: ir.Value, src: ir.Value, reduce: str, *, include_self: bool = True
 ) -> ir.Value:
@@ -230,12 +230,7 @@ def aten_scatter_reduce_two(
     return _scattered(self, dim, index, src, "add" if reduce == "sum" else "mul", include_self=include_self)
 
 
-def _mean_reduction(node: Any) -> bool:
-    args = list(node.args) + [None] * 5
-    return args[4] == "mean"
-
-
-@register("aten::scatter_reduce.two", supports=_mean_reduction)
+@register("aten::scatter_reduce.two", supports=_reduces_by("mean"))
 def aten_scatter_reduce_mean(
     self: ir.Value, dim: int, index: ir.Value, src: ir.Value, reduce: str, *, include_self: bool = True
 ) -> ir.Value:
