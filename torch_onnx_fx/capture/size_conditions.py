@@ -367,7 +367,7 @@ def _summary(condition: SizeCondition, members: Sequence[str], name: str) -> str
         if end == start + 1:
             return f"{name} == {sizes[start]}"
         return f"{sizes[start]} <= {name} <= {sizes[end - 1]}"
-    residues = _residues([_holds_strictly(condition, dict.fromkeys(members, n)) for n in sizes], sizes)
+    residues = _residues(condition, members)
     if residues is None:
         return None
     period, kept = residues
@@ -378,10 +378,12 @@ def _summary(condition: SizeCondition, members: Sequence[str], name: str) -> str
     return f"{name} % {period} in {kept}"
 
 
-def _residues(truth: Sequence[bool], sizes: Sequence[int]) -> tuple[int, tuple[int, ...]] | None:
-    """The smallest period and the residues modulo it at which ``truth`` holds, if it is periodic:
-    adaptive pooling's ``7 % (width % 7) == 0`` holds for widths of residue 1 (at residue 0 it is
-    undefined, which torch's own check of it raises on: not held)."""
+def _residues(condition: SizeCondition, members: Sequence[str]) -> tuple[int, tuple[int, ...]] | None:
+    """The smallest period and the residues modulo it at which a condition on one dim holds, if
+    it is periodic in that dim: adaptive pooling's ``7 % (width % 7) == 0`` holds for widths of
+    residue 1 (at residue 0 it is undefined, which torch's own check of it raises on: not held)."""
+    sizes = range(2, 1026)
+    truth = [_holds_strictly(condition, dict.fromkeys(members, n)) for n in sizes]
     for period in range(2, 65):
         kept = {n % period for n, t in zip(sizes, truth) if t}
         if all(t == (n % period in kept) for n, t in zip(sizes, truth)):
@@ -392,8 +394,7 @@ def _residues(truth: Sequence[bool], sizes: Sequence[int]) -> tuple[int, tuple[i
 def _as_residues(condition: SizeCondition, members: Sequence[str]) -> SizeCondition:
     """A periodic condition checked as its residues: torch's expression can be undefined at some
     sizes (a modulo by ``width % 7``, zero at multiples of 7), and a call there must get an answer."""
-    sizes = range(2, 1026)
-    found = _residues([_holds_strictly(condition, dict.fromkeys(members, n)) for n in sizes], sizes)
+    found = _residues(condition, members)
     if found is None:
         return condition
     period, kept = found
