@@ -19,8 +19,9 @@
    products with 4-bit weights as ONNX Runtime's ``MatMulNBits``
    (``matmul_nbits``), after the products with dequantized weights are laid out as ``Gemm``,
    and those of one input packed into one (``packed_projections``);
-5. integer sums and products ONNX Runtime would compute in double precision made exact
-   (``runtime/integer_reductions``), float32 sums its kernels add element by element accumulated
+5. means over dims that may be empty at run time as sum / count, NaN there as in ATen
+   (``runtime/empty_means``); integer sums and products ONNX Runtime would compute in double
+   precision made exact (``runtime/integer_reductions``), float32 sums its kernels add element by element accumulated
    in double (``runtime/float_accumulation``), and nodes its CPU provider has no kernel for
    computed in a wider type (``runtime/kernel_gaps``); an ``Expand`` to an empty shape, which
    ONNX Runtime's optimizer drops, as a constant (``runtime/empty_expand``);
@@ -46,6 +47,7 @@ from torch_onnx_fx.optimize.quantized_pad import QuantizedPadPass
 from torch_onnx_fx.optimize.runtime.conv_input_channels import ConvInputChannelsPass
 from torch_onnx_fx.optimize.runtime.dequantized_weights import DequantizedWeightPass
 from torch_onnx_fx.optimize.runtime.dynamic_products import DynamicIntegerProductPass
+from torch_onnx_fx.optimize.runtime.empty_means import EmptyMeansPass
 from torch_onnx_fx.optimize.runtime.integer_reductions import IntegerReductionsPass
 from torch_onnx_fx.optimize.runtime.empty_expand import EmptyExpandPass
 from torch_onnx_fx.optimize.runtime.exact_round_trips import ExactRoundTripsPass
@@ -96,6 +98,7 @@ def optimize_model(
         if opset_version < built_at:
             downgrade.DowngradeOpsetPass(opset_version)(model)
             optimizer.finalize(model)
+        EmptyMeansPass()(model)
         IntegerReductionsPass()(model)
         FloatAccumulationPass()(model)
         NaNPropagationPass()(model)
