@@ -452,6 +452,12 @@ def _unique_consecutive_dim(original: Any) -> Any:
     return unique_consecutive_impl
 
 
+def _padded_encoder(original: Any) -> Any:
+    from torch_onnx_fx.capture import padded_encoder
+
+    return padded_encoder.padded_encoder_forward(original)
+
+
 def _padded_vf(original: Any) -> Any:
     from torch_onnx_fx.capture import packed_sequences
 
@@ -470,6 +476,8 @@ PATCHES: tuple[Patch, ...] = (
     *(Patch("torch.nn.modules.rnn", f"{layer}.forward", _padded_forward,
             "reads a packed sequence's batch_sizes[0] as a size (see torch.nn.utils.rnn._VF)")
       for layer in ("LSTM", "GRU", "RNN")),
+    Patch("torch.nn.modules.transformer", "TransformerEncoder.forward", _padded_encoder,
+          "packs a padded batch into a nested tensor in inference (zeros at padded positions), which tracing skips"),
     Patch("torch.functional", "_unique_consecutive_impl", _unique_consecutive_dim,
           "a negative dim reaches a fake kernel that sizes the result wrongly (the model then fails to load)"),
     Patch("torch.nn.modules.transformer", "_detect_is_causal_mask", _causal_mask_hint,
