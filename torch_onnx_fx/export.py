@@ -76,7 +76,7 @@ export.__doc__ = f"{export.__doc__}\n    {options.argument_docs().replace(chr(10
 def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any) -> ONNXProgram:
     """The stages, in order, for one resolved call; each phase is timed and reported."""
     is_program = isinstance(model, torch.export.ExportedProgram)
-    shapes, dim_names = (None, None) if is_program else capture.prepare_dynamic_shapes(model, opts.args, opts.kwargs, opts.dynamic_shapes)
+    shapes, dim_names = (None, None) if is_program else capture.prepare(model, opts.args, opts.kwargs, opts.dynamic_shapes)
     with progress.phase("capture") as phase:
         captured = capture.capture(model, opts.args, opts.kwargs, shapes, quiet=opts.verbose is not True, blocks=opts.module_functions)
         phase.detail = captured.strategy

@@ -1,0 +1,76 @@
+"""transformers' caches made pytree containers before a capture that meets one.
+
+A transformers decoder called the plain way (``model(input_ids)``, ``use_cache`` left at its
+default) returns its keys and values in a ``DynamicCache``, and a decode step takes one in.
+torch.export flattens only registered containers: the capture stopped with "Found <class
+'transformers.cache_utils.DynamicCache'> in output, which is not a known type" (torch.onnx too),
+and the user had to find transformers' registration function and call it first.
+
+:func:`register_caches` registers, with transformers' own function (the one its exporters call),
+the cache classes of every transformers model inside the exported module and of every cache
+among the inputs. The registration is global and lasts, as when transformers' exporters make it;
+nothing is imported here that the user has not imported, and a transformers release without
+``transformers.exporters`` is left as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, Mapping, Sequence
+
+import torch
+
+__all__ = ["register_caches"]
+
+logger = logging.getLogger(__name__)
+
+
+def _registration() -> Any:
+    """transformers' ``exporter_dynamo`` module when transformers is loaded and has it; else None."""
+    if "transformers" not in sys.modules:
+        return None
+    try:
+        from transformers.exporters import exporter_dynamo
+    except ImportError:
+        return None
+    if not all(hasattr(exporter_dynamo, name) for name in ("register_cache_pytrees_for_model", "is_cache_object", "register_pytree_node")):
+        return None
+    return exporter_dynamo
+
+
+def _leaves(value: Any) -> Any:
+    """Every object in ``value``'s lists, tuples and dicts (not inside unregistered objects)."""
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _leaves(item)
+    else:
+        yield value
+
+
+def register_caches(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[str]:
+    """Register the caches ``model`` and its inputs may carry; the classes newly registered."""
+    registration = _registration()
+    if registration is None:
+        return []
+    import torch.utils._pytree as pytree
+
+    before = set(pytree.SUPPORTED_NODES)
+    pretrained = sys.modules["transformers"].PreTrainedModel
+    modules = model.modules() if isinstance(model, torch.nn.Module) else ()
+    seen: set[str] = set()
+    for module in modules:
+        # One registration per modeling file: it registers the file's own cache classes too.
+        if isinstance(module, pretrained) and type(module).__module__ not in seen:
+            seen.add(type(module).__module__)
+            registration.register_cache_pytrees_for_model(module)
+    for value in _leaves((tuple(args), dict(kwargs or {}))):
+        if registration.is_cache_object(value):
+            registration.register_pytree_node(type(value))
+    added = sorted(f"{cls.__module__}.{cls.__qualname__}" for cls in set(pytree.SUPPORTED_NODES) - before)
+    if added:
+        logger.debug("registered as pytree containers for capture: %s", added)
+    return added
