@@ -188,3 +188,34 @@ def test_given_names_win_over_paths_and_tuple_outputs_keep_node_names():
     assert [v.name for v in program.model.graph.outputs][:2] == ["s", "pair.0"]
     tupled = torch_onnx_fx.export(lambda x: (x + 1, x * 2), (x,), verbose=False)
     assert [v.name for v in tupled.model.graph.outputs] == ["add", "mul"]  # as torch.onnx names them
+
+
+class _WindowCache:
+    """A cache whose pytree leaves include a tensor kept in a private attribute (as transformers'
+    sliding-window cache layers keep their window)."""
+
+    def __init__(self, keys, window):
+        self.keys, self._window = keys, window
+
+
+torch.utils._pytree.register_pytree_node(
+    _WindowCache,
+    lambda c: ([c.keys, c._window], None),
+    lambda leaves, _: _WindowCache(*leaves),
+    flatten_with_keys_fn=lambda c: ([(torch.utils._pytree.SequenceKey(i), t) for i, t in enumerate([c.keys, c._window])], None),
+)
+
+
+def test_a_tensor_in_a_private_attribute_is_named_by_it():
+    class Windowed(nn.Module):
+        def forward(self, x, cache):
+            return _WindowCache(cache.keys + x, cache._window * 2)
+
+    x, cache = torch.randn(3), _WindowCache(torch.randn(3), torch.tensor(4))
+    program = torch_onnx_fx.export(Windowed(), (x, cache), verbose=False)
+    # The pytree's positions (cache.1, output.1) before.
+    assert [v.name for v in program.model.graph.inputs] == ["x", "cache.keys", "cache._window"]
+    assert [v.name for v in program.model.graph.outputs] == ["keys", "_window"]
+    actual = program(x, cache)
+    torch.testing.assert_close(actual[0], cache.keys + x)
+    torch.testing.assert_close(actual[1], cache._window * 2)

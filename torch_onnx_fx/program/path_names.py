@@ -40,9 +40,12 @@ def _part(key: Any) -> str:
 
 def _attribute_paths(root: Any, prefix: tuple[str, ...] = ()) -> dict[int, tuple[str, ...]]:
     """id(tensor) -> its path in ``root``, through dict keys, list positions and the public
-    attributes of objects (a cache's ``layers.0.keys``, which its pytree flattening numbers only)."""
+    attributes of objects (a cache's ``layers.0.keys``, which its pytree flattening numbers only);
+    a tensor no public path reaches by its private attribute's name (a sliding-window cache
+    layer's ``_sliding_window_tensor``)."""
     found: dict[int, tuple[str, ...]] = {}
     seen: set[int] = set()
+    private = False
 
     def walk(value: Any, path: tuple[str, ...], depth: int) -> None:
         if isinstance(value, torch.Tensor):
@@ -56,12 +59,15 @@ def _attribute_paths(root: Any, prefix: tuple[str, ...] = ()) -> dict[int, tuple
         elif isinstance(value, (list, tuple)):
             items = [(str(index), item) for index, item in enumerate(value)]
         elif hasattr(value, "__dict__"):
-            items = [(key, item) for key, item in vars(value).items() if not key.startswith("_")]
+            items = [(key, item) for key, item in vars(value).items() if private or not key.startswith("_")]
         else:
             return
         for key, item in items:
             walk(item, (*path, key), depth + 1)
 
+    walk(root, prefix, 0)
+    private = True
+    seen.clear()
     walk(root, prefix, 0)
     return found
 
