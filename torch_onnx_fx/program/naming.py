@@ -9,6 +9,7 @@ gave dims in ``dynamic_shapes`` replace torch.export's symbols (``s0``…) every
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 from typing import Any, Mapping, Sequence
 
@@ -16,12 +17,12 @@ import onnx_ir as ir
 import torch
 
 from torch_onnx_fx.translate import metadata
-from torch_onnx_fx.errors import UnsupportedArgumentError
+from torch_onnx_fx.errors import ArgumentTypeError, UnsupportedArgumentError
 from torch_onnx_fx.optimize.distinct_outputs import output_copy
 from torch_onnx_fx.program.path_names import apply_path_names
 from torch_onnx_fx.signature import ProgramSignature
 
-__all__ = ["name_interface", "rename_inputs", "rename_outputs", "apply_output_axes", "symbol_names"]
+__all__ = ["name_interface", "rename_inputs", "rename_outputs", "apply_output_axes", "symbol_names", "rename_dims", "renamed_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -161,3 +162,73 @@ def symbol_names(signature: ProgramSignature, names: Any, args: Sequence[Any], k
                         stacklevel=4,
                     )
     return mapping
+
+
+def _dim_mapping(mapping: Mapping[Any, Any]) -> dict[str, str]:
+    if not isinstance(mapping, Mapping):
+        raise ArgumentTypeError(f"rename_axes: expected a dict of old axis names to new ones, got {type(mapping).__name__}.")
+    names: dict[str, str] = {}
+    for old, new in mapping.items():
+        key = old.value if isinstance(old, ir.SymbolicDim) else old
+        if not isinstance(key, str):
+            raise ArgumentTypeError(
+                f"rename_axes: {old!r} is not an axis name: keys are names (str) or a graph value's "
+                "ir.SymbolicDim with a name."
+            )
+        if not isinstance(new, str) or not new:
+            raise ArgumentTypeError(f"rename_axes: the new name of {key!r} must be a non-empty str, got {new!r}.")
+        names[key] = new
+    return names
+
+
+def _values(graph: Any) -> Any:
+    """Every value of a graph or function with a shape: its inputs, initializers and node
+    outputs, and the inputs of the control-flow bodies inside (their outputs are node outputs)."""
+    yield from graph.inputs
+    yield from getattr(graph, "initializers", {}).values()
+    for node in ir.traversal.RecursiveGraphIterator(graph):
+        yield from node.outputs
+        for attribute in node.attributes.values():
+            if attribute.type == ir.AttributeType.GRAPH:
+                yield from attribute.value.inputs
+            elif attribute.type == ir.AttributeType.GRAPHS:
+                for body in attribute.value:
+                    yield from body.inputs
+
+
+def renamed_text(text: str, names: Mapping[str, str]) -> str:
+    """``text`` (a dim, an expression of dims, a size condition) with each whole name in ``names``
+    replaced by its new name, in one pass, longest names first."""
+    if not names:
+        return text
+    pattern = re.compile(r"(?<!\w)(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")(?!\w)")
+    return pattern.sub(lambda match: names[match.group(1)], text)
+
+
+def rename_dims(model: ir.Model, mapping: Mapping[Any, Any]) -> dict[str, str]:
+    """Rename symbolic dims everywhere in ``model`` (main graph, control-flow bodies, functions):
+    a dim named by a key takes its value, and a dim written as an expression of names
+    (``past + sequence``) has each whole name replaced. Returns the mapping as plain strings.
+
+    One substitution pass, longest names first, so that a new name is never renamed again
+    (``{"s1": "s2", "s2": "x"}`` swaps, not chains) and ``s11`` is not read as ``s1``."""
+    names = _dim_mapping(mapping)
+    if not names:
+        return names
+
+    def renamed(dim: Any) -> Any:
+        if not isinstance(dim, ir.SymbolicDim) or not isinstance(dim.value, str):
+            return None
+        new = renamed_text(dim.value, names)
+        return new if new != dim.value else None
+
+    done: set[int] = set()  # a value met twice (an outer value a body reads) is renamed once
+    for graph in [model.graph, *model.functions.values()]:
+        for value in _values(graph):
+            if value.shape is None or id(value) in done:
+                continue
+            done.add(id(value))
+            dims = [renamed(dim) for dim in value.shape]
+            if any(dim is not None for dim in dims):
+                value.shape = ir.Shape([new if new is not None else old for new, old in zip(dims, value.shape)])
+    return names

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import ctypes
 import io
 import json
@@ -23,7 +24,7 @@ from torch_onnx_fx.capture.size_conditions import SizeConditions
 from torch_onnx_fx.program.feeds import check_feeds
 from torch_onnx_fx.program import safetensors_files
 from torch_onnx_fx.program import saving
-from torch_onnx_fx.program import weights
+from torch_onnx_fx.program import naming, weights
 from torch_onnx_fx.progress import SaveProgress
 from torch_onnx_fx.signature import OutputEntry, ProgramSignature
 
@@ -474,6 +475,23 @@ class ONNXProgram:
             else:
                 feeds[value.name] = np.asarray(x)
         return [torch.from_numpy(np.array(r)) for r in evaluator.run(None, feeds)]
+
+    def rename_axes(self, rename_mapping: Mapping[str | ir.SymbolicDim, str]) -> None:
+        """Rename the model's symbolic dims: ``{"s0": "batch"}``, or keyed by a dim read from the
+        graph (``program.model.graph.inputs[0].shape[0]``). Dims written as expressions of the
+        names (``s0 + s1``) are renamed inside; the size conditions read the new names."""
+        names = naming.rename_dims(self.model, rename_mapping)
+        if not names:
+            return
+        # A symbol without a name of its own is called by the symbol (torch.export's s0).
+        symbols = {s for c in self._size_conditions.conditions for s in c.symbols}
+        self._dim_names = {s: naming.renamed_text(self._dim_names.get(s, s), names) for s in symbols | set(self._dim_names)}
+        # Summaries ("rows % 2 == 0") were written in the names of the export.
+        self._size_conditions = dataclasses.replace(self._size_conditions, conditions=tuple(
+            dataclasses.replace(c, summary=naming.renamed_text(c.summary, names)) if c.summary else c
+            for c in self._size_conditions.conditions))
+        if self._size_conditions:
+            self.model.metadata_props[SIZE_CONDITIONS_KEY] = json.dumps(self.size_conditions)
 
     def optimize(self) -> None:
         """Optimize the model in place (constant folding, dead code and redundancy removal).
