@@ -214,7 +214,11 @@ VARIANTS: dict[str, Variant] = {
     "empty": Variant(_first_dim(0), "all", "size"),
     "size_one": Variant(_first_dim(1), "all", "size"),
     "other_sizes": Variant(None, "all", "size"),
+    # A dynamic export run where one of its dims is 0 (torch.export's dims range from 0): the
+    # empty-batch case a static "empty" sample never reaches.
+    "emptied_at_run": Variant(None, "all", "size"),
 }
+_DYNAMIC_VARIANTS = ("other_sizes", "emptied_at_run")
 
 
 class ViewedCall(torch.nn.Module):
@@ -281,12 +285,13 @@ def build(opinfo: Any, sample: Any, variant: Variant, seed: int) -> ViewedCall |
     return ViewedCall(opinfo.op, structure, inputs, views, constants)
 
 
-def _other_sizes(module: ViewedCall, generator: torch.Generator, grow: Callable[[int, int, int], bool]) -> tuple[torch.Tensor, ...]:
-    """Inputs where the sizes ``grow(input, dim, size)`` picks are one larger (equal sizes stay
-    equal), with values of the same kind: a run of a dynamic export at sizes it was not traced with."""
+def _other_sizes(module: ViewedCall, generator: torch.Generator, grow: Callable[[int, int, int], bool], to: Callable[[int], int] = lambda s: s + 1) -> tuple[torch.Tensor, ...]:
+    """Inputs where the sizes ``grow(input, dim, size)`` picks become ``to(size)`` (one larger by
+    default; equal sizes stay equal), with values of the same kind: a run of a dynamic export at
+    sizes it was not traced with."""
     grown = []
     for index, t in enumerate(module.example):
-        shape = [s + 1 if grow(index, d, s) else s for d, s in enumerate(t.shape)]
+        shape = [to(s) if grow(index, d, s) else s for d, s in enumerate(t.shape)]
         if t.dtype == torch.bool:
             grown.append(torch.rand(shape, generator=generator) < 0.5)
         elif t.dtype.is_floating_point or t.is_complex():
@@ -568,7 +573,12 @@ def run_case(case: Case, exporters: Sequence[str] = (OURS,), opinfo: Any = None)
     seed = zlib.crc32(f"{case.op}/{case.dtype}/{case.variant}/{case.sample}".encode()) & 0xFFFF
     # The first sample from ``case.sample`` on that the variant changes (OpInfo's first samples are
     # often 0-d or 1-d, which a permutation leaves as they are).
-    module = next((m for m in (build(opinfo, sample, variant, seed) for sample in samples[case.sample:]) if m is not None), None)
+    candidates = samples[case.sample:]
+    if case.variant == "emptied_at_run":
+        # A sample with a dim that can be dynamic (OpInfo's first samples are often 0-d).
+        candidates = [sample for sample in candidates if any(
+            isinstance(t, torch.Tensor) and any(s >= 2 for s in t.shape) for t in pytree.tree_leaves((sample.input, sample.args, sample.kwargs)))]
+    module = next((m for m in (build(opinfo, sample, variant, seed) for sample in candidates) if m is not None), None)
     if module is None:
         return [Result(case, e, "not_applicable", f"{case.variant} changes no tensor of the first samples") for e in exporters]
     inputs = describe(module.example)
@@ -577,7 +587,7 @@ def run_case(case: Case, exporters: Sequence[str] = (OURS,), opinfo: Any = None)
             expected = module(*module.fresh())
     except Exception as exc:  # noqa: BLE001
         return [Result(case, e, "eager_failed", describe_exception(exc)[0], inputs) for e in exporters]
-    dynamic = case.variant == "other_sizes"
+    dynamic = case.variant in _DYNAMIC_VARIANTS
     # forward(*tensors): one entry, for the varargs, holding each tensor's dims.
     shapes = (tuple({d: torch.export.Dim.AUTO for d in range(t.dim())} for t in module.example),) if dynamic else None
 
@@ -597,10 +607,16 @@ def run_case(case: Case, exporters: Sequence[str] = (OURS,), opinfo: Any = None)
         kept = [[not isinstance(s, int) for s in n.meta["val"].shape] for n in program.graph.nodes
                 if n.op == "placeholder" and n.name in program.graph_signature.user_inputs]
         choices = [lambda i, d, s: s >= 2, lambda i, d, s: s >= 2 and i < len(kept) and kept[i][d]]
-        if getattr(opinfo, "grows", None) is not None:
+        to = lambda s: s + 1  # noqa: E731
+        if case.variant == "emptied_at_run":
+            # Each size kept symbolic in turn made 0 (every dim of that size, as they may share a symbol).
+            sizes = sorted({s for i, t in enumerate(module.example) for d, s in enumerate(t.shape) if i < len(kept) and kept[i][d]})
+            choices = [(lambda size: lambda i, d, s: s == size and i < len(kept) and kept[i][d])(size) for size in sizes]
+            to = lambda s: 0  # noqa: E731
+        elif getattr(opinfo, "grows", None) is not None:
             choices.insert(0, opinfo.grows)
         for grow in choices:
-            candidate = _other_sizes(module, torch.Generator().manual_seed(seed), grow)
+            candidate = _other_sizes(module, torch.Generator().manual_seed(seed), grow, to)
             try:
                 with torch.no_grad():
                     second_expected = module(*module.fresh(candidate))
