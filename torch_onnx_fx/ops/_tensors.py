@@ -7,6 +7,8 @@ translation modules stay one operator family each without copying them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import onnx_ir as ir
 import torch
@@ -15,7 +17,7 @@ from onnxscript import opset18 as op
 
 __all__ = [
     "INT64", "END", "ints", "int64", "rank", "filled_like", "scatter_elements", "scatter_nd", "slice_axis",
-    "index_coordinates", "mean_by_count", "scalar_of", "double",
+    "index_coordinates", "mean_by_count", "scalar_of", "double", "rolled",
 ]
 
 INT64 = ir.DataType.INT64
@@ -121,3 +123,22 @@ def index_coordinates(indices: list[ir.Value]) -> tuple[ir.Value, ir.Value]:
     shape, last = op.Shape(broadcast), ints(-1)
     coordinates = [op.Unsqueeze(op.Cast(op.Expand(index, shape), to=INT64), last) for index in indices]
     return (coordinates[0] if len(coordinates) == 1 else op.Concat(*coordinates, axis=-1)), shape
+
+
+def rolled(value: ir.Value, shift: Any, axis: int) -> ir.Value:
+    """``value`` rolled by ``shift`` along ``axis``: the last ``shift`` entries (mod the size) first.
+    A statically empty axis is the caller's to leave alone (there is nothing to move)."""
+    size = value.shape[axis] if value.shape is not None else None
+    if isinstance(size, int) and isinstance(shift, int):
+        if shift % size == 0:
+            return op.Identity(value)
+        start = ints((-shift) % size)
+    else:
+        length = op.Shape(value, start=axis, end=axis + 1)
+        # An empty axis rolls to itself: any split of it is empty, and Mod must not divide by 0.
+        divisor = op.Max(length, ints(1))
+        amount = op.Cast(op.Reshape(shift, ints(1)), to=ir.DataType.INT64) if isinstance(shift, ir.Value) else ints(shift)
+        start = op.Mod(op.Sub(divisor, op.Mod(amount, divisor)), divisor)
+    tail = op.Slice(value, start, ints(2**63 - 1), ints(axis))
+    head = op.Slice(value, ints(0), start, ints(axis))
+    return op.Concat(tail, head, axis=axis)

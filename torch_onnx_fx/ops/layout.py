@@ -28,6 +28,7 @@ __all__ = [
     "aten_unbind", "aten_repeat_interleave_self_int", "aten_index_tensor",
     "aten_full_like", "aten_full", "aten_new_full", "aten_clone", "aten_new_zeros", "aten_masked_fill", "aten_detach", "aten_to_copy",
     "aten_expand_as", "aten_index_select", "aten_stack", "aten_ones", "aten_trilu", "aten_repeat", "aten_tile",
+    "aten_roll",
 ]
 
 _INT64_MAX = 2**63 - 1
@@ -527,3 +528,24 @@ def aten_tile(self: ir.Value, dims: Sequence[int]) -> ir.Value:
     argument to it) and restores the result's shape."""
     rank = self.shape.rank()
     return _tiled(self, [1] * (rank - len(dims)) + list(dims), rank)
+
+
+@register("aten::roll", supports=_real_tensor)
+def aten_roll(self: ir.Value, shifts: Sequence[Any], dims: Sequence[int] = ()) -> ir.Value:
+    """roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor
+
+    torchlib's takes the shift modulo the dim's length read at run time: a dynamic dim that is 0
+    there (an empty batch, which eager rolls to itself) failed in ONNX Runtime with an integer
+    modulo by zero. Without dims the flattened tensor rolls."""
+    rank = tx.rank(self)
+    if rank == 0 or any(isinstance(d, int) and d == 0 for d in self.shape):
+        return op.Identity(self)
+    shifts = [shifts] if not isinstance(shifts, (list, tuple)) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    if not dims:
+        flat = op.Reshape(self, tx.ints(-1))
+        return op.Reshape(tx.rolled(flat, shifts[0], 0), op.Shape(self), allowzero=1)
+    result = self
+    for shift, dim in zip(shifts, dims, strict=True):
+        result = tx.rolled(result, shift, dim % rank)
+    return result

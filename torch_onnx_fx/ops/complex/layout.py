@@ -15,6 +15,7 @@ from onnxscript import opset18 as op
 from torch_onnx_fx.dtypes import onnx_dtype
 from torch_onnx_fx.errors import TranslationError
 from torch_onnx_fx.translate.op_context import OpContext
+from torch_onnx_fx.ops import _tensors as tx
 from torch_onnx_fx.ops._tensors import int64, ints
 from torch_onnx_fx.ops.complex.real_view import _complex_rank, _dim, _filled, _nonzero, _re, _real_to_complex, _size_tensor
 from torch_onnx_fx.registry import register, wants_context
@@ -256,26 +257,8 @@ def aten_roll_complex(self: ir.Value, shifts: Sequence[Any], dims: Sequence[int]
         return op.Identity(self)
     if not dims:
         flat = op.Reshape(self, ints(-1, 2))
-        return op.Reshape(_rolled(flat, shifts[0], 0), op.Shape(self), allowzero=1)
+        return op.Reshape(tx.rolled(flat, shifts[0], 0), op.Shape(self), allowzero=1)
     result = self
     for shift, dim in zip(shifts, dims, strict=True):
-        result = _rolled(result, shift, _dim(dim, rank))
+        result = tx.rolled(result, shift, _dim(dim, rank))
     return result
-
-
-def _rolled(value: ir.Value, shift: Any, axis: int) -> ir.Value:
-    """``value`` rolled by ``shift`` along ``axis``: the last ``shift`` entries (mod the size) first."""
-    size = value.shape[axis] if value.shape is not None else None
-    if isinstance(size, int) and isinstance(shift, int):
-        if shift % size == 0:
-            return op.Identity(value)
-        start = ints((-shift) % size)
-    else:
-        length = op.Shape(value, start=axis, end=axis + 1)
-        # An empty axis rolls to itself: any split of it is empty, and Mod must not divide by 0.
-        divisor = op.Max(length, ints(1))
-        amount = op.Cast(op.Reshape(shift, ints(1)), to=ir.DataType.INT64) if isinstance(shift, ir.Value) else ints(shift)
-        start = op.Mod(op.Sub(divisor, op.Mod(amount, divisor)), divisor)
-    tail = op.Slice(value, start, ints(2**63 - 1), ints(axis))
-    head = op.Slice(value, ints(0), start, ints(axis))
-    return op.Concat(tail, head, axis=axis)
