@@ -495,7 +495,7 @@ def _symbolic_split_size(node: Any) -> bool:
     return isinstance(size, torch.fx.Node) and isinstance(node.meta.get("val"), (list, tuple))
 
 
-@register("aten::split.Tensor", supports=_symbolic_split_size)
+@register("aten::split.Tensor", "aten::unsafe_split.Tensor", supports=_symbolic_split_size)
 @wants_context
 def aten_split_symbolic(self: ir.Value, split_size: ir.Value, dim: int = 0, *, ctx: OpContext) -> list[ir.Value]:
     """split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[] with a

@@ -17,7 +17,7 @@ import torch
 from onnxscript import opset18 as op
 
 from torch_onnx_fx.ops import _tensors as tx
-from torch_onnx_fx.registry import arg_example, arg_value, register, wants_context
+from torch_onnx_fx.registry import arg_example, arg_value, limit_torchlib, register, wants_context
 from torch_onnx_fx.translate.op_context import OpContext
 
 __all__ = [
@@ -237,7 +237,14 @@ def _real_tensor_input(node: torch.fx.Node) -> bool:
     return isinstance(example, torch.Tensor) and not example.is_complex() and example.dim() > 0
 
 
-@register("aten::split.Tensor", "aten::chunk", "aten::split_with_sizes", supports=_static_pieces)
+# torchlib's unsafe_chunk is a SplitToSequence with a computed size, which crashes onnxscript's
+# constant folder when the dim is dynamic; ATen's own composition (unsafe_split with a symbolic
+# size) goes to the split translations, as chunk's does.
+limit_torchlib("aten::unsafe_chunk", lambda node: False)
+
+
+@register("aten::split.Tensor", "aten::chunk", "aten::split_with_sizes", "aten::unsafe_chunk", "aten::unsafe_split.Tensor",
+          "aten::unsafe_split_with_sizes", supports=_static_pieces)
 @wants_context
 def aten_split_static(self: ir.Value, size: Any, dim: int = 0, *, ctx: OpContext) -> tuple[ir.Value, ...]:
     """split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[] (and chunk,
