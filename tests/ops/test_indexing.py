@@ -297,3 +297,17 @@ def test_median_of_an_empty_tensor_is_eager_fill(dtype):
     # ONNX Runtime refused the session (TopK's shape inference: no element to take); eager fills NaN
     # (as an integer: the lowest int32/int64 on x86, 0 for narrower types).
     assert_matches_eager(lambda x: (torch.median(x), torch.median(x[0])), (torch.zeros(3, 0, dtype=dtype),))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.int32, torch.uint8])
+def test_median_of_a_dynamic_tensor_that_is_empty_at_run_time(dtype):
+    """TopK has no smallest element to take in an empty tensor: ONNX Runtime failed where eager
+    fills NaN (floats) or its conversion of NaN (the lowest int64/int32, 0 below)."""
+
+    def make(*shape):
+        return (torch.randn(*shape) * 20).to(dtype)
+
+    assert_matches_eager(
+        lambda x: torch.median(x), (make(4, 3),), dynamic_shapes=({0: "rows", 1: "cols"},),
+        more_inputs=[((make(0, 3),), {}), ((make(5, 7),), {}), ((torch.tensor([[3, 1], [2, 2]]).to(dtype),), {})],
+    )

@@ -98,14 +98,27 @@ def aten_median(self: ir.Value) -> ir.Value:
     Of a tensor known to be empty, eager fills NaN: NaN for floating types, and on x86 the integer
     its conversion gives (the lowest int32/int64, 0 for the narrower types). TopK would fail in
     ONNX Runtime's shape inference there (no smallest element to take)."""
+    integral = {ir.DataType.INT64: np.iinfo(np.int64).min, ir.DataType.INT32: np.iinfo(np.int32).min}
+    empty = op.Constant(value=ir.tensor(np.array(np.nan if self.dtype.is_floating_point() else integral.get(self.dtype, 0), dtype=self.dtype.numpy())))
     if self.shape is not None and any(isinstance(d, int) and d == 0 for d in self.shape):
-        integral = {ir.DataType.INT64: np.iinfo(np.int64).min, ir.DataType.INT32: np.iinfo(np.int32).min}
-        filler = np.nan if self.dtype.is_floating_point() else integral.get(self.dtype, 0)
-        return op.Constant(value=ir.tensor(np.array(filler, dtype=self.dtype.numpy())))
+        return empty
     flat = op.Reshape(self, op.Constant(value_ints=[-1]))
     size = op.Squeeze(op.Shape(flat))
+    may_be_empty = self.shape is None or not all(isinstance(d, int) for d in self.shape)
+    if may_be_empty:
+        # A dynamic dim may be 0 at run time, where TopK has no element to take: one element
+        # past every value (never the lower median of a non-empty tensor) keeps it valid, and
+        # the empty case is eager's filler.
+        flat = op.Concat(flat, op.Constant(value=ir.tensor(np.array([_largest(self.dtype)], dtype=self.dtype.numpy()))), axis=0)
     values, indices = _kth_smallest(flat, _lower_median_rank(size), 0, False)
-    return _nan_first(flat, 0, False, values, indices)[0]
+    median = _nan_first(flat, 0, False, values, indices)[0]
+    return op.Where(op.Equal(size, op.Constant(value_int=0)), empty, median) if may_be_empty else median
+
+
+def _largest(dtype: ir.DataType) -> Any:
+    if dtype.is_floating_point():
+        return np.inf
+    return True if dtype == ir.DataType.BOOL else np.iinfo(dtype.numpy()).max
 
 
 def _nan_skipping_median(self: ir.Value, dim: int, keepdim: bool) -> tuple[ir.Value, ir.Value]:
