@@ -42,6 +42,20 @@ def test_mean_of_a_dynamic_dim_is_nan_when_empty(name, dtype, opset):
     )
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_means_are_summed_in_float32(dtype):
+    """torchlib's mse_loss leaves a 16-bit ReduceMean: a float16 sum of 60,000 values near 1.3
+    (or their count, 90,000) is inf in float16, where ATen sums and divides in float32."""
+    batch = Dim("batch")
+    torch.manual_seed(0)
+    big = (torch.rand(30000, 3, dtype=dtype) * 2, torch.zeros(30000, 3, dtype=dtype))
+    assert_matches_eager(
+        _Mean(_MEANS["mse_loss"]), (torch.rand(4, 3, dtype=dtype), torch.rand(4, 3, dtype=dtype)),
+        dynamic_shapes=({0: batch}, {0: batch}), more_inputs=[(big, {}), ((torch.rand(257, 3, dtype=dtype), torch.rand(257, 3, dtype=dtype)), {})],
+        rtol=0, atol=0,
+    )
+
+
 def test_mse_loss_of_static_empty_tensors_is_nan():
     """torchlib's mse_loss is a ReduceMean over all dims: 0 for an empty input before."""
     assert_matches_eager(_Mean(_MEANS["mse_loss"]), (torch.randn(0, 3), torch.randn(0, 3)))

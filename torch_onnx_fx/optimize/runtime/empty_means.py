@@ -8,8 +8,10 @@ input to translations that reach ``ReduceMean`` through torchlib (``mse_loss``).
 
 :class:`EmptyMeansPass` rewrites each ``ReduceMean`` whose reduced dims are not all static and
 positive as what ATen's CPU mean computes: the sum divided by the element count read from the
-input's shape (``ReduceSum``, ``Div`` and four nodes of shape arithmetic). A mean over static,
-non-empty dims (the norms of every transformer) keeps ONNX Runtime's kernel.
+input's shape (``ReduceSum``, ``Div`` and four nodes of shape arithmetic); float16 and bfloat16
+are summed and divided in float32 and rounded once, as ATen does (a float16 sum or count past
+65504 is inf). A mean over static, non-empty dims (the norms of every transformer) keeps ONNX
+Runtime's kernel.
 """
 
 from __future__ import annotations
@@ -40,21 +42,37 @@ def _may_be_empty(node: ir.Node) -> list[int] | None:
     return axes
 
 
+# ATen sums and divides 16-bit floats in float32 and rounds once: a float16 sum past 65504 (or a
+# count past it, cast to float16) is inf, where the mean is not.
+_SUMMED_IN_FLOAT32 = frozenset({ir.DataType.FLOAT16, ir.DataType.BFLOAT16})
+
+
 def _sum_by_count(graph: ir.Graph, node: ir.Node, axes: list[int]) -> tuple[list[ir.Node], ir.Value]:
     x = node.inputs[0]
+    dtype = x.dtype
     keepdims = node.attributes.get("keepdims")
     keep = {"keepdims": 1 if keepdims is None else keepdims.as_int()}
     stem = f"{node.outputs[0].name or 'mean'}__axes"
     listed = initializer(graph, stem, np.array(axes, dtype=np.int64))
+    nodes: list[ir.Node] = []
+    summed = x
+    if dtype in _SUMMED_IN_FLOAT32:
+        nodes.append(ir.node("Cast", [x], attributes={"to": ir.DataType.FLOAT}))
+        summed = nodes[-1].outputs[0]
+    computed = ir.DataType.FLOAT if dtype in _SUMMED_IN_FLOAT32 else dtype
     # Every opset we build (13 up) takes ReduceSum's axes as an input.
-    total = ir.node("ReduceSum", [x, listed], attributes=keep)
-    sizes = ir.node("Gather", [ir.node("Shape", [x]).outputs[0], listed])
-    shape = sizes.inputs[0].producer()
+    total = ir.node("ReduceSum", [summed, listed], attributes=keep)
+    shape = ir.node("Shape", [x])
+    sizes = ir.node("Gather", [shape.outputs[0], listed])
     # ReduceProd without axes reduces every axis at any opset: the count as a scalar.
     count = ir.node("ReduceProd", [sizes.outputs[0]], attributes={"keepdims": 0})
-    as_float = ir.node("Cast", [count.outputs[0]], attributes={"to": x.dtype})
+    as_float = ir.node("Cast", [count.outputs[0]], attributes={"to": computed})
+    as_float.outputs[0].dtype = computed
     mean = ir.node("Div", [total.outputs[0], as_float.outputs[0]])
-    return [total, shape, sizes, count, as_float, mean], mean.outputs[0]
+    nodes += [total, shape, sizes, count, as_float, mean]
+    if computed != dtype:
+        nodes.append(ir.node("Cast", [mean.outputs[0]], attributes={"to": dtype}))
+    return nodes, nodes[-1].outputs[0]
 
 
 class EmptyMeansPass(ir.passes.InPlacePass):
