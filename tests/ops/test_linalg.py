@@ -74,6 +74,16 @@ CASES = {
         lambda a: torch.linalg.lu_factor_ex(a),
         lambda: (torch.tensor([[4.0, 1.0, 2.0, 3.0, 1.0], [1.0, 5.0, float("inf"), 1.0, 2.0], [2.0, 1.0, 3.0, 6.0, float("nan")]]),),
     ),
+    # A reflector touches rows j.. and columns j.. only (0 * inf above them was NaN), and Q's column
+    # j is e_j - tau v, written directly: column 0 of A finite keeps Q[:, 0] and R[0, 0] finite.
+    "qr_nonfinite": (
+        lambda a: (*torch.linalg.qr(a), *torch.geqrf(a)),
+        lambda: (torch.tensor([[1.0, 2.0, float("inf"), 0.5], [2.0, float("nan"), 1.0, 3.0], [0.5, 1.0, 2.0, float("-inf")], [1.5, 0.2, 0.3, 0.4]]),),
+    ),
+    "householder_product_nonfinite": (
+        lambda a, tau: torch.linalg.householder_product(a, tau),
+        lambda: (torch.tensor([[2.0, 0.4, -0.9], [0.8, -1.8, float("-inf")], [float("nan"), 0.3, 1.1], [0.4, -0.8, 0.6]]), torch.tensor([0.9, -0.2, 1.1])),
+    ),
     "lu_unpack": (lambda lu, piv: torch.lu_unpack(lu, piv), lambda: torch.linalg.lu_factor(torch.randn(2, 5, 3))),
     "lu_solve_variants": (
         lambda lu, piv, b: tuple(

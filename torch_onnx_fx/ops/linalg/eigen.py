@@ -160,7 +160,7 @@ def _orthonormal_completion(ctx: OpContext, q: ir.Value, keep: ir.Value) -> ir.V
     spans the rest of the space (the flagged columns are sorted first)."""
     packed, tau = householder_qr(ctx, q)
     rows, cols = mx.size(q, -2), mx.size(q, -1)
-    basis = apply_reflectors(ctx, packed, tau, mx.eye(rows, rows), backwards=True)
+    basis = apply_reflectors(ctx, packed, tau, mx.eye(rows, rows), backwards=True, from_identity=True)
     extra = op.Sub(rows, cols)
     rank = mx.rank(q)
     pads = mx.shape_vector(*([0] * (2 * rank - 1)), extra)

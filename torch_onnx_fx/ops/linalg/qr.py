@@ -33,10 +33,15 @@ def _reflector_vector(packed: ir.Value, j: ir.Value, rows: ir.Value, field: Fiel
     return op.Where(op.Greater(rows, j), column, unit)
 
 
-def _reflect(c: ir.Value, v: ir.Value, scale: ir.Value, field: Field) -> ir.Value:
-    """``(I - scale v v^H) C``."""
-    projection = op.ReduceSum(field.mul(field.conj(v), c), [-2], keepdims=1)
-    return op.Sub(c, field.mul(field.mul(scale, v), projection))
+def _reflect(c: ir.Value, v: ir.Value, scale: ir.Value, field: Field, rows: ir.Value, columns: ir.Value | None = None) -> ir.Value:
+    """``(I - scale v v^H) C`` on the rows ``rows`` marks (reflector j's, from row j on) and the
+    columns ``columns`` marks (all when None), as LAPACK applies a reflector to ``C[j:, k:]``:
+    the rest is left as it is. A product over every entry multiplied the zeros of ``v`` above
+    row j by an inf or NaN there (a column of R, of Q) and spread NaN into results LAPACK keeps
+    finite."""
+    projection = op.ReduceSum(field.mul(field.conj(v), op.Where(rows, c, 0.0)), [-2], keepdims=1)
+    active = rows if columns is None else op.And(rows, columns)
+    return op.Where(active, op.Sub(c, field.mul(field.mul(scale, v), projection)), c)
 
 
 def householder_qr(ctx: OpContext, a: ir.Value, field: Field = REAL) -> tuple[ir.Value, ir.Value]:
@@ -73,7 +78,7 @@ def householder_qr(ctx: OpContext, a: ir.Value, field: Field = REAL) -> tuple[ir
         divisor = field.one_where(trivial, op.Sub(alpha, beta))
         v = op.Where(below, field.div(column, divisor), field.from_real(op.Cast(op.Equal(rows, j), to=mx.DOUBLE), len(dims)))
         # geqrf applies each reflector's adjoint, I - conj(tau) v v^H.
-        a = op.Where(op.Greater(cols, j), _reflect(a, v, field.conj(scale), field), a)
+        a = _reflect(a, v, field.conj(scale), field, op.GreaterOrEqual(rows, j), op.Greater(cols, j))
         a = op.Where(op.And(op.Equal(cols, j), op.GreaterOrEqual(rows, j)), op.Where(below, v, beta), a)
         tau = op.Where(op.Equal(taken, j), op.Squeeze(scale, [-1]), tau)
         return [a, tau]
@@ -83,21 +88,34 @@ def householder_qr(ctx: OpContext, a: ir.Value, field: Field = REAL) -> tuple[ir
 
 
 def apply_reflectors(
-    ctx: OpContext, packed: ir.Value, tau: ir.Value, c: ir.Value, backwards: bool, field: Field = REAL
+    ctx: OpContext, packed: ir.Value, tau: ir.Value, c: ir.Value, backwards: bool, field: Field = REAL,
+    from_identity: bool = False,
 ) -> ir.Value:
     """``Q C = H_0 @ H_1 @ ... @ C`` (``backwards``: the last reflector is applied first) or
-    ``Q^H C = ... H_1^H @ H_0^H @ C``."""
+    ``Q^H C = ... H_1^H @ H_0^H @ C``. ``from_identity`` (C the identity's first columns: Q
+    itself, as LAPACK's ``orgqr`` forms it) leaves the columns before reflector j alone, which
+    it cannot change but an inf or NaN in the reflector would turn NaN."""
     packed, c = field.aligned(packed, c)
     # tau has one dim fewer than the reflectors: aligned to it like to a matrix stack of its rank.
     tau = field.aligned(tau, field.matrix(packed))[0]
     c = mx.broadcast_to_batch(c, packed)
     count = mx.size(tau, -1)
     rows = op.Range(0, mx.size(field.matrix(packed), -2), 1)
+    columns = op.Range(0, mx.size(field.matrix(c), -1), 1) if from_identity else None
 
     def step(i: ir.Value, c: ir.Value) -> list[ir.Value]:
         j = op.Sub(op.Sub(count, 1), i) if backwards else i
         scale = op.Unsqueeze(op.Gather(tau, mx.at(j), axis=-1), [-1])
-        return [_reflect(c, _reflector_vector(packed, j, rows, field), scale if backwards else field.conj(scale), field)]
+        scale = scale if backwards else field.conj(scale)
+        v = _reflector_vector(packed, j, rows, field)
+        touched = op.GreaterOrEqual(op.Unsqueeze(rows, [-1]), j)
+        if columns is None:
+            return [_reflect(c, v, scale, field, touched)]
+        # Column j is still e_j here: its image e_j - scale v is written directly, as orgqr does
+        # (the product v^H e_j multiplied an inf or NaN of v by the zeros of e_j).
+        unit = field.from_real(op.Cast(op.Equal(op.Unsqueeze(rows, [-1]), j), to=mx.DOUBLE), mx.rank(field.matrix(v)))
+        image = op.Sub(unit, field.mul(scale, v))
+        return [op.Where(op.Equal(columns, j), image, _reflect(c, v, scale, field, touched, op.Greater(columns, j)))]
 
     return mx.loop(ctx, count, [c], step)[0]
 
@@ -117,7 +135,7 @@ def aten_linalg_householder_product(input: ir.Value, tau: ir.Value, *, ctx: OpCo
     packed = field.enter(input)
     shape = field.matrix(packed)
     identity = field.from_real(mx.eye(mx.size(shape, -2), mx.size(shape, -1)), mx.rank(shape))
-    return field.leave(apply_reflectors(ctx, packed, field.enter(tau), identity, True, field), input)
+    return field.leave(apply_reflectors(ctx, packed, field.enter(tau), identity, True, field, from_identity=True), input)
 
 
 @register_real_and_complex("aten::ormqr")
@@ -144,11 +162,11 @@ def aten_linalg_qr(A: ir.Value, mode: str = "reduced", *, ctx: OpContext) -> tup
     rows, cols = mx.dims(shape)[-2:]
     r = mx.tril(packed, upper=True)
     if mode == "complete":
-        q = apply_reflectors(ctx, packed, tau, field.from_real(mx.eye(m, m), mx.rank(shape)), True, field)
+        q = apply_reflectors(ctx, packed, tau, field.from_real(mx.eye(m, m), mx.rank(shape)), True, field, from_identity=True)
         return field.leave(q, A), field.leave(r, A)
     k, static_k = op.Min(m, n), mx.smaller(rows, cols)
     r = field.leave(mx.take(r, k, -2, static_k), A)
     if mode == "r":
         return field.empty(A), r
-    q = apply_reflectors(ctx, packed, tau, field.from_real(mx.eye(m, k), mx.rank(shape)), True, field)
+    q = apply_reflectors(ctx, packed, tau, field.from_real(mx.eye(m, k), mx.rank(shape)), True, field, from_identity=True)
     return field.leave(q, A), r
