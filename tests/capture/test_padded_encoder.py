@@ -18,7 +18,7 @@ _DYNAMIC = ({0: "batch", 1: "length"}, {0: "batch", 1: "length"})
 
 
 class _Encoder(nn.Module):
-    def __init__(self, norm: bool = False, mask_check: bool = True, nested: bool = True, float_mask: bool = False):
+    def __init__(self, norm: bool = False, mask_check: bool = True, nested: bool = True, float_mask: float | None = None):
         super().__init__()
         torch.manual_seed(0)
         layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True)
@@ -27,8 +27,8 @@ class _Encoder(nn.Module):
         self.float_mask = float_mask
 
     def forward(self, x, padded):
-        if self.float_mask:
-            padded = torch.zeros(padded.shape, dtype=x.dtype).masked_fill(padded, float("-inf"))
+        if self.float_mask is not None:
+            padded = torch.zeros(padded.shape, dtype=x.dtype).masked_fill(padded, self.float_mask)
         return self.encoder(x, src_key_padding_mask=padded)
 
 
@@ -43,8 +43,10 @@ def _batch(lengths: list[int], steps: int, left: bool = False) -> tuple[torch.Te
 
 
 @pytest.mark.parametrize("norm", [False, True])
-@pytest.mark.parametrize("float_mask", [False, True])
+@pytest.mark.parametrize("float_mask", [None, float("-inf"), -1.0, 2.0], ids=["bool", "float-inf", "float-minus-one", "float-two"])
 def test_padded_positions_match_inference(norm, float_mask):
+    """A float mask's finite nonzero entries drop their key in the nested tensor too (they are
+    additive in the plain path): the valid positions were 0.4-1.7 off with -1 or 2."""
     model = _Encoder(norm=norm, float_mask=float_mask).eval()
     with torch.no_grad():
         x, padded = _batch([7, 5, 2], 7)
@@ -55,19 +57,24 @@ def test_padded_positions_match_inference(norm, float_mask):
     )
 
 
-def test_padding_first_takes_the_plain_path_as_eager_does():
+@pytest.mark.parametrize("float_mask", [None, -1.0])
+def test_padding_first_takes_the_plain_path_as_eager_does(float_mask):
     """Eager checks that every row's valid positions come first (``mask_check``); one exported
-    graph gives both answers."""
-    model = _Encoder().eval()
+    graph gives both answers. Unpacked, the layers' inference kernel reads a float mask's nonzero
+    entries as dropped keys too (not added: 0.56 off)."""
+    model = _Encoder(float_mask=float_mask).eval()
     assert_matches_eager(
         model, _batch([7, 5, 2], 7), dynamic_shapes=_DYNAMIC,
         more_inputs=[(_batch([6, 5, 2], 7, left=True), {}), (_batch([4, 6], 6), {})],
     )
 
 
-def test_without_mask_check_every_padded_position_is_zero():
+def test_without_mask_check_each_row_keeps_its_first_positions():
+    """Without the check the nested tensor holds each row's first (count of valid) positions,
+    wherever the mask puts the valid ones: left padding was 2.8 off."""
     model = _Encoder(mask_check=False).eval()
-    assert_matches_eager(model, _batch([7, 5, 2], 7), dynamic_shapes=_DYNAMIC, more_inputs=[(_batch([5, 1], 5), {})])
+    assert_matches_eager(model, _batch([7, 5, 2], 7), dynamic_shapes=_DYNAMIC,
+                         more_inputs=[(_batch([5, 1], 5), {}), (_batch([6, 3, 4], 7, left=True), {})])
 
 
 @pytest.mark.parametrize("model", [_Encoder(nested=False).eval(), _Encoder().train()], ids=["no_nested_tensor", "training"])

@@ -8,11 +8,15 @@ encoder takes its plain path (it sees the tracing), which runs every position th
 layers and returns other numbers there: 3.5 off for both exporters, which a sum over the
 sequence or a check of all outputs against the model reads.
 
-The replacement runs the layers as the plain path does (valid positions are the same numbers,
-as the padding mask keeps padded keys out of the attention), then zeroes the padded positions
-before the norm where the nested path would have been taken. Whether it is taken depends on
-the module (checked here as PyTorch checks it) and, with ``mask_check`` (the default), on the
-data: every row's valid positions must come first. That check becomes a condition in the graph.
+The replacement runs the layers as the plain path does, over the positions the nested tensor
+would hold (a -inf key mask over the others: a float mask's finite nonzero entries drop their key
+there, as the nested tensor drops it), then zeroes the other positions before the norm. Whether
+the nested path is taken depends on the module (checked here as PyTorch checks it) and, with
+``mask_check`` (the default), on the data: every row's valid positions must come first, else the
+layers run unpacked (their own inference kernel reads a float mask the same way, nonzero as
+dropped). That check becomes a condition in the graph. Without
+``mask_check`` the nested tensor holds each row's first positions, as many as it has valid ones,
+whatever the mask says about which.
 Grad mode is the one condition left out: an exported model is an inference model, so it matches
 the module under ``torch.no_grad()`` / ``torch.inference_mode()``.
 """
@@ -58,17 +62,27 @@ def padded_encoder_forward(original: Callable[..., Any]) -> Callable[..., Any]:
         )
         if not _nested_in_inference(self, src, mask, padding):
             return original(self, src, mask, src_key_padding_mask, is_causal)
-        # The nested tensor keeps the positions whose mask entry is 0 (``logical_not`` of the
-        # canonical float mask), whatever other value a float mask holds.
+        # The nested tensor holds, per row, as many positions as the mask has zero entries
+        # (``logical_not`` of the canonical float mask: any other value, -inf or not, drops the
+        # key), taken from the row's start; with ``mask_check`` only when those are exactly the
+        # row's zero entries (valid positions first). Else the layers run unpacked, on their own
+        # inference kernel, which reads a float mask the same way (nonzero: dropped).
         padded = padding != 0
+        lengths = padded.logical_not().sum(-1, keepdim=True)
+        dropped = torch.arange(padded.shape[-1], device=src.device) >= lengths
+        blocked = torch.zeros_like(padding)
+        nested_mask = blocked.masked_fill(dropped, float("-inf"))
+        if getattr(self, "mask_check", True):
+            aligned = _left_aligned(padded)
+            layer_mask = torch.where(aligned, nested_mask, blocked.masked_fill(padded, float("-inf")))
+            zeroed = dropped & aligned
+        else:
+            layer_mask, zeroed = nested_mask, dropped
         transformer = torch.nn.modules.transformer
         is_causal = transformer._detect_is_causal_mask(None, is_causal, transformer._get_seq_len(src, True))
         output = src
         for layer in self.layers:
-            output = layer(output, src_mask=None, is_causal=is_causal, src_key_padding_mask=padding)
-        zeroed = padded
-        if getattr(self, "mask_check", True):
-            zeroed = padded & _left_aligned(padded)
+            output = layer(output, src_mask=None, is_causal=is_causal, src_key_padding_mask=layer_mask)
         output = output.masked_fill(zeroed.unsqueeze(-1), 0.0)
         if self.norm is not None:
             output = self.norm(output)
