@@ -24,6 +24,10 @@ _SCRIPT = textwrap.dedent(
     import torch_onnx_fx
 
     assert transformers.DynamicCache not in pytree.SUPPORTED_NODES
+    # A plain model beside an imported transformers loads nothing of transformers' exporters.
+    import sys
+    torch_onnx_fx.export(torch.nn.Linear(3, 2).eval(), (torch.randn(1, 3),), verbose=False)
+    assert "transformers.exporters.exporter_dynamo" not in sys.modules
     config = transformers.LlamaConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                                       num_attention_heads=4, num_key_value_heads=2)
     torch.manual_seed(0)

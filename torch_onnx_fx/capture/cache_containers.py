@@ -9,8 +9,9 @@ and the user had to find transformers' registration function and call it first.
 :func:`register_caches` registers, with transformers' own function (the one its exporters call),
 the cache classes of every transformers model inside the exported module and of every cache
 among the inputs. The registration is global and lasts, as when transformers' exporters make it;
-nothing is imported here that the user has not imported, and a transformers release without
-``transformers.exporters`` is left as it was.
+transformers' exporter module is imported only when the exported module holds a transformers
+model or an input is a transformers object, and a release without ``transformers.exporters`` is
+left as it was.
 """
 
 from __future__ import annotations
@@ -51,23 +52,33 @@ def _leaves(value: Any) -> Any:
         yield value
 
 
+def _from_transformers(value: Any) -> bool:
+    return type(value).__module__.split(".", 1)[0] == "transformers"
+
+
 def register_caches(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[str]:
     """Register the caches ``model`` and its inputs may carry; the classes newly registered."""
+    transformers = sys.modules.get("transformers")
+    if transformers is None:
+        return []
+    pretrained = getattr(transformers, "PreTrainedModel", None)
+    # One registration per modeling file: it registers the file's own cache classes too.
+    models = {type(m).__module__: m for m in (model.modules() if isinstance(model, torch.nn.Module) else ())
+              if pretrained is not None and isinstance(m, pretrained)}
+    inputs = [value for value in _leaves((tuple(args), dict(kwargs or {}))) if _from_transformers(value)]
+    # transformers' exporter module (and what it imports) is loaded only for a model or input of
+    # transformers': a plain model exported beside an imported transformers loads nothing more.
+    if not models and not inputs:
+        return []
     registration = _registration()
     if registration is None:
         return []
     import torch.utils._pytree as pytree
 
     before = set(pytree.SUPPORTED_NODES)
-    pretrained = sys.modules["transformers"].PreTrainedModel
-    modules = model.modules() if isinstance(model, torch.nn.Module) else ()
-    seen: set[str] = set()
-    for module in modules:
-        # One registration per modeling file: it registers the file's own cache classes too.
-        if isinstance(module, pretrained) and type(module).__module__ not in seen:
-            seen.add(type(module).__module__)
-            registration.register_cache_pytrees_for_model(module)
-    for value in _leaves((tuple(args), dict(kwargs or {}))):
+    for module in models.values():
+        registration.register_cache_pytrees_for_model(module)
+    for value in inputs:
         if registration.is_cache_object(value):
             registration.register_pytree_node(type(value))
     added = sorted(f"{cls.__module__}.{cls.__qualname__}" for cls in set(pytree.SUPPORTED_NODES) - before)
