@@ -83,6 +83,11 @@ CASES = {
  "histogram_empty": (lambda x: (*torch.histogram(x, 3), *torch.histogram(x, torch.tensor([0.0, 1.0]))), lambda: (torch.zeros(0),)),
  "histogramdd": (_histogramdds, lambda: (torch.randn(6, 2), torch.rand(6))),
  "mode": (lambda x, i, b: (*torch.mode(x, 1), *torch.mode(x, 0, keepdim=True), *torch.mode(i), *torch.mode(b, 0), *torch.mode(x[0, 0])), lambda: (torch.tensor([[3.0, 1.0, 3.0, 1.0, 2.0], [2.0, 2.0, 5.0, 5.0, 5.0], [0.5, -1.0, 7.0, 0.5, 9.0]]), torch.tensor([[2, 1, 1, 2, 5, 5], [4, 4, 4, 0, 0, 0]]), torch.tensor([[True, False], [False, False], [True, False]]))),
+ # A NaN among distinct numbers: ATen's mode is NaN when the row starts with it, else the
+ # smallest number (the first version always said NaN).
+ "mode_of_distinct_numbers_and_a_nan": (lambda x: torch.mode(x, 1), lambda: (torch.tensor([
+     [NAN, 1.5, -2.0, 7.0, 0.25, 3.0], [1.5, NAN, -2.0, 7.0, 0.25, 3.0], [1.5, -2.0, 7.0, 0.25, 3.0, NAN],
+     [0.5, 9.0, -1.0, NAN, -3.0, 2.0], [NAN, 2.0, 2.0, 1.0, 5.0, 6.0], [float("-inf"), NAN, 1.0, 2.0, 3.0, 4.0]]),)),
  "mode_with_nan": (lambda x: torch.mode(x, 1), lambda: (torch.tensor([[4.0, 4.0, 4.0, 4.0, NAN], [NAN, 1.0, 2.0, 5.0, 6.0], [NAN, NAN, 1.0, 3.0, 3.0], [NAN] * 5, [float("inf"), float("inf"), 1.0, 0.0, 0.0]]),)),
  "nanmedian": (lambda x, i: (*torch.nanmedian(x, 1), *torch.nanmedian(x, 0, keepdim=True), torch.nanmedian(x), torch.nanmedian(x[3]), *torch.nanmedian(i, 1), torch.nanmedian(i), torch.nanmedian(x[:0])), lambda: (torch.tensor([[NAN, NAN, NAN], [NAN, 3.0, NAN], [2.0, NAN, 1.0], [NAN, 1.0, 1.0], [4.0, 0.5, -2.0]]), torch.tensor([[3, 1, 2, 2], [0, -5, 7, 1]]))),
  "masked_median": (lambda x, m: torch.masked.median(x, 1, mask=m), lambda: (torch.randn(4, 5), torch.rand(4, 5) > 0.4)),

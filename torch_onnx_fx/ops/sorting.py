@@ -169,9 +169,10 @@ def aten_mode(self: ir.Value, dim: int = -1, keepdim: bool = False) -> tuple[ir.
     order for at most 16 values along ``dim``; for longer ties its choice is arbitrary. ATen's
     answer for a row holding NaN is arbitrary as well: its sort does not order NaN consistently
     and can split a run of equal values ([3, nan, inf, 0, 3] gives 0, [4, 4, 4, 4, nan] gives 4).
-    Here each NaN counts once and is the smallest value, so a NaN among the most frequent is the
-    mode, at the first NaN: always a value of the row at a valid index (before, such rows gave NaN
-    at index -1).
+    For a row of distinct numbers and one NaN it gives NaN (index 0) when the row starts with the
+    NaN and the smallest number otherwise (500 random rows of up to 16 values, all so). Here each
+    NaN counts once; it is the smallest value when the row starts with one and the largest
+    otherwise, so a NaN mode is the row's first element, as ATen gives.
     """
     rank = self.shape.rank()
     dim %= rank
@@ -187,7 +188,7 @@ def aten_mode(self: ir.Value, dim: int = -1, keepdim: bool = False) -> tuple[ir.
     counts = op.ReduceSum(op.Cast(same, to=ir.DataType.INT32), op.Constant(value_ints=[dim + 1]), keepdims=0)
     floating = self.dtype.is_floating_point()
     if floating:
-        # ATen counts each NaN once (it equals nothing, itself included) and sorts NaN first.
+        # ATen counts each NaN once (it equals nothing, itself included) and mostly sorts it last.
         nan = op.IsNaN(self)
         counts = op.Add(counts, op.Cast(nan, to=ir.DataType.INT32))
     most = op.Equal(counts, op.ReduceMax(counts, axis, keepdims=1))
@@ -195,11 +196,16 @@ def aten_mode(self: ir.Value, dim: int = -1, keepdim: bool = False) -> tuple[ir.
     positions = op.Reshape(positions, op.Constant(value_ints=[-1] + [1] * (rank - dim - 1)))
     if floating:
         # The smallest of the most frequent numbers (+inf stands in for the rest: never below
-        # one); a NaN among the most frequent is the mode, at the first NaN (where ATen's sort
-        # puts it).
+        # one). NaN is the mode where one is among the most frequent and the row starts with a
+        # NaN, or where no number is (a row of NaN only), at the first NaN.
         numbers = op.And(most, op.Not(nan))
         values = op.ReduceMin(op.Where(numbers, self, op.CastLike(float("inf"), self)), axis, keepdims=1)
-        nan_mode = op.Cast(op.ReduceMax(op.Cast(op.And(most, nan), to=ir.DataType.INT32), axis, keepdims=1), to=ir.DataType.BOOL)
+
+        def any_of(flags: ir.Value) -> ir.Value:
+            return op.Cast(op.ReduceMax(op.Cast(flags, to=ir.DataType.INT32), axis, keepdims=1), to=ir.DataType.BOOL)
+
+        starts_with_nan = op.Gather(nan, op.Constant(value_ints=[0]), axis=dim)
+        nan_mode = op.Or(op.And(starts_with_nan, any_of(op.And(most, nan))), op.Not(any_of(numbers)))
         values = op.Where(nan_mode, op.CastLike(float("nan"), self), values)
         first_nan = op.ArgMax(op.Cast(nan, to=ir.DataType.INT32), axis=dim, keepdims=1)
     else:
