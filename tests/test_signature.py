@@ -219,3 +219,33 @@ def test_a_tensor_in_a_private_attribute_is_named_by_it():
     actual = program(x, cache)
     torch.testing.assert_close(actual[0], cache.keys + x)
     torch.testing.assert_close(actual[1], cache._window * 2)
+
+
+class _Counted:
+    """A container whose flattening keeps an int beside its tensor (as a sliding-window cache keeps
+    its count of tokens seen): the export bakes the int into the graph."""
+
+    def __init__(self, keys, seen):
+        self.keys, self.seen = keys, seen
+
+
+torch.utils._pytree.register_pytree_node(
+    _Counted,
+    lambda c: ([c.keys], c.seen),
+    lambda leaves, seen: _Counted(leaves[0], seen),
+    flatten_with_keys_fn=lambda c: ([(torch.utils._pytree.GetAttrKey("keys"), c.keys)], c.seen),
+)
+
+
+def test_a_container_whose_baked_values_differ_is_refused():
+    class Positions(nn.Module):
+        def forward(self, x, cache):
+            return x + cache.keys * cache.seen
+
+    x = torch.randn(3)
+    program = torch_onnx_fx.export(Positions(), (x, _Counted(torch.randn(3), 6)), verbose=False)
+    keys = torch.randn(3)
+    torch.testing.assert_close(program(x, _Counted(keys, 6))[0], x + keys * 6)
+    # Computed with seen = 6, silently, before.
+    with pytest.raises(torch_onnx_fx.InputMismatchError, match="differs in structure"):
+        program(x, _Counted(keys, 9))

@@ -129,6 +129,7 @@ class ProgramSignature:
         Arguments left out of the call that the export baked in as constants (``use_cache=False``,
         ``mask=None``) take their baked values: the graph has no input for them."""
         args, kwargs = self.with_baked_constants(args, kwargs)
+        _check_containers(self.in_spec, args, kwargs)
         return flatten_user_inputs(self.in_spec, args, kwargs)
 
     def with_baked_constants(self, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> tuple[Sequence[Any], Mapping[str, Any] | None]:
@@ -215,6 +216,37 @@ def _keyword_order(in_spec: Any) -> list[str]:
     if in_spec is None or in_spec.num_children != 2:
         return []
     return list(in_spec.child(1).context or [])
+
+
+_PLAIN_CONTAINERS = (list, tuple, dict)
+
+
+def _check_containers(in_spec: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> None:
+    """Refuse an argument of a registered container type (a transformers cache) whose structure
+    differs from the export's: what its flattening keeps beside the tensors (a sliding-window
+    cache's count of tokens seen) is a constant of the graph, and another value there would be
+    computed with the export's (Gemma 3's logits 0.04 off at another past length)."""
+    if in_spec is None or in_spec.num_children != 2:
+        return
+    positional, keywords = in_spec.child(0), in_spec.child(1)
+    named = [(f"argument {i}", value, positional.child(i)) for i, value in enumerate(args) if i < positional.num_children]
+    order = list(keywords.context or [])
+    named += [(repr(name), kwargs[name], keywords.child(order.index(name))) for name in (kwargs or {}) if name in order]
+    for label, value, expected in named:
+        if value is None or isinstance(value, (torch.Tensor, *_PLAIN_CONTAINERS)) or type(value) not in pytree.SUPPORTED_NODES:
+            continue
+        given = pytree.tree_structure(value)
+        if given != expected:
+            raise InputMismatchError(
+                f"Input {label} ({type(value).__name__}) differs in structure from the one the model was exported "
+                f"with: {_spec_text(given)} against {_spec_text(expected)}. What its flattening keeps beside the "
+                "tensors is a constant of the exported graph; export with an example that has these values."
+            )
+
+
+def _spec_text(spec: Any, limit: int = 300) -> str:
+    text = str(spec)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def flatten_user_inputs(in_spec: Any, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[Any]:

@@ -70,6 +70,33 @@ _SCRIPT = textwrap.dedent(
     assert len(outputs) == len(eager) == 5
     for ours, theirs in zip(outputs, eager):
         torch.testing.assert_close(ours, theirs, rtol=1e-4, atol=1e-5)
+
+    # A sliding-window cache keeps its count of tokens seen beside the tensors (Gemma 3): the
+    # export bakes it in, so a cache of another past length is refused, not computed with it.
+    gemma = transformers.Gemma3ForCausalLM(transformers.Gemma3TextConfig(
+        num_hidden_layers=2, hidden_size=32, intermediate_size=64, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=8, vocab_size=100, sliding_window=4)).eval()
+
+    def window_step(batch, past):
+        with torch.no_grad():
+            cache = gemma(torch.randint(0, 100, (batch, past))).past_key_values
+        return {"input_ids": torch.randint(0, 100, (batch, 1)), cache_name: cache}
+
+    example = window_step(2, 6)
+    torch_onnx_fx.capture.cache_containers.register_caches(gemma, (), example)
+    leaves = pytree.tree_leaves(example[cache_name])
+    windowed = torch_onnx_fx.export(gemma, (), kwargs=copy.deepcopy(example), verbose=False, dynamic_shapes={
+        "input_ids": {0: "batch"}, cache_name: [{0: "batch"} if leaf.dim() else None for leaf in leaves]})
+    inputs = window_step(3, 6)
+    with torch.no_grad():
+        expected = gemma(**copy.deepcopy(inputs))
+    torch.testing.assert_close(windowed(**inputs)[0], expected.logits, rtol=1e-4, atol=1e-5)
+    try:
+        windowed(**window_step(2, 9))
+    except torch_onnx_fx.InputMismatchError as exc:
+        assert "differs in structure" in str(exc), exc
+    else:
+        raise AssertionError("a cache of another past length was computed with the export's")
     print("OK")
     """
 )
