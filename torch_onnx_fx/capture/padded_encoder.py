@@ -14,11 +14,10 @@ there, as the nested tensor drops it), then zeroes the other positions before th
 the nested path is taken depends on the module (checked here as PyTorch checks it) and, with
 ``mask_check`` (the default), on the data: every row's valid positions must come first, else the
 layers run unpacked (their own inference kernel reads a float mask the same way, nonzero as
-dropped). That check becomes a condition in the graph. Without
-``mask_check`` the nested tensor holds each row's first positions, as many as it has valid ones,
-whatever the mask says about which.
-Grad mode is the one condition left out: an exported model is an inference model, so it matches
-the module under ``torch.no_grad()`` / ``torch.inference_mode()``.
+dropped). That check becomes a condition in the graph. Without ``mask_check`` the nested tensor
+holds each row's first positions, as many as it has valid ones, whatever the mask says about
+which. Grad mode is the one condition left out: an exported model is an inference model, so it
+matches the module under ``torch.no_grad()`` / ``torch.inference_mode()``.
 """
 
 from __future__ import annotations
@@ -70,11 +69,11 @@ def padded_encoder_forward(original: Callable[..., Any]) -> Callable[..., Any]:
         padded = padding != 0
         lengths = padded.logical_not().sum(-1, keepdim=True)
         dropped = torch.arange(padded.shape[-1], device=src.device) >= lengths
-        blocked = torch.zeros_like(padding)
-        nested_mask = blocked.masked_fill(dropped, float("-inf"))
+        attend_all = torch.zeros_like(padding)
+        nested_mask = attend_all.masked_fill(dropped, float("-inf"))
         if getattr(self, "mask_check", True):
             aligned = _left_aligned(padded)
-            layer_mask = torch.where(aligned, nested_mask, blocked.masked_fill(padded, float("-inf")))
+            layer_mask = torch.where(aligned, nested_mask, attend_all.masked_fill(padded, float("-inf")))
             zeroed = dropped & aligned
         else:
             layer_mask, zeroed = nested_mask, dropped
