@@ -184,16 +184,14 @@ def _dim_mapping(mapping: Mapping[Any, Any]) -> dict[str, str]:
 def _values(graph: Any) -> Any:
     """Every value of a graph or function with a shape: its inputs, initializers and node
     outputs, and the inputs of the control-flow bodies inside (their outputs are node outputs)."""
+    bodies: list[Any] = []
+    nodes = list(ir.traversal.RecursiveGraphIterator(graph, enter_graph=bodies.append))
     yield from graph.inputs
     yield from getattr(graph, "initializers", {}).values()
-    for node in ir.traversal.RecursiveGraphIterator(graph):
+    for body in bodies:
+        yield from body.inputs
+    for node in nodes:
         yield from node.outputs
-        for attribute in node.attributes.values():
-            if attribute.type == ir.AttributeType.GRAPH:
-                yield from attribute.value.inputs
-            elif attribute.type == ir.AttributeType.GRAPHS:
-                for body in attribute.value:
-                    yield from body.inputs
 
 
 def renamed_text(text: str, names: Mapping[str, str]) -> str:
