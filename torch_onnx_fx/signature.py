@@ -230,7 +230,7 @@ def _check_containers(in_spec: Any, args: Sequence[Any], kwargs: Mapping[str, An
         return
     positional, keywords = in_spec.child(0), in_spec.child(1)
     named = [(f"argument {i}", value, positional.child(i)) for i, value in enumerate(args) if i < positional.num_children]
-    order = list(keywords.context or [])
+    order = _keyword_order(in_spec)
     named += [(repr(name), kwargs[name], keywords.child(order.index(name))) for name in (kwargs or {}) if name in order]
     for label, value, expected in named:
         if value is None or isinstance(value, (torch.Tensor, *_PLAIN_CONTAINERS)) or type(value) not in pytree.SUPPORTED_NODES:
