@@ -21,6 +21,7 @@ import sys
 from typing import Any, Mapping, Sequence
 
 import torch
+import torch.utils._pytree as pytree
 
 __all__ = ["register_caches"]
 
@@ -40,18 +41,6 @@ def _registration() -> Any:
     return exporter_dynamo
 
 
-def _leaves(value: Any) -> Any:
-    """Every object in ``value``'s lists, tuples and dicts (not inside unregistered objects)."""
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _leaves(item)
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _leaves(item)
-    else:
-        yield value
-
-
 def _from_transformers(value: Any) -> bool:
     return type(value).__module__.split(".", 1)[0] == "transformers"
 
@@ -65,7 +54,8 @@ def register_caches(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any] |
     # One registration per modeling file: it registers the file's own cache classes too.
     models = {type(m).__module__: m for m in (model.modules() if isinstance(model, torch.nn.Module) else ())
               if pretrained is not None and isinstance(m, pretrained)}
-    inputs = [value for value in _leaves((tuple(args), dict(kwargs or {}))) if _from_transformers(value)]
+    # pytree's leaves: an unregistered cache is one (a registered one needs nothing more).
+    inputs = [value for value in pytree.tree_leaves((tuple(args), dict(kwargs or {}))) if _from_transformers(value)]
     # transformers' exporter module (and what it imports) is loaded only for a model or input of
     # transformers': a plain model exported beside an imported transformers loads nothing more.
     if not models and not inputs:
@@ -73,8 +63,6 @@ def register_caches(model: Any, args: Sequence[Any], kwargs: Mapping[str, Any] |
     registration = _registration()
     if registration is None:
         return []
-    import torch.utils._pytree as pytree
-
     before = set(pytree.SUPPORTED_NODES)
     for module in models.values():
         registration.register_cache_pytrees_for_model(module)
