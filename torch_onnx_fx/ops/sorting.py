@@ -99,9 +99,9 @@ def aten_median(self: ir.Value) -> ir.Value:
     its conversion gives (the lowest int32/int64, 0 for the narrower types). TopK would fail in
     ONNX Runtime's shape inference there (no smallest element to take)."""
     integral = {ir.DataType.INT64: np.iinfo(np.int64).min, ir.DataType.INT32: np.iinfo(np.int32).min}
-    empty = op.Constant(value=ir.tensor(np.array(np.nan if self.dtype.is_floating_point() else integral.get(self.dtype, 0), dtype=self.dtype.numpy())))
+    filler = np.array(np.nan if self.dtype.is_floating_point() else integral.get(self.dtype, 0), dtype=self.dtype.numpy())
     if self.shape is not None and any(isinstance(d, int) and d == 0 for d in self.shape):
-        return empty
+        return op.Constant(value=ir.tensor(filler))
     flat = op.Reshape(self, op.Constant(value_ints=[-1]))
     size = op.Squeeze(op.Shape(flat))
     may_be_empty = self.shape is None or not all(isinstance(d, int) for d in self.shape)
@@ -112,7 +112,7 @@ def aten_median(self: ir.Value) -> ir.Value:
         flat = op.Concat(flat, op.Constant(value=ir.tensor(np.array([_largest(self.dtype)], dtype=self.dtype.numpy()))), axis=0)
     values, indices = _kth_smallest(flat, _lower_median_rank(size), 0, False)
     median = _nan_first(flat, 0, False, values, indices)[0]
-    return op.Where(op.Equal(size, op.Constant(value_int=0)), empty, median) if may_be_empty else median
+    return op.Where(op.Equal(size, op.Constant(value_int=0)), op.Constant(value=ir.tensor(filler)), median) if may_be_empty else median
 
 
 def _largest(dtype: ir.DataType) -> Any:
