@@ -136,8 +136,9 @@ def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any)
     onnx_program.set_size_conditions(conditions, symbols)
     if conditions:
         warnings.warn(
-            f"The exported graph is valid only for inputs where {'; '.join(onnx_program.size_conditions)}: the model's "
-            "Python code decided on these sizes while torch.export traced it. program(...) refuses other inputs; "
+            f"The exported graph is valid only for inputs where {'; '.join(onnx_program.size_conditions)}: torch.export "
+            "decided on these sizes while it traced the model (a branch of the model's Python code on a size, or a "
+            "dynamic dim the model squeezes, taken never to be 1). program(...) refuses other inputs; "
             "ONNX Runtime used directly does not check them (they are in the model's metadata, "
             "'pkg.torch_onnx_fx.size_conditions').",
             UserWarning,

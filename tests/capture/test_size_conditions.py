@@ -8,6 +8,7 @@ sizes — or, where the branch changed values, returned wrong numbers.
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 import torch
@@ -158,3 +159,31 @@ def test_guards_of_a_varargs_forward_are_read():
         program = torch_onnx_fx.export(captured, (torch.randn(2, 8),), verbose=False)
     with pytest.raises(InputMismatchError):
         program(torch.randn(2, 9))
+
+
+def squeezed(x):
+    return x.squeeze(1).exp(), x.squeeze((0, 2)) * 2, x[:, :-1].squeeze(1)
+
+
+def test_a_dynamic_dim_squeezed_is_refused_at_one():
+    """torch.export keeps a squeezed dynamic dim (it assumes it is not 1, and records nothing);
+    eager drops it at 1, where the graph's result had a dim more than eager's (torch.onnx squeezes
+    it and fails at every other size). ``length - 1``, which a slice squeezes, is 1 at length 2."""
+    with pytest.warns(UserWarning, match="length != 1; length != 2"):
+        program = torch_onnx_fx.export(squeezed, (torch.randn(1, 5, 1),), dynamic_shapes=({1: "length"},), verbose=False)
+    assert program.size_conditions == ["length != 1", "length != 2"]
+    assert_matches_eager(squeezed, (torch.randn(1, 5, 1),), program=program, more_inputs=[((torch.randn(1, 3, 1),), {})])
+    for length in (1, 2):
+        with pytest.raises(InputMismatchError, match=f"length = {length}\\) break length != {length}"):
+            program(torch.randn(1, length, 1))
+
+
+def test_a_static_or_unsqueezed_dim_adds_no_condition():
+    def kept(x):
+        return x.squeeze(0), x.squeeze(-1).sum(1)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        program = torch_onnx_fx.export(kept, (torch.randn(1, 5, 3),), dynamic_shapes=({1: "length"},), verbose=False)
+    assert program.size_conditions == []
+    assert_matches_eager(kept, (torch.randn(1, 5, 3),), program=program, more_inputs=[((torch.randn(1, 1, 3),), {})])

@@ -12,11 +12,13 @@ can refuse a call outside them.
 
 Not every recorded assumption is a condition of the model: torch.export assumes dynamic dims
 (and the sizes derived from them) are at least 2, and relations that only fail below that are left
-out, as torch.onnx ignores them (dims of size 0 or 1 run through the same graph). Equalities between two dims are left out too:
-torch.onnx runs calls that break them when the operators broadcast (a batch of 1 beside one of 5).
-Conditions implied by the others are dropped, and only those that amount to a bound, a range or a
-multiple of one dim are kept (``length <= 64``, ``8 <= length <= 11``, ``length % 4 == 0``): other
-relations torch records are about sizes derived from the dims, where a refusal could be wrong.
+out, as torch.onnx ignores them (dims of size 0 or 1 run through the same graph), except where the
+model squeezes a dynamic dim: the graph keeps it, eager drops it at 1. Equalities between two dims
+are left out too: torch.onnx runs calls that break them when the operators broadcast (a batch of 1
+beside one of 5). Conditions implied by the others are dropped, and only those that amount to a
+bound, a range or a multiple of one dim are kept (``length <= 64``, ``8 <= length <= 11``,
+``length % 4 == 0``): other relations torch records are about sizes derived from the dims,
+where a refusal could be wrong.
 """
 
 from __future__ import annotations
@@ -232,6 +234,42 @@ def _ranges(program: torch.export.ExportedProgram, symbols: set[str]) -> list[Si
     return found
 
 
+_SQUEEZES = frozenset({
+    torch.ops.aten.squeeze.dim, torch.ops.aten.squeeze.dims, torch.ops.aten.squeeze_copy.dim, torch.ops.aten.squeeze_copy.dims,
+})
+
+
+def _squeezed_dims(program: torch.export.ExportedProgram) -> list[SizeCondition]:
+    """Dynamic dims the model squeezes (``x.squeeze(0)`` of a dynamic batch). torch.export assumes
+    such a dim is not 1 without recording it, and the graph keeps it; eager drops it when it is 1,
+    so a batch of one got a result with a dim more than eager's. torch.onnx squeezes it instead,
+    and fails at every other size. A size at which the dim is 1 is refused."""
+    found = []
+    for module in program.graph_module.modules():
+        if not isinstance(module, torch.fx.GraphModule):
+            continue
+        for node in module.graph.nodes:
+            if node.op != "call_function" or node.target not in _SQUEEZES or not isinstance(node.args[0], torch.fx.Node):
+                continue
+            shape = getattr(node.args[0].meta.get("val"), "shape", ())
+            dims = node.args[1] if isinstance(node.args[1], (list, tuple)) else [node.args[1]]
+            for dim in dims if shape else ():
+                size = shape[dim % len(shape)]
+                if isinstance(size, torch.SymInt) and len(size.node.expr.free_symbols) == 1:
+                    expression = sympy.Ne(size.node.expr, 1)
+                    found.append(SizeCondition(expression, (next(iter(expression.free_symbols)).name,), "squeeze"))
+    return found
+
+
+def _unit_size(condition: SizeCondition, members: Sequence[str], name: str) -> str | None:
+    """A squeezed dim's condition as the one size it rules out (``batch != 1``); None when the
+    dim is never 1 (a size derived from the input's, ``2 * length``)."""
+    ruled_out = [n for n in range(0, 1026) if not _holds(condition, dict.fromkeys(members, n))]
+    if not ruled_out:
+        return None
+    return f"{name} != {ruled_out[0]}" if len(ruled_out) == 1 else _readable(condition.expression)
+
+
 _SIZE_OF = re.compile(r"(L(?:\[[^\]]+\])+)\.size\(\)\[(\d+)\]")
 
 
@@ -437,6 +475,16 @@ def size_conditions(
         if "%" in summary:
             condition = _as_residues(condition, groups[name])
         conditions.append(dataclasses.replace(condition, summary=summary))
+    # Squeezed dims are about sizes 0 and 1, which the filters above leave to torch.export's
+    # assumption: taken as they are.
+    for condition in _squeezed_dims(program):
+        if condition.symbols[0] not in group_of or str(condition.expression) in unique:
+            continue
+        unique[str(condition.expression)] = condition
+        name = group_of[condition.symbols[0]]
+        summary = _unit_size(condition, groups[name], name)
+        if summary is not None:
+            conditions.append(dataclasses.replace(condition, summary=summary))
     if conditions:
         logger.debug("size conditions: %s", [str(c.expression) for c in conditions])
     return SizeConditions(tuple(conditions), dims)
