@@ -140,9 +140,10 @@ GENERATED = {
     "diffusers": Generated(
         "diffusers", "tools.corpus.diffusers_models", "diff-", "Generated diffusers corpus",
         "diffusers' denoisers and autoencoders from small configs with random weights "
-        "(`tools/corpus/diffusers_models.py`): UNet2DConditionModel, UNet2DModel, AutoencoderKL's encoder and decoder, "
-        "and the transformer backbones (DiT, SD3, Flux, PixArt), batch dynamic, compared with eager at rtol 1e-3 / "
-        "atol 1e-5. Needs `pip install diffusers` (not a test dependency).",
+        "(`tools/corpus/diffusers_models.py`, the sizes of diffusers' own test models): the UNets, the autoencoders "
+        "(AutoencoderKL as its encoder and decoder, the others image to reconstruction), the transformer backbones "
+        "and the ControlNets, batch dynamic where the model allows, compared with eager at rtol 1e-3 / atol 1e-5. "
+        "Needs `pip install diffusers` (not a test dependency).",
     ),
 }
 
