@@ -11,7 +11,7 @@ the user has already imported: nothing is imported here.
 
 Every replacement names the function it stands for; ``tests/capture/test_library_patches.py``,
 ``tests/capture/test_keypoint_heatmaps.py``, ``tests/models/test_longformer.py``, ``tests/models/test_recurrent_models.py``,
-``tests/models/test_mixture_of_experts.py``, ``tests/models/test_canine.py`` and ``tests/ops/test_normalization.py`` check each against the original
+``tests/models/test_mixture_of_experts.py``, ``tests/models/test_canine.py``, ``tests/models/test_cogvideox.py`` and ``tests/ops/test_normalization.py`` check each against the original
 in eager mode.
 """
 
@@ -452,6 +452,28 @@ def _unique_consecutive_dim(original: Any) -> Any:
     return unique_consecutive_impl
 
 
+def _cogvideox_positions(original: Any) -> Any:
+    embeddings = sys.modules["diffusers.models.embeddings"]
+
+    def get_positional_embeddings(self, sample_height, sample_width, sample_frames, device=None):  # type: ignore[no-untyped-def]
+        # diffusers writes the patches' table into zeros for the text slots through ``.data``,
+        # which tracing does not follow: torch.export's strict capture kept the zeros alone (the
+        # write went to a copy) and its re-trace refused the write. The same table, concatenated.
+        patches = embeddings.get_3d_sincos_pos_embed(
+            self.embed_dim,
+            (sample_width // self.patch_size, sample_height // self.patch_size),
+            (sample_frames - 1) // self.temporal_compression_ratio + 1,
+            self.spatial_interpolation_scale,
+            self.temporal_interpolation_scale,
+            device=device,
+            output_type="pt",
+        ).flatten(0, 1)
+        text = patches.new_zeros(self.max_text_seq_length, self.embed_dim)
+        return torch.cat([text, patches]).unsqueeze(0)
+
+    return get_positional_embeddings
+
+
 def _padded_encoder(original: Any) -> Any:
     from torch_onnx_fx.capture import padded_encoder
 
@@ -508,6 +530,8 @@ PATCHES: tuple[Patch, ...] = (
           "as LongformerSelfAttention.forward"),
     Patch("transformers.models.led.modeling_led", "LEDEncoder._pad_to_window_size", _longformer_no_window_padding,
           "as LongformerModel._pad_to_window_size"),
+    Patch("diffusers.models.embeddings", "CogVideoXPatchEmbed._get_positional_embeddings", _cogvideox_positions,
+          "writes the positional table into a tensor through .data, which tracing does not follow"),
     Patch("transformers.models.mamba.modeling_mamba", "mamba_selective_scan", _selective_scan,
           "loops over the sequence in Python: the loop unrolls and the length becomes a constant"),
     # Mamba's selective scan, copied into other families' modules.
