@@ -10,9 +10,10 @@ installs them only while a capture runs and restores the originals after, and on
 the user has already imported: nothing is imported here.
 
 Every replacement names the function it stands for; ``tests/capture/test_library_patches.py``,
-``tests/capture/test_keypoint_heatmaps.py``, ``tests/models/test_longformer.py``, ``tests/models/test_recurrent_models.py``,
-``tests/models/test_mixture_of_experts.py``, ``tests/models/test_canine.py``, ``tests/models/test_cogvideox.py`` and ``tests/ops/test_normalization.py`` check each against the original
-in eager mode.
+``tests/capture/test_keypoint_heatmaps.py``, ``tests/ops/test_normalization.py`` and
+``tests/models/`` (``test_longformer.py``, ``test_recurrent_models.py``,
+``test_mixture_of_experts.py``, ``test_canine.py``, ``test_cogvideox.py``,
+``test_video_autoencoders.py``) check each against the original in eager mode.
 """
 
 from __future__ import annotations
@@ -474,6 +475,27 @@ def _cogvideox_positions(original: Any) -> Any:
     return get_positional_embeddings
 
 
+def _whole_convolution(original: Any) -> Any:
+    def forward(self, input):  # type: ignore[no-untyped-def]
+        # CogVideoX's VAE convolves inputs above 2 GB in parts along time, sparing GPU memory: a
+        # branch on the size (a float division of it, which torch.export then failed to write as
+        # an assert). Below 2 GB it is the plain convolution, which the graph computes at any size.
+        return torch.nn.Conv3d.forward(self, input)
+
+    return forward
+
+
+def _unchunked_group_norm(original: Any) -> Any:
+    def forward(self, x):  # type: ignore[no-untyped-def]
+        # Mochi's VAE normalizes its frames 8 at a time, sparing memory; each frame is normalized
+        # on its own, so the chunks change no number, but their count is the batch's (a guard
+        # on it). All frames at once.
+        frames = x.permute(0, 2, 1, 3, 4).flatten(0, 1)
+        return self.norm_layer(frames).unflatten(0, (x.size(0), -1)).permute(0, 2, 1, 3, 4)
+
+    return forward
+
+
 def _padded_encoder(original: Any) -> Any:
     from torch_onnx_fx.capture import padded_encoder
 
@@ -532,6 +554,10 @@ PATCHES: tuple[Patch, ...] = (
           "as LongformerModel._pad_to_window_size"),
     Patch("diffusers.models.embeddings", "CogVideoXPatchEmbed._get_positional_embeddings", _cogvideox_positions,
           "writes the positional table into a tensor through .data, which tracing does not follow"),
+    Patch("diffusers.models.autoencoders.autoencoder_kl_cogvideox", "CogVideoXSafeConv3d.forward", _whole_convolution,
+          "convolves inputs above 2 GB in parts: a branch on the size"),
+    Patch("diffusers.models.autoencoders.autoencoder_kl_mochi", "MochiChunkedGroupNorm3D.forward", _unchunked_group_norm,
+          "normalizes the frames in chunks of 8: a loop whose count is the batch's"),
     Patch("transformers.models.mamba.modeling_mamba", "mamba_selective_scan", _selective_scan,
           "loops over the sequence in Python: the loop unrolls and the length becomes a constant"),
     # Mamba's selective scan, copied into other families' modules.
