@@ -84,6 +84,13 @@ CASES = {
         lambda a, tau: torch.linalg.householder_product(a, tau),
         lambda: (torch.tensor([[2.0, 0.4, -0.9], [0.8, -1.8, float("-inf")], [float("nan"), 0.3, 1.1], [0.4, -0.8, 0.6]]), torch.tensor([0.9, -0.2, 1.1])),
     ),
+    # A NaN pivot is singular to LAPACK (DISNAN): no exchange, no elimination, info set. It took
+    # an exchange with a finished row, which put a finite number where the NaN was.
+    "ldl_factor_nan_pivot": (
+        lambda a: torch.linalg.ldl_factor_ex(a),
+        lambda: (torch.tensor([[[2.0, 0.0], [0.0, float("nan")]], [[float("nan"), 0.0], [0.0, 2.0]], [[3.0, 1.0], [1.0, 2.0]]],
+                              dtype=torch.float64),),
+    ),
     "lu_unpack": (lambda lu, piv: torch.lu_unpack(lu, piv), lambda: torch.linalg.lu_factor(torch.randn(2, 5, 3))),
     "lu_solve_variants": (
         lambda lu, piv, b: tuple(

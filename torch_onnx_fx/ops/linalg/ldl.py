@@ -60,7 +60,9 @@ def _pivot_choice(m: ir.Value, k: ir.Value, indices: ir.Value) -> tuple[ir.Value
     row = _row(m, largest)
     rowmax = op.ReduceMax(op.Where(others, op.Abs(row), 0.0), [-1], keepdims=0)
     threshold = op.Mul(_BUNCH_KAUFMAN, colmax)
-    singular = op.Equal(op.Max(diagonal, colmax), 0.0)
+    # LAPACK's test: a zero column, or a NaN pivot (no comparison below would hold for it, and the
+    # step took an exchange with a finished row).
+    singular = op.Or(op.Equal(op.Max(diagonal, colmax), 0.0), op.IsNaN(diagonal))
     stay = op.Or(
         singular,
         # LAPACK's colmax * (colmax / rowmax): the product |a_kk| * rowmax overflowed past 1e154
@@ -125,8 +127,9 @@ def _ldl_factor(ctx: OpContext, a: ir.Value) -> tuple[ir.Value, ir.Value, ir.Val
         k1 = op.Min(op.Add(k, 1), op.Sub(size, 1))
         moved = op.Where(two_by_two, k1, k)
         m = _symmetric_swap(m, moved, op.Where(skip, moved, partner), k)
-        by_batch = [op.Unsqueeze(flag, [-1, -2]) for flag in (one_by_one, two_by_two)]
-        m = op.Where(by_batch[1], _eliminate_two(m, k, k1, rows, indices), op.Where(by_batch[0], _eliminate_one(m, k, rows, indices), m))
+        # A singular step eliminates nothing (LAPACK's sytf2): the column stays as it is.
+        eliminated = op.Unsqueeze(op.And(one_by_one, op.Not(singular)), [-1, -2])
+        m = op.Where(op.Unsqueeze(two_by_two, [-1, -2]), _eliminate_two(m, k, k1, rows, indices), op.Where(eliminated, _eliminate_one(m, k, rows, indices), m))
         signed = op.Unsqueeze(op.Add(partner, 1), [-1])
         at_k = op.Equal(indices, k)
         pivots = op.Where(op.And(op.Unsqueeze(one_by_one, [-1]), at_k), signed, pivots)
