@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 
-from torch_onnx_fx.capture import aten_compositions
+from torch_onnx_fx.capture import aten_compositions, diffusers_layers
 
 __all__ = ["Patch", "PATCHES", "applied"]
 
@@ -453,49 +453,6 @@ def _unique_consecutive_dim(original: Any) -> Any:
     return unique_consecutive_impl
 
 
-def _cogvideox_positions(original: Any) -> Any:
-    embeddings = sys.modules["diffusers.models.embeddings"]
-
-    def get_positional_embeddings(self, sample_height, sample_width, sample_frames, device=None):  # type: ignore[no-untyped-def]
-        # diffusers writes the patches' table into zeros for the text slots through ``.data``,
-        # which tracing does not follow: torch.export's strict capture kept the zeros alone (the
-        # write went to a copy) and its re-trace refused the write. The same table, concatenated.
-        patches = embeddings.get_3d_sincos_pos_embed(
-            self.embed_dim,
-            (sample_width // self.patch_size, sample_height // self.patch_size),
-            (sample_frames - 1) // self.temporal_compression_ratio + 1,
-            self.spatial_interpolation_scale,
-            self.temporal_interpolation_scale,
-            device=device,
-            output_type="pt",
-        ).flatten(0, 1)
-        text = patches.new_zeros(self.max_text_seq_length, self.embed_dim)
-        return torch.cat([text, patches]).unsqueeze(0)
-
-    return get_positional_embeddings
-
-
-def _whole_convolution(original: Any) -> Any:
-    def forward(self, input):  # type: ignore[no-untyped-def]
-        # CogVideoX's VAE convolves inputs above 2 GB in parts along time, sparing GPU memory: a
-        # branch on the size (a float division of it, which torch.export then failed to write as
-        # an assert). Below 2 GB it is the plain convolution, which the graph computes at any size.
-        return torch.nn.Conv3d.forward(self, input)
-
-    return forward
-
-
-def _unchunked_group_norm(original: Any) -> Any:
-    def forward(self, x):  # type: ignore[no-untyped-def]
-        # Mochi's VAE normalizes its frames 8 at a time, sparing memory; each frame is normalized
-        # on its own, so the chunks change no number, but their count is the batch's (a guard
-        # on it). All frames at once.
-        frames = x.permute(0, 2, 1, 3, 4).flatten(0, 1)
-        return self.norm_layer(frames).unflatten(0, (x.size(0), -1)).permute(0, 2, 1, 3, 4)
-
-    return forward
-
-
 def _padded_encoder(original: Any) -> Any:
     from torch_onnx_fx.capture import padded_encoder
 
@@ -552,11 +509,11 @@ PATCHES: tuple[Patch, ...] = (
           "as LongformerSelfAttention.forward"),
     Patch("transformers.models.led.modeling_led", "LEDEncoder._pad_to_window_size", _longformer_no_window_padding,
           "as LongformerModel._pad_to_window_size"),
-    Patch("diffusers.models.embeddings", "CogVideoXPatchEmbed._get_positional_embeddings", _cogvideox_positions,
+    Patch("diffusers.models.embeddings", "CogVideoXPatchEmbed._get_positional_embeddings", diffusers_layers.cogvideox_positions,
           "writes the positional table into a tensor through .data, which tracing does not follow"),
-    Patch("diffusers.models.autoencoders.autoencoder_kl_cogvideox", "CogVideoXSafeConv3d.forward", _whole_convolution,
+    Patch("diffusers.models.autoencoders.autoencoder_kl_cogvideox", "CogVideoXSafeConv3d.forward", diffusers_layers.whole_convolution,
           "convolves inputs above 2 GB in parts: a branch on the size"),
-    Patch("diffusers.models.autoencoders.autoencoder_kl_mochi", "MochiChunkedGroupNorm3D.forward", _unchunked_group_norm,
+    Patch("diffusers.models.autoencoders.autoencoder_kl_mochi", "MochiChunkedGroupNorm3D.forward", diffusers_layers.unchunked_group_norm,
           "normalizes the frames in chunks of 8: a loop whose count is the batch's"),
     Patch("transformers.models.mamba.modeling_mamba", "mamba_selective_scan", _selective_scan,
           "loops over the sequence in Python: the loop unrolls and the length becomes a constant"),
