@@ -84,11 +84,17 @@ CASES = {
         lambda a, tau: torch.linalg.householder_product(a, tau),
         lambda: (torch.tensor([[2.0, 0.4, -0.9], [0.8, -1.8, float("-inf")], [float("nan"), 0.3, 1.1], [0.4, -0.8, 0.6]]), torch.tensor([0.9, -0.2, 1.1])),
     ),
-    # A NaN pivot is singular to LAPACK (DISNAN): no exchange, no elimination, info set. It took
-    # an exchange with a finished row, which put a finite number where the NaN was.
+    # A NaN pivot over a zero column is singular (no exchange, no elimination, info set): it took
+    # an exchange with a finished row, which put a finite number where the NaN was. Over a nonzero
+    # column it goes on to the exchange tests, as x86's max(NaN, colmax) = colmax makes LAPACK do.
     "ldl_factor_nan_pivot": (
         lambda a: torch.linalg.ldl_factor_ex(a),
-        lambda: (torch.tensor([[[2.0, 0.0], [0.0, float("nan")]], [[float("nan"), 0.0], [0.0, 2.0]], [[3.0, 1.0], [1.0, 2.0]]],
+        lambda: (torch.tensor([[[2.0, 0.0], [0.0, float("nan")]], [[float("nan"), 0.0], [0.0, 2.0]], [[float("nan"), 1.0], [1.0, 3.0]],
+                               [[2.0, 1.0], [1.0, float("nan")]]], dtype=torch.float64),),
+    ),
+    "ldl_factor_nan_pivot_4x4": (
+        lambda a: torch.linalg.ldl_factor_ex(a),
+        lambda: (torch.tensor([[float("nan"), 0.3, -1.2, 0.8], [0.3, 1.1, 0.4, -0.6], [-1.2, 0.4, -2.0, 0.9], [0.8, -0.6, 0.9, 0.5]],
                               dtype=torch.float64),),
     ),
     "lu_unpack": (lambda lu, piv: torch.lu_unpack(lu, piv), lambda: torch.linalg.lu_factor(torch.randn(2, 5, 3))),

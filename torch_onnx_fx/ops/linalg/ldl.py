@@ -60,9 +60,11 @@ def _pivot_choice(m: ir.Value, k: ir.Value, indices: ir.Value) -> tuple[ir.Value
     row = _row(m, largest)
     rowmax = op.ReduceMax(op.Where(others, op.Abs(row), 0.0), [-1], keepdims=0)
     threshold = op.Mul(_BUNCH_KAUFMAN, colmax)
-    # LAPACK's test: a zero column, or a NaN pivot (no comparison below would hold for it, and the
-    # step took an exchange with a finished row).
-    singular = op.Or(op.Equal(op.Max(diagonal, colmax), 0.0), op.IsNaN(diagonal))
+    # LAPACK's test, MAX(|a_kk|, colmax) == 0, as the x86 build eager runs evaluates it: the
+    # maximum with a NaN pivot is colmax (maxsd), so a NaN pivot over a zero column is singular
+    # (it took an exchange with a finished row), and over a nonzero one goes on to the exchange
+    # tests, where no comparison with it holds.
+    singular = op.Or(op.Equal(op.Max(diagonal, colmax), 0.0), op.And(op.IsNaN(diagonal), op.Equal(colmax, 0.0)))
     stay = op.Or(
         singular,
         # LAPACK's colmax * (colmax / rowmax): the product |a_kk| * rowmax overflowed past 1e154
