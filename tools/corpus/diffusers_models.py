@@ -4,7 +4,9 @@ Each model is built from a small config (the sizes of diffusers' own tiny test m
 ``tests/models/**/test_models_*.py``, or the pipelines' tests for the models without their own)
 with random weights, no download, and called with ``return_dict=False`` on random latents,
 timesteps and text embeddings, batch dynamic (example batch 2, second input set batch 3) except
-where ``_STATIC_BATCH`` says why not. Outputs are compared at rtol 1e-3 / atol 1e-5.
+where ``_STATIC_BATCH`` says why not. Outputs are compared at rtol 1e-3 / atol 1e-5; where that
+fails, with eager in float64, as the other generated corpora of deep random-weight networks are
+(the ONNX outputs must be as close to it as eager's float32 ones).
 
 - UNets: UNet2DConditionModel, UNet2DModel, UNet1DModel, UNet3DConditionModel,
   UNetSpatioTemporalConditionModel, UNetMotionModel, I2VGenXLUNet, Kandinsky3UNet, StableCascadeUNet,
@@ -859,7 +861,7 @@ def _case(name: str) -> ModelCase:
         return make().eval(), (), {**kwargs, **extra}, shapes
 
     second = None if static else (lambda: ((), {**inputs(3), **extra}))
-    return ModelCase(f"diff-{name}", build, "diffusion", second, rtol=RTOL, atol=ATOL, ci=False)
+    return ModelCase(f"diff-{name}", build, "diffusion", second, rtol=RTOL, atol=ATOL, ci=False, float64_reference=True)
 
 
 def cases() -> list[ModelCase]:
