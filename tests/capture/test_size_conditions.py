@@ -187,3 +187,15 @@ def test_a_static_or_unsqueezed_dim_adds_no_condition():
         program = torch_onnx_fx.export(kept, (torch.randn(1, 5, 3),), dynamic_shapes=({1: "length"},), verbose=False)
     assert program.size_conditions == []
     assert_matches_eager(kept, (torch.randn(1, 5, 3),), program=program, more_inputs=[((torch.randn(1, 1, 3),), {})])
+
+
+def test_a_squeezed_size_derived_from_a_dim_is_said_in_the_dims_name():
+    def halves(x):
+        return x.unflatten(1, (-1, 2)).squeeze(1) * 2
+
+    with pytest.warns(UserWarning, match=r"length not in \(2, 3\)"):
+        program = torch_onnx_fx.export(halves, (torch.randn(1, 8),), dynamic_shapes=({1: "length"},), verbose=False)
+    assert program.size_conditions == ["length % 2 == 0", "length not in (2, 3)"]
+    assert_matches_eager(halves, (torch.randn(1, 8),), program=program, more_inputs=[((torch.randn(1, 10),), {})])
+    with pytest.raises(InputMismatchError, match=r"length = 2\) break length not in \(2, 3\)"):
+        program(torch.randn(1, 2))

@@ -267,7 +267,11 @@ def _unit_size(condition: SizeCondition, members: Sequence[str], name: str) -> s
     ruled_out = [n for n in range(0, 1026) if not _holds(condition, dict.fromkeys(members, n))]
     if not ruled_out:
         return None
-    return f"{name} != {ruled_out[0]}" if len(ruled_out) == 1 else _readable(condition.expression)
+    if len(ruled_out) == 1:
+        return f"{name} != {ruled_out[0]}"
+    if len(ruled_out) <= 8:  # a size derived from the dim: length // 2 is 1 at 2 and 3
+        return f"{name} not in {tuple(ruled_out)}"
+    return re.sub(rf"\b{re.escape(condition.symbols[0])}\b", name, _readable(condition.expression))
 
 
 _SIZE_OF = re.compile(r"(L(?:\[[^\]]+\])+)\.size\(\)\[(\d+)\]")
