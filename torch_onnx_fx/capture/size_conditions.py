@@ -255,15 +255,18 @@ def _squeezed_dims(program: torch.export.ExportedProgram) -> list[SizeCondition]
             dims = node.args[1] if isinstance(node.args[1], (list, tuple)) else [node.args[1]]
             for dim in dims if shape else ():
                 size = shape[dim % len(shape)]
-                if isinstance(size, torch.SymInt) and len(size.node.expr.free_symbols) == 1:
-                    expression = sympy.Ne(size.node.expr, 1)
+                if not isinstance(size, torch.SymInt) or len(size.node.expr.free_symbols) != 1:
+                    continue
+                expression = sympy.Ne(size.node.expr, 1)
+                # sympy decides some at once (an even size is never 1): no condition.
+                if expression.free_symbols:
                     found.append(SizeCondition(expression, (next(iter(expression.free_symbols)).name,), "squeeze"))
     return found
 
 
 def _unit_size(condition: SizeCondition, members: Sequence[str], name: str) -> str | None:
-    """A squeezed dim's condition as the one size it rules out (``batch != 1``); None when the
-    dim is never 1 (a size derived from the input's, ``2 * length``)."""
+    """A squeezed dim's condition as the sizes it rules out (``batch != 1``, ``length not in (2,
+    3)`` for ``length // 2``); None when the dim is never 1 (``2 * length``)."""
     ruled_out = [n for n in range(0, 1026) if not _holds(condition, dict.fromkeys(members, n))]
     if not ruled_out:
         return None
