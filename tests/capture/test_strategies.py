@@ -110,3 +110,29 @@ def test_eager_mode_quantized_model_is_told_what_to_do_instead():
     # No frame of the user's code failed: none is shown (the standard library's is no help).
     assert "contextlib.py" not in str(caught.value)
 
+
+
+def test_failure_inside_an_installed_model_library_names_its_line_and_the_callers(tmp_path, monkeypatch):
+    # Most models are a library's (transformers, diffusers): the line that stops the capture is in
+    # an installed package, and is the one to show, with the user's own line that called it.
+    library = tmp_path / "site-packages" / "modellib_for_tofx_test"
+    library.mkdir(parents=True)
+    (library / "__init__.py").write_text(
+        "import numpy as np\n"
+        "\n"
+        "def scaled(x):\n"
+        "    return x * np.sqrt(x.shape[0] / 2)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site-packages"))
+    import modellib_for_tofx_test
+
+    class Model(nn.Module):
+        def forward(self, x):
+            return modellib_for_tofx_test.scaled(x) + 1
+
+    with pytest.raises(torch_onnx_fx.CaptureError) as caught:
+        torch_onnx_fx.export(Model(), (torch.randn(4, 3),), dynamic_shapes=({0: "batch"},), verbose=False)
+    message = str(caught.value)
+    assert "modellib_for_tofx_test" in message and "__init__.py:4: return x * np.sqrt(x.shape[0] / 2)" in message, message
+    assert "called from " in message and "test_strategies.py" in message and "return modellib_for_tofx_test.scaled(x) + 1" in message, message
+    assert "Fix the reported line" in message

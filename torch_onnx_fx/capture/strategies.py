@@ -108,27 +108,50 @@ def _as_module(model: Any) -> torch.nn.Module:
     )
 
 
+# Installed packages a failure passes through between the model's line and torch: a frame of
+# theirs is never the line to fix (sympy evaluates torch's guards, numpy raises for a symbolic
+# size it was handed). Model libraries (transformers, diffusers, timm...) are not among them.
+_PLUMBING = frozenset({"numpy", "sympy", "onnx", "onnxscript", "onnx_ir", "onnxruntime", "typing_extensions", "_pytest", "pluggy"})
+
+
+def _installed_package(filename: str) -> str | None:
+    """The top-level package an installed file belongs to, None for code outside site-packages."""
+    for marker in (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}"):
+        if marker in filename:
+            return filename.split(marker, 1)[1].split(os.sep, 1)[0]
+    return None
+
+
+def _is_model_code(filename: str) -> bool:
+    return (
+        not filename.startswith((_TORCH_DIR, _STDLIB_DIR + os.sep, PACKAGE_DIR))
+        and _installed_package(filename) not in _PLUMBING
+        and "<frozen" not in filename
+        # code torch generates and evals (FX's forward is "<eval_with_key>", others "<string>")
+        and not (filename.startswith("<") and filename != "<stdin>" and not filename.startswith("<ipython"))
+    )
+
+
 def _user_frame(exc: BaseException) -> str | None:
-    """Return ``file:line: code`` of the innermost frame outside torch, if there is one.
+    """``file:line: code`` of the innermost frame of model code in the traceback, if there is one.
 
     torch.export failures surface deep inside the tracer; the line the user can act on is the
-    last frame of their own code in the traceback.
+    last frame of model code. Most models are a library's (transformers, diffusers), so that frame
+    is often in an installed package: it is shown, and with it the innermost line of the user's
+    own code that led there, when there is one.
     """
-    frames = traceback.extract_tb(exc.__traceback__)
-    candidates = [
-        f
-        for f in frames
-        if not f.filename.startswith((_TORCH_DIR, _STDLIB_DIR + os.sep))
-        and "site-packages" not in f.filename
-        and not f.filename.startswith(PACKAGE_DIR)
-        and "<frozen" not in f.filename
-        # code torch generates and evals (FX's forward is "<eval_with_key>", others "<string>")
-        and not (f.filename.startswith("<") and f.filename not in ("<stdin>",) and not f.filename.startswith("<ipython"))
-    ]
-    if not candidates:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_model_code(f.filename)]
+    if not frames:
         return None
-    f = candidates[-1]
-    return f"{f.filename}:{f.lineno}: {(f.line or '').strip()}"
+
+    def where(f: traceback.FrameSummary) -> str:
+        return f"{f.filename}:{f.lineno}: {(f.line or '').strip()}"
+
+    text = where(frames[-1])
+    own = [f for f in frames if _installed_package(f.filename) is None]
+    if own and own[-1] is not frames[-1]:
+        text += f"\n    called from {where(own[-1])}"
+    return text
 
 
 def _first_lines(exc: BaseException, count: int = 6) -> str:
