@@ -24,7 +24,6 @@ import contextlib
 import dataclasses
 import functools
 import logging
-import os
 import traceback
 import warnings
 from typing import Any, Callable, Collection, Iterator, Mapping
@@ -35,16 +34,13 @@ import torch.fx.experimental._config as fx_config
 from torch_onnx_fx.capture import eager_quantization
 from torch_onnx_fx.capture import keywords
 from torch_onnx_fx.capture import library_patches
+from torch_onnx_fx.capture import model_frames
 from torch_onnx_fx.capture import recurrent_shapes
-from torch_onnx_fx._state import PACKAGE_DIR
 from torch_onnx_fx.errors import CaptureError, UnsupportedArgumentError
 
 __all__ = ["CaptureResult", "capture", "size_oblivious", "STRATEGY_NAMES"]
 
 logger = logging.getLogger(__name__)
-
-_TORCH_DIR = os.path.dirname(torch.__file__)
-_STDLIB_DIR = os.path.dirname(os.__file__)
 
 
 @dataclasses.dataclass
@@ -108,50 +104,9 @@ def _as_module(model: Any) -> torch.nn.Module:
     )
 
 
-# Installed packages a failure passes through between the model's line and torch: a frame of
-# theirs is never the line to fix (sympy evaluates torch's guards, numpy raises for a symbolic
-# size it was handed). Model libraries (transformers, diffusers, timm...) are not among them.
-_PLUMBING = frozenset({"numpy", "sympy", "onnx", "onnxscript", "onnx_ir", "onnxruntime", "typing_extensions", "_pytest", "pluggy"})
-
-
-def _installed_package(filename: str) -> str | None:
-    """The top-level package an installed file belongs to, None for code outside site-packages."""
-    for marker in (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}"):
-        if marker in filename:
-            return filename.split(marker, 1)[1].split(os.sep, 1)[0]
-    return None
-
-
-def _is_model_code(filename: str) -> bool:
-    return (
-        not filename.startswith((_TORCH_DIR, _STDLIB_DIR + os.sep, PACKAGE_DIR))
-        and _installed_package(filename) not in _PLUMBING
-        and "<frozen" not in filename
-        # code torch generates and evals (FX's forward is "<eval_with_key>", others "<string>")
-        and not (filename.startswith("<") and filename != "<stdin>" and not filename.startswith("<ipython"))
-    )
-
-
 def _user_frame(exc: BaseException) -> str | None:
-    """``file:line: code`` of the innermost frame of model code in the traceback, if there is one.
-
-    torch.export failures surface deep inside the tracer; the line the user can act on is the
-    last frame of model code. Most models are a library's (transformers, diffusers), so that frame
-    is often in an installed package: it is shown, and with it the innermost line of the user's
-    own code that led there, when there is one.
-    """
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if _is_model_code(f.filename)]
-    if not frames:
-        return None
-
-    def where(f: traceback.FrameSummary) -> str:
-        return f"{f.filename}:{f.lineno}: {(f.line or '').strip()}"
-
-    text = where(frames[-1])
-    own = [f for f in frames if _installed_package(f.filename) is None]
-    if own and own[-1] is not frames[-1]:
-        text += f"\n    called from {where(own[-1])}"
-    return text
+    """Where in the model's code ``exc`` was raised (see capture.model_frames), if anywhere."""
+    return model_frames.describe_frames(traceback.extract_tb(exc.__traceback__))
 
 
 def _first_lines(exc: BaseException, count: int = 6) -> str:
