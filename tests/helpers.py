@@ -9,6 +9,15 @@ import torch.utils._pytree as pytree
 
 import torch_onnx_fx
 
+# One module name only. Imported a second time (as ``tests.helpers``), this module would define
+# the custom operator ``no_translation`` below again, and torch frees the first definition's C++
+# entry while the first module's operator object still points at it: a later capture through it
+# read freed memory (a segfault, ``vector::reserve`` or a UnicodeDecodeError), at random, as the
+# allocations made while collecting decided whether the freed block was reused in time.
+if __name__ != "helpers":
+    raise ImportError(f"import the tests' helpers as `helpers` (from helpers import ...), not as `{__name__}`: "
+                      "a second copy redefines their custom operator and leaves the first one dangling")
+
 
 def flat_tensors(value: Any) -> list[torch.Tensor]:
     """Eager outputs as the ONNX program returns them: flattened, None left out."""

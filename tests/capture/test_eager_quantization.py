@@ -12,7 +12,7 @@ from torch import nn
 from torch.ao import quantization
 
 import torch_onnx_fx
-from tests.helpers import assert_matches_eager
+from helpers import assert_matches_eager
 
 pytestmark = pytest.mark.skipif(
     "fbgemm" not in torch.backends.quantized.supported_engines, reason="eager quantized kernels need the fbgemm engine"

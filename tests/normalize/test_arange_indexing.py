@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import torch_onnx_fx
-from tests.helpers import assert_matches_eager
+from helpers import assert_matches_eager
 
 
 class PaddingMask(torch.nn.Module):

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 import torch_onnx_fx
-from tests.helpers import assert_matches_eager
+from helpers import assert_matches_eager
 
 
 def _stack(rank: int) -> nn.Sequential:

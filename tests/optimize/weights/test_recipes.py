@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import torch_onnx_fx
-from tests.helpers import assert_matches_eager
+from helpers import assert_matches_eager
 from torch_onnx_fx.optimize.weights.recipes import RECIPE_KEY
 
 
