@@ -136,3 +136,18 @@ def test_failure_inside_an_installed_model_library_names_its_line_and_the_caller
     assert "modellib_for_tofx_test" in message and "__init__.py:4: return x * np.sqrt(x.shape[0] / 2)" in message, message
     assert "called from " in message and "test_strategies.py" in message and "return modellib_for_tofx_test.scaled(x) + 1" in message, message
     assert "Fix the reported line" in message
+
+
+def test_a_dynamic_dim_the_model_makes_constant_is_reported_at_the_line_that_did_it():
+    # torch.export says only that tracing inferred a static size; the line is found by tracing
+    # again with torch's record of specializations on.
+    class Listed(nn.Module):
+        def forward(self, x):
+            return x + torch.tensor([1.0] * x.shape[0])[:, None]
+
+    with pytest.raises(torch_onnx_fx.CaptureError) as caught:
+        torch_onnx_fx.export(Listed(), (torch.randn(3, 4),), dynamic_shapes=({0: "batch"},), verbose=False)
+    message = str(caught.value)
+    assert "x.shape[0] became 3 at " in message, message
+    assert "test_strategies.py" in message and "return x + torch.tensor([1.0] * x.shape[0])[:, None]" in message, message
+    assert "Keep those sizes symbolic" in message and "No line of the model's own code" not in message

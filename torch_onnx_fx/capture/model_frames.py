@@ -15,7 +15,7 @@ import torch
 
 from torch_onnx_fx._state import PACKAGE_DIR
 
-__all__ = ["is_model_code", "describe_frames"]
+__all__ = ["is_model_code", "describe_frames", "below_exporter"]
 
 _TORCH_DIR = os.path.dirname(torch.__file__)
 _STDLIB_DIR = os.path.dirname(os.__file__)
@@ -60,3 +60,10 @@ def describe_frames(frames: Iterable[traceback.FrameSummary]) -> str | None:
     if own and own[-1] is not kept[-1]:
         text += f"\n    called from {where(own[-1])}"
     return text
+
+
+def below_exporter(frames: list[traceback.FrameSummary]) -> list[traceback.FrameSummary]:
+    """The frames a capture ran (the model's among them): those after the exporter's own last
+    one in a whole-process stack, without the user's script that called export."""
+    ours = [i for i, f in enumerate(frames) if f.filename.startswith(PACKAGE_DIR)]
+    return frames[ours[-1] + 1:] if ours else frames

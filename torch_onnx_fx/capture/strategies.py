@@ -36,6 +36,7 @@ from torch_onnx_fx.capture import keywords
 from torch_onnx_fx.capture import library_patches
 from torch_onnx_fx.capture import model_frames
 from torch_onnx_fx.capture import recurrent_shapes
+from torch_onnx_fx.capture import specializations
 from torch_onnx_fx.errors import CaptureError, UnsupportedArgumentError
 
 __all__ = ["CaptureResult", "capture", "size_oblivious", "STRATEGY_NAMES"]
@@ -309,8 +310,33 @@ def _capture_module(
                 stacklevel=4,
             )
         return CaptureResult(program, strategy, failures, refinements=fixes, blocks_replayed=replayed)
-    reason, advice = hint or ("", _advice(failures))
+    located = "" if hint is not None else _located_specializations(module, args, kwargs, dynamic_shapes, failures)
+    reason, advice = hint or ("", _SPECIALIZED_ADVICE if located else _advice(failures))
     raise CaptureError(
-        f"torch.export could not capture the model with any strategy{reason}.\n" + describe_failures(failures) + "\n" + advice,
+        f"torch.export could not capture the model with any strategy{reason}.\n" + describe_failures(failures) + "\n"
+        + (located + "\n" if located else "") + advice,
         failures,
     ) from failures[-1][1]
+
+
+_SPECIALIZED_ADVICE = (
+    "Keep those sizes symbolic on the reported lines (tensor operations instead of a Python list, "
+    "loop or int() of the size), or export the dims as static (None in dynamic_shapes)."
+)
+
+
+def _located_specializations(
+    module: torch.nn.Module, args: tuple[Any, ...], kwargs: Mapping[str, Any] | None, dynamic_shapes: Any,
+    failures: list[tuple[str, BaseException]],
+) -> str:
+    """For a capture that failed because tracing made a dynamic dim a constant: the model's lines
+    that did it, found by tracing once more with torch's record of specializations on."""
+    if dynamic_shapes is None or not any(specializations.is_specialization_failure(exc) for _, exc in failures):
+        return ""
+    with specializations.recorded() as records:
+        try:
+            with keywords.spelled_out(module, kwargs or {}):
+                _export_once(module, args, dict(kwargs or {}), dynamic_shapes, False)
+        except Exception as exc:  # noqa: BLE001 - it fails as before; only the records are wanted
+            logger.debug("tracing again to locate specializations: %s", exc)
+    return specializations.describe(records)
