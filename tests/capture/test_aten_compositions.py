@@ -56,3 +56,31 @@ def test_cov_and_corrcoef_export():
         dynamic_shapes=({0: "variables", 1: "observations"}, {0: "observations"}, {0: "observations"}),
         more_inputs=[((torch.randn(5, 40), torch.randint(0, 4, (40,)), torch.rand(40)), {})],
     )
+
+
+@pytest.mark.parametrize("labels", [[0, 3, 1], [[2, 0], [2, 2]], [0], [5]], ids=str)
+@pytest.mark.parametrize("num_classes", [-1, 7])
+def test_one_hot_is_atens_in_eager_mode(labels, num_classes):
+    labels = torch.tensor(labels)
+    expected = torch.nn.functional.one_hot(labels, num_classes)
+    with library_patches.applied() as names:
+        assert "torch.nn.functional.one_hot" in names
+        patched = torch.nn.functional.one_hot(labels, num_classes)
+    assert patched.dtype == expected.dtype
+    torch.testing.assert_close(patched, expected, rtol=0, atol=0)
+
+
+def test_one_hot_without_num_classes_exports():
+    """The class count is the largest label + 1, read from the data: torch.export stopped at
+    ATen's int() of it (torch.onnx fails the same way). The graph computes it, so labels with a
+    larger id at run time widen the output as in eager."""
+
+    def encode(labels, scores):
+        classes = torch.nn.functional.one_hot(labels)
+        return classes, (classes * scores.unsqueeze(-1)).sum(0), torch.nn.functional.one_hot(labels, num_classes=9)
+
+    assert_matches_eager(
+        encode, (torch.tensor([0, 3, 1]), torch.rand(3)), rtol=1e-6, atol=1e-6,
+        dynamic_shapes=({0: "n"}, {0: "n"}),
+        more_inputs=[((torch.tensor([7, 0, 1, 2, 2]), torch.rand(5)), {}), ((torch.tensor([0]), torch.rand(1)), {})],
+    )

@@ -1,12 +1,13 @@
 """ATen's composite functions written out in torch operations, for capture only.
 
 Some of ATen's C++ compositions cannot be captured as they are: ``cov`` checks its degrees of
-freedom with ``item()`` of a tensor, and ``instance_norm`` updates running statistics through an
-alias its schema does not declare, which torch.export then drops. Each function here is the same
-sequence of ATen operators in Python, so eager results are unchanged bit for bit (checked in
-``tests/ops/test_normalization.py`` and ``tests/capture/test_aten_compositions.py``); only the checks that raise
-on invalid data are left out. :mod:`torch_onnx_fx.capture.library_patches` installs them while a
-capture runs. Each takes the original and returns its replacement.
+freedom with ``item()`` of a tensor, ``one_hot`` without ``num_classes`` reads its class count
+with ``int()`` of one, and ``instance_norm`` updates running statistics through an alias its
+schema does not declare, which torch.export then drops. Each function here is the same sequence
+of ATen operators in Python, so eager results are unchanged bit for bit (checked in
+``tests/ops/test_normalization.py`` and ``tests/capture/test_aten_compositions.py``); only the
+checks that raise on invalid data are left out. :mod:`torch_onnx_fx.capture.library_patches`
+installs them while a capture runs. Each takes the original and returns its replacement.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["instance_norm", "cov", "corrcoef"]
+__all__ = ["instance_norm", "cov", "corrcoef", "one_hot"]
 
 
 def instance_norm(original: Any) -> Any:
@@ -112,3 +113,19 @@ def corrcoef(original: Any) -> Any:
         return covariance.clip(-1, 1)
 
     return corrcoef
+
+
+def one_hot(original: Any) -> Any:
+    def one_hot(tensor: torch.Tensor, num_classes: int = -1) -> torch.Tensor:
+        if num_classes != -1:
+            return original(tensor, num_classes)
+        # ATen's composition reads the class count as int(max + 1), which torch.export cannot
+        # give a value; kept as the symbol item() returns, it becomes a size the graph computes
+        # (ReduceMax + 1), so a batch with a larger class id widens the output as in eager. The
+        # comparison with an arange is ATen's own; its checks of negative or empty inputs are left
+        # out, as eager raises on those.
+        classes = tensor.max().item() + 1
+        torch._check(classes >= 1)
+        return (tensor.unsqueeze(-1) == torch.arange(classes, dtype=tensor.dtype, device=tensor.device)).to(torch.int64)
+
+    return one_hot

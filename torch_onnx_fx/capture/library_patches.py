@@ -485,6 +485,8 @@ PATCHES: tuple[Patch, ...] = (
           "compares the attention mask with a causal one to choose a kernel: a decision on the data"),
     Patch("torch.nn.functional", "instance_norm", aten_compositions.instance_norm,
           "updates its running statistics through an undeclared alias, which torch.export drops"),
+    Patch("torch.nn.functional", "one_hot", aten_compositions.one_hot,
+          "without num_classes, makes the largest class id a plain integer (int() of an item())"),
     Patch("torch", "cov", aten_compositions.cov, "checks its degrees of freedom on the data (an item() of a tensor)"),
     Patch("torch", "Tensor.cov", aten_compositions.cov, "as torch.cov"),
     Patch("torch", "corrcoef", aten_compositions.corrcoef, "calls ATen's cov, as torch.cov"),
