@@ -7,7 +7,9 @@ through the tensor that owns it (``storage_base``), indexing by
 aranges over whole dimensions as a reshape (``arange_indexing``), unobserved in-place ops made
 functional (``functional_in_place``), then the dtype passes, which insert
 ``prims.convert_element_type`` in front of operands (``type_promotion``, ``bool_accumulation``,
-which converts the result too, ``integral_accumulation``, ``index_dtype``, ``half_precision``).
+which converts the result too, ``integral_accumulation``, ``index_dtype``, ``half_precision``),
+and last the floating-point values computed from constants alone, computed by PyTorch
+(``eager_constants``).
 A pass is a ``torch.fx`` ``PassBase`` with its contract in its docstring; it changes the graph
 in place and returns a ``PassResult`` saying whether it changed anything, leaving the module's
 generated code to :func:`normalize`, which runs them over the program's graph and every subgraph
@@ -26,6 +28,7 @@ from torch.fx.passes.infra.pass_base import PassBase
 
 from torch_onnx_fx.normalize.arange_indexing import ArangeIndexPass
 from torch_onnx_fx.normalize.bool_accumulation import BoolAccumulationPass
+from torch_onnx_fx.normalize.eager_constants import EagerConstantPass
 from torch_onnx_fx.normalize.effect_tokens import EffectTokenPass
 from torch_onnx_fx.normalize.functional_in_place import InPlaceToFunctionalPass
 from torch_onnx_fx.normalize.half_precision import HalfPrecisionAccumulationPass
@@ -61,6 +64,7 @@ def normalize(
         *(() if own_index else (ArangeIndexPass(),)),
         *((InPlaceToFunctionalPass(table),) if table is not None else ()),
         TypePromotionPass(), JoinPromotionPass(), BoolAccumulationPass(), IntegralAccumulationPass(), IndexDtypePass(), HalfPrecisionAccumulationPass(fused),
+        EagerConstantPass(),
     )
     modified = bool(user_passes)
     for module in list(program.graph_module.modules()):

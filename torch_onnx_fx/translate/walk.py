@@ -24,6 +24,7 @@ from torch_onnx_fx.translate import metadata
 from torch_onnx_fx.translate import call_adapters
 from torch_onnx_fx.dtypes import SUB_BYTE, is_carried, onnx_dims, onnx_dtype
 from torch_onnx_fx.errors import MissingTranslationError, TranslationError, UnsupportedArgumentError
+from torch_onnx_fx.normalize.eager_constants import EAGER_UNUSED, EAGER_VALUE
 from torch_onnx_fx.registry import TranslationTable, choose, target_name
 from torch_onnx_fx.signature import OutputEntry, ProgramSignature, lifted_tensor
 from torch_onnx_fx.translate.op_context import OpContext
@@ -239,6 +240,15 @@ def missing_translation_error(
 
 
 # -- placeholders -------------------------------------------------------------------------------
+
+
+def _fresh_name(ctx: TranslationContext, base: str) -> str:
+    name, count = base, 0
+    while name in ctx.named or name in ctx.tracer.graph.initializers:
+        count += 1
+        name = f"{base}_{count}"
+    ctx.named.add(name)
+    return name
 
 
 def _initializer(ctx: TranslationContext, name: str, fx_name: str, tensor: torch.Tensor | None, example: Any) -> ir.Value:
@@ -505,7 +515,12 @@ def _walk(
     total = len(nodes)
     tracer = ctx.tracer
     for index, node in enumerate(nodes):
-        if node.op == "call_function":
+        if node.op == "call_function" and (EAGER_VALUE in node.meta or EAGER_UNUSED in node.meta):
+            # Computed by PyTorch at export (normalize/eager_constants.py), or read by nothing the
+            # graph computes.
+            if EAGER_VALUE in node.meta:
+                ctx.values[node] = _initializer(ctx, _fresh_name(ctx, node.name), node.name, node.meta[EAGER_VALUE], node.meta.get("val"))
+        elif node.op == "call_function":
             tracer.module_stack = metadata.module_stack(node)
             tracer.node_metadata = metadata.node_metadata(node, tracer.module_stack)
             try:
