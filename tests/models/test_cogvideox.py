@@ -6,15 +6,12 @@ builds the same table by concatenation."""
 
 from __future__ import annotations
 
+import diffusers
 import pytest
 import torch
 
 from helpers import assert_matches_eager
 from torch_onnx_fx.capture import library_patches
-
-# Not a test dependency: importing diffusers left a later capture of a custom op crashing in
-# torch.export (a segfault in tests/diagnostics), so these run where diffusers is installed.
-diffusers = pytest.importorskip("diffusers", reason="diffusers is not installed (pip install diffusers): its importing broke later captures of custom ops in the same process")
 
 
 def _transformer() -> torch.nn.Module:

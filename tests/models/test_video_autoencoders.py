@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from diffusers.models.autoencoders.autoencoder_kl_cogvideox import CogVideoXSafeConv3d
+from diffusers.models.autoencoders.autoencoder_kl_mochi import MochiChunkedGroupNorm3D
 
 from helpers import assert_matches_eager
 from torch_onnx_fx.capture import library_patches
-
-# Not a test dependency: importing diffusers left a later capture of a custom op crashing in
-# torch.export (a segfault in tests/diagnostics), so these run where diffusers is installed.
-pytest.importorskip("diffusers", reason="diffusers is not installed (pip install diffusers): its importing broke later captures of custom ops in the same process")
-from diffusers.models.autoencoders.autoencoder_kl_cogvideox import CogVideoXSafeConv3d  # noqa: E402
-from diffusers.models.autoencoders.autoencoder_kl_mochi import MochiChunkedGroupNorm3D  # noqa: E402
 
 
 def _layers() -> dict[str, torch.nn.Module]:
