@@ -151,3 +151,11 @@ def test_a_dynamic_dim_the_model_makes_constant_is_reported_at_the_line_that_did
     assert "x.shape[0] became 3 at " in message, message
     assert "test_strategies.py" in message and "return x + torch.tensor([1.0] * x.shape[0])[:, None]" in message, message
     assert "Keep those sizes symbolic" in message and "No line of the model's own code" not in message
+
+
+def test_a_dim_pinned_by_several_guards_of_one_line_is_said_once():
+    from torch_onnx_fx.capture.specializations import Specialization, describe
+
+    same = Specialization(("x.shape[0]",), "3", "model.py:7: n = int(x.shape[0])")
+    text = describe([same, same, Specialization(("y.shape[1]",), "4", None)])
+    assert text.count("x.shape[0] became 3 at model.py:7") == 1 and "y.shape[1]" not in text, text

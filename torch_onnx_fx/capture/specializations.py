@@ -117,10 +117,12 @@ def recorded() -> Iterator[list[Specialization]]:
 
 
 def describe(records: list[Specialization]) -> str:
-    lines = []
+    lines: list[str] = []
     for record in records:
-        if record.dims and record.where:
-            lines.append(f"  {' = '.join(record.dims)} became {record.value} at {record.where}")
+        line = f"  {' = '.join(record.dims)} became {record.value} at {record.where}"
+        # A dim pinned by several guards of one line is said once.
+        if record.dims and record.where and line not in lines:
+            lines.append(line)
     if not lines:
         return ""
     return "Where tracing made dims marked dynamic constants (the model's code at that moment):\n" + "\n".join(lines)
