@@ -86,3 +86,16 @@ def test_the_program_stays_a_valid_exported_program():
     for exported in (captured, program.exported_program):
         torch.export.save(exported, io.BytesIO())
         exported.run_decompositions()
+
+
+def test_a_constant_read_twice_by_one_node_is_still_read_by_the_next():
+    # ``ones * ones`` reads ``ones`` twice; the pass once dropped ``ones`` after that reader and
+    # left the exponential after it to ONNX Runtime.
+    def scaled(x):
+        ones = torch.ones(64)
+        return x * torch.exp((ones + ones * ones) * 0.37)
+
+    program = torch_onnx_fx.export(scaled, (torch.randn(3, 64),), verbose=False)
+    recorded = [node.target for node in program.exported_program.graph.nodes if EAGER_VALUE in node.meta]
+    assert recorded == [torch.ops.aten.exp.default], recorded
+    assert_matches_eager(scaled, (torch.randn(3, 64),), program=program, rtol=0, atol=0)

@@ -103,7 +103,8 @@ class EagerConstantPass(PassBase):
         inexact: dict[torch.fx.Node, bool] = {}
         remaining = {node: len(node.users) for node in nodes}
         for node in nodes:
-            inputs = [a for a in pytree.tree_leaves((node.args, node.kwargs)) if isinstance(a, torch.fx.Node)]
+            # Each input once: ``users`` counts a node read twice by one reader (``x * x``) once.
+            inputs = list(dict.fromkeys(a for a in pytree.tree_leaves((node.args, node.kwargs)) if isinstance(a, torch.fx.Node)))
             result = _evaluated(node, values) if _is_candidate(node) else None
             if result is not None:
                 values[node] = result
