@@ -159,3 +159,29 @@ def test_a_dim_pinned_by_several_guards_of_one_line_is_said_once():
     same = Specialization(("x.shape[0]",), "3", "model.py:7: n = int(x.shape[0])")
     text = describe([same, same, Specialization(("y.shape[1]",), "4", None)])
     assert text.count("x.shape[0] became 3 at model.py:7") == 1 and "y.shape[1]" not in text, text
+
+
+class TimestepRowsByImageBatch(nn.Module):
+    """diffusers' LTX-Video: the timestep embedding viewed by the *image* batch, so its rows are
+    (timestep batch) // (image batch), 1 wherever the batches agree, and added to every token."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(1, 8)
+
+    def forward(self, hidden_states, timestep):
+        batch = hidden_states.shape[0]
+        emb = self.embed(timestep[:, None])
+        return hidden_states + emb.view(batch, -1, emb.shape[-1])
+
+
+def test_a_size_that_is_one_only_by_its_examples_is_captured_from_them():
+    # Size-oblivious tracing cannot see that the rows are 1 and fails at the broadcast (as
+    # torch.onnx does); traced from the examples, the two batches are found equal.
+    shapes = {"hidden_states": {0: "batch", 1: "tokens"}, "timestep": {0: "batch"}}
+    program = assert_matches_eager(
+        TimestepRowsByImageBatch().eval(), (torch.randn(2, 5, 8), torch.rand(2)), dynamic_shapes=shapes,
+        more_inputs=[((torch.randn(3, 7, 8), torch.rand(3)), {})],
+    )
+    assert program.capture_strategy == "torch.export(strict=False) with sizes traced from their examples"
+    assert program._capture_strategy == "TorchExportNonStrictStrategy"

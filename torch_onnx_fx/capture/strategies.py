@@ -3,7 +3,9 @@
 Strategies are tried in order and the first that succeeds wins: an ``ExportedProgram`` is used as
 given; otherwise ``torch.export.export(strict=False)`` (which traces real Python and handles most
 models), then ``strict=True`` (TorchDynamo, which sometimes copes with code the non-strict tracer
-cannot). Every failure is kept so the final error, and the report, can show all of them.
+cannot), and last, for dynamic shapes, non-strict with sizes traced from their examples
+(``_BACKED``: a size made of two dims that is 1 where it broadcasts). Every failure is kept so the
+final error, and the report, can show all of them.
 
 Capture is as lenient as torch.onnx's, so a model that exports there exports here:
 
@@ -64,10 +66,21 @@ class CaptureResult:
         return STRATEGY_NAMES.get(self.strategy)
 
 
+# The last strategy. Size-oblivious tracing (the default, as torch.onnx's) never reads a dynamic
+# size's example value, so it cannot tell that a size made of two dims is 1 where it broadcasts:
+# diffusers' LTX-Video views its timestep embedding by the image batch, (timestep batch) //
+# (image batch) rows, and adds it to every image token. Traced from the examples, torch.export
+# finds the two batches equal (the view needs a multiple, the broadcast a quotient of 1) and gives
+# them one dim, as their names in dynamic_shapes usually say already. A dim marked dynamic whose
+# example is 0 or 1 would be specialized this way: torch.export refuses that for ``Dim.DYNAMIC``
+# (what a named dim becomes) and for ``Dim`` objects, so it cannot pass unnoticed.
+_BACKED = "torch.export(strict=False) with sizes traced from their examples"
+
 # Our strategy labels and the class names torch.onnx reports for the same strategy.
 STRATEGY_NAMES = {
     "torch.export(strict=False)": "TorchExportNonStrictStrategy",
     "torch.export(strict=True)": "TorchExportStrictStrategy",
+    _BACKED: "TorchExportNonStrictStrategy",
 }
 
 
@@ -171,12 +184,15 @@ def _suggested_fixes(exc: BaseException) -> str | None:
     return text.split("Suggested fixes:", 1)[1].strip()
 
 
-def _export_once(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any, strict: bool) -> torch.export.ExportedProgram:
+def _export_once(
+    module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any, strict: bool,
+    oblivious: bool = True,
+) -> torch.export.ExportedProgram:
     # Known library functions that branch on data-dependent sizes are replaced while tracing
     # (torch_onnx_fx.capture.library_patches), then restored.
     # Recurrent layers' shapes computed without their time-step loop (capture.recurrent_shapes),
     # which would fix the sequence length.
-    with size_oblivious(), library_patches.applied(), recurrent_shapes.symbolic_lengths():
+    with size_oblivious() if oblivious else contextlib.nullcontext(), library_patches.applied(), recurrent_shapes.symbolic_lengths():
         return torch.export.export(
             module,
             args,
@@ -188,12 +204,13 @@ def _export_once(module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[st
 
 
 def _export_refining(
-    module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any, strict: bool
+    module: torch.nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], dynamic_shapes: Any, strict: bool,
+    oblivious: bool = True,
 ) -> tuple[torch.export.ExportedProgram, str]:
     """Export; if the dynamic shapes conflict with the model and torch.export says how to fix
     them, apply its fixes and export again. Returns the program and the fixes applied."""
     try:
-        return _export_once(module, args, kwargs, dynamic_shapes, strict), ""
+        return _export_once(module, args, kwargs, dynamic_shapes, strict, oblivious), ""
     except torch._dynamo.exc.UserError as exc:
         fixes = _suggested_fixes(exc) if dynamic_shapes is not None else None
         if not fixes:
@@ -202,7 +219,7 @@ def _export_refining(
             refined = torch.export.dynamic_shapes.refine_dynamic_shapes_from_suggested_fixes(exc.msg, dynamic_shapes)
         except Exception:  # noqa: BLE001 - fixes we cannot apply: the original error stands
             raise exc from None
-        program = _export_once(module, args, kwargs, refined, strict)
+        program = _export_once(module, args, kwargs, refined, strict, oblivious)
         return program, fixes
 
 
@@ -287,15 +304,19 @@ def _capture_module(
     # Eager-quantized models only non-strict: the QDQ capture follows tensors and function calls
     # in Python (eager_quantization), which TorchDynamo's bytecode tracing would bypass, skipping
     # the rounding it adds and its refusals.
-    for strict in (False,) if hint is not None else (False, True):
-        strategy = f"torch.export(strict={strict})"
+    attempts = [(False, True)] + ([(True, True)] if hint is None else [])
+    # Last, and only where sizes are symbolic: non-strict with sizes reasoned about from their
+    # examples, as plain torch.export does (see _BACKED).
+    attempts += [(False, False)] if dynamic_shapes is not None else []
+    for strict, oblivious in attempts:
+        strategy = f"torch.export(strict={strict})" if oblivious else _BACKED
         try:
             # Only dynamic shapes need the keywords spelled out; a static capture takes the call as is.
             with keywords.spelled_out(module, kwargs or {}) if dynamic_shapes is not None else contextlib.nullcontext():
-                if blocks and not strict:
+                if blocks and not strict and oblivious:
                     program, fixes, replayed = _export_blocks_once(module, args, dict(kwargs or {}), dynamic_shapes, blocks)
                 else:
-                    program, fixes = _export_refining(module, args, dict(kwargs or {}), dynamic_shapes, strict)
+                    program, fixes = _export_refining(module, args, dict(kwargs or {}), dynamic_shapes, strict, oblivious)
                     replayed = 0
         except Exception as exc:  # noqa: BLE001 - every failure is reported below
             logger.info("capture strategy %s failed: %s", strategy, exc)
