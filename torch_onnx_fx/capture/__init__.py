@@ -3,7 +3,8 @@
 The first stage of an export. :func:`capture` tries torch.export's strategies in order
 (``strategies``), with the keyword arguments a ``**kwargs`` forward collects spelled out
 (``keywords``), known library functions that branch on data-dependent sizes replaced while tracing
-(``library_patches``, ``keypoint_heatmaps``), and eager-mode quantized modules swapped for float
+(``library_patches``, ``keypoint_heatmaps``), NumPy's sqrt of a symbolic size answered
+(``symbolic_math``), and eager-mode quantized modules swapped for float
 modules replaying their arithmetic (``eager_quantization``, ``quantized_functions``,
 ``quantized_grids``). With ``export_modules_as_functions``, each distinct repeated block is traced
 once and its trace copied for the instances provably equal to it (``repeated_blocks``,

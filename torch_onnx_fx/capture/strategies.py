@@ -39,6 +39,7 @@ from torch_onnx_fx.capture import library_patches
 from torch_onnx_fx.capture import model_frames
 from torch_onnx_fx.capture import recurrent_shapes
 from torch_onnx_fx.capture import specializations
+from torch_onnx_fx.capture import symbolic_math
 from torch_onnx_fx.errors import CaptureError, UnsupportedArgumentError
 
 __all__ = ["CaptureResult", "capture", "size_oblivious", "STRATEGY_NAMES"]
@@ -191,8 +192,11 @@ def _export_once(
     # Known library functions that branch on data-dependent sizes are replaced while tracing
     # (torch_onnx_fx.capture.library_patches), then restored.
     # Recurrent layers' shapes computed without their time-step loop (capture.recurrent_shapes),
-    # which would fix the sequence length.
-    with size_oblivious() if oblivious else contextlib.nullcontext(), library_patches.applied(), recurrent_shapes.symbolic_lengths():
+    # which would fix the sequence length. NumPy's sqrt of a symbolic size (capture.symbolic_math).
+    with (
+        size_oblivious() if oblivious else contextlib.nullcontext(), library_patches.applied(),
+        recurrent_shapes.symbolic_lengths(), symbolic_math.numpy_methods(),
+    ):
         return torch.export.export(
             module,
             args,

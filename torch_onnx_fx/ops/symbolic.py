@@ -215,6 +215,13 @@ def sym_int(a: Any) -> Any:
     return a if a.dtype == ir.DataType.INT64 else op.Cast(a, to=ir.DataType.INT64)
 
 
+@register(torch._sym_sqrt)
+def sym_sqrt(a: Any) -> Any:
+    """A size's square root (NumPy's ``np.sqrt`` of a SymFloat, capture.symbolic_math): double,
+    correctly rounded in ONNX Runtime as in Python."""
+    return math.sqrt(a) if _is_static(a) else op.Sqrt(_float(a))
+
+
 @register(math.ceil)
 def sym_ceil(a: Any) -> Any:
     return math.ceil(a) if _is_static(a) else op.Cast(op.Ceil(_float(a)), to=ir.DataType.INT64)
