@@ -2,10 +2,11 @@
 
 CogVideoX's patch embedding writes its positional table through ``.data``; its video
 autoencoder convolves inputs above 2 GB in parts, and Mochi's normalizes its frames 8 at a time,
-both to spare GPU memory and both deciding on the input's size. Each function takes the original
-and returns its replacement; :mod:`torch_onnx_fx.capture.library_patches` installs them while a
-capture runs, only when diffusers is already imported (``tests/models/test_cogvideox.py`` and
-``tests/models/test_video_autoencoders.py`` check them against the originals).
+both to spare GPU memory and both deciding on the input's size. Chroma embeds a guidance of zeros
+made from a Python list as long as the batch, which fixes the batch. Each function takes the
+original and returns its replacement; :mod:`torch_onnx_fx.capture.library_patches` installs them
+while a capture runs, only when diffusers is already imported (``tests/models/test_cogvideox.py``,
+``test_video_autoencoders.py`` and ``test_chroma.py`` check them against the originals).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["cogvideox_positions", "whole_convolution", "unchunked_group_norm"]
+__all__ = ["cogvideox_positions", "whole_convolution", "unchunked_group_norm", "chroma_timestep_embeddings"]
 
 
 def cogvideox_positions(original: Any) -> Any:
@@ -57,5 +58,21 @@ def unchunked_group_norm(original: Any) -> Any:
         # on it). All frames at once.
         frames = x.permute(0, 2, 1, 3, 4).flatten(0, 1)
         return self.norm_layer(frames).unflatten(0, (x.size(0), -1)).permute(0, 2, 1, 3, 4)
+
+    return forward
+
+
+def chroma_timestep_embeddings(original: Any) -> Any:
+    def forward(self, timestep):  # type: ignore[no-untyped-def]
+        # Chroma's guidance is 0 for every sample, embedded from torch.tensor([0] * batch): a
+        # Python list as long as the batch, which makes the batch a constant. The same int64
+        # zeros, sized by the timestep's batch; the rest as diffusers computes it.
+        batch = timestep.shape[0]
+        steps = self.time_proj(timestep).to(dtype=timestep.dtype)
+        guidance = self.guidance_proj(torch.zeros(batch, dtype=torch.int64)).to(dtype=timestep.dtype, device=timestep.device)
+        rows = self.mod_proj.shape[0]
+        table = self.mod_proj.to(dtype=steps.dtype, device=steps.device).repeat(batch, 1, 1)
+        conditioning = torch.cat([steps, guidance], dim=1).unsqueeze(1).repeat(1, rows, 1)
+        return torch.cat([conditioning, table], dim=-1).to(timestep.dtype)
 
     return forward
