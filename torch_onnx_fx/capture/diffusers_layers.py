@@ -3,10 +3,12 @@
 CogVideoX's patch embedding writes its positional table through ``.data``; its video
 autoencoder convolves inputs above 2 GB in parts, and Mochi's normalizes its frames 8 at a time,
 both to spare GPU memory and both deciding on the input's size. Chroma embeds a guidance of zeros
-made from a Python list as long as the batch, which fixes the batch. Each function takes the
+made from a Python list as long as the batch, and Lumina-Next's patch embedding returns the image
+size once per sample in one: both fix the batch. Each function takes the
 original and returns its replacement; :mod:`torch_onnx_fx.capture.library_patches` installs them
 while a capture runs, only when diffusers is already imported (``tests/models/test_cogvideox.py``,
-``test_video_autoencoders.py`` and ``test_chroma.py`` check them against the originals).
+``test_video_autoencoders.py``, ``test_chroma.py`` and ``test_lumina_next.py`` check them against
+the originals).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any
 
 import torch
 
-__all__ = ["cogvideox_positions", "whole_convolution", "unchunked_group_norm", "chroma_timestep_embeddings"]
+__all__ = [
+    "cogvideox_positions", "whole_convolution", "unchunked_group_norm", "chroma_timestep_embeddings", "lumina_patch_sizes",
+]
 
 
 def cogvideox_positions(original: Any) -> Any:
@@ -74,5 +78,22 @@ def chroma_timestep_embeddings(original: Any) -> Any:
         table = self.mod_proj.to(dtype=steps.dtype, device=steps.device).repeat(batch, 1, 1)
         conditioning = torch.cat([steps, guidance], dim=1).unsqueeze(1).repeat(1, rows, 1)
         return torch.cat([conditioning, table], dim=-1).to(timestep.dtype)
+
+    return forward
+
+
+def lumina_patch_sizes(original: Any) -> Any:
+    def forward(self, x, freqs_cis):  # type: ignore[no-untyped-def]
+        # Lumina-Next's patch embedding returns the image size as a Python list with one entry per
+        # sample, all equal, which makes the batch a constant; LuminaNextDiT2DModel, its only
+        # user, reads the first. The list here has that one entry; the rest as diffusers computes it.
+        batch, channels, height, width = x.size()
+        side = self.patch_size
+        rows, columns = height // side, width // side
+        patches = x.view(batch, channels, rows, side, columns, side).permute(0, 2, 4, 1, 3, 5).flatten(3)
+        tokens = self.proj(patches).flatten(1, 2)
+        mask = torch.ones(tokens.shape[0], tokens.shape[1], dtype=torch.int32, device=tokens.device)
+        rotary = freqs_cis.to(x[0].device)[:rows, :columns].flatten(0, 1).unsqueeze(0)
+        return tokens, mask, [(height, width)], rotary
 
     return forward
