@@ -4,11 +4,12 @@ CogVideoX's patch embedding writes its positional table through ``.data``; its v
 autoencoder convolves inputs above 2 GB in parts, and Mochi's normalizes its frames 8 at a time,
 both to spare GPU memory and both deciding on the input's size. Chroma embeds a guidance of zeros
 made from a Python list as long as the batch, and Lumina-Next's patch embedding returns the image
-size once per sample in one: both fix the batch. Each function takes the
+size once per sample in one: both fix the batch. Mochi's attention loops over the batch in Python,
+gathering each sample's prompt tokens with ``nonzero``. Each function takes the
 original and returns its replacement; :mod:`torch_onnx_fx.capture.library_patches` installs them
 while a capture runs, only when diffusers is already imported (``tests/models/test_cogvideox.py``,
-``test_video_autoencoders.py``, ``test_chroma.py`` and ``test_lumina_next.py`` check them against
-the originals).
+``test_video_autoencoders.py``, ``test_chroma.py``, ``test_lumina_next.py`` and
+``test_mochi_attention.py`` check them against the originals).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import torch
 
 __all__ = [
     "cogvideox_positions", "whole_convolution", "unchunked_group_norm", "chroma_timestep_embeddings", "lumina_patch_sizes",
+    "mochi_joint_attention",
 ]
 
 
@@ -97,3 +99,49 @@ def lumina_patch_sizes(original: Any) -> Any:
         return tokens, mask, [(height, width)], rotary
 
     return forward
+
+
+def _heads(attn: Any, states: torch.Tensor, q: Any, k: Any, v: Any, norm_q: Any, norm_k: Any) -> list[torch.Tensor]:
+    """Mochi's query, key and value of ``states``: projected, split into heads, normalized."""
+    query, key, value = (project(states).unflatten(2, (attn.heads, -1)) for project in (q, k, v))
+    return [norm_q(query) if norm_q is not None else query, norm_k(key) if norm_k is not None else key, value]
+
+
+def _rotated(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    even, odd = x[..., 0::2].float(), x[..., 1::2].float()
+    return torch.stack([(even * cos - odd * sin).to(x.dtype), (even * sin + odd * cos).to(x.dtype)], dim=-1).flatten(-2)
+
+
+def mochi_joint_attention(original: Any) -> Any:
+    def call(self, attn, hidden_states, encoder_hidden_states, attention_mask, image_rotary_emb=None):  # type: ignore[no-untyped-def]
+        # Mochi attends sample by sample over the image tokens and the prompt tokens its mask
+        # keeps (gathered with nonzero()), then pads each result with zero rows to the full
+        # length: a Python loop over the batch, which makes it a constant. The same attention for
+        # the whole batch at once: the dropped prompt tokens masked out of every sample's keys,
+        # and each sample's kept prompt rows moved to the front, in order, zeros after, where the
+        # padding put them. Equal to diffusers' up to the rounding of the attention's sums.
+        query, key, value = _heads(attn, hidden_states, attn.to_q, attn.to_k, attn.to_v, attn.norm_q, attn.norm_k)
+        prompt = _heads(
+            attn, encoder_hidden_states, attn.add_q_proj, attn.add_k_proj, attn.add_v_proj, attn.norm_added_q,
+            attn.norm_added_k,
+        )
+        if image_rotary_emb is not None:
+            query, key = _rotated(query, *image_rotary_emb), _rotated(key, *image_rotary_emb)
+        image_length, prompt_length = query.shape[1], prompt[0].shape[1]
+        joint = [torch.cat([mine, theirs], dim=1).transpose(1, 2) for mine, theirs in zip((query, key, value), prompt)]
+        kept = attention_mask != 0
+        keys = torch.cat([kept.new_ones(kept.shape[0], image_length), kept], dim=1)[:, None, None, :]
+        attended = torch.nn.functional.scaled_dot_product_attention(*joint, attn_mask=keys, dropout_p=0.0, is_causal=False)
+        image_rows, prompt_rows = attended.split_with_sizes((image_length, prompt_length), dim=2)
+        # A kept token's row goes to its rank among the kept; a dropped one's to a spare row cut off after.
+        rank = torch.where(kept, kept.long().cumsum(1) - 1, prompt_length)[:, None, :, None].expand_as(prompt_rows)
+        spare = prompt_rows.new_zeros(*prompt_rows.shape[:2], prompt_length + 1, prompt_rows.shape[-1])
+        compacted = spare.scatter(2, rank, prompt_rows)[:, :, :prompt_length]
+        joined = torch.cat([image_rows, compacted], dim=2).transpose(1, 2).flatten(2, 3)
+        hidden_states, encoder_hidden_states = joined.split_with_sizes((image_length, prompt_length), dim=1)
+        hidden_states = attn.to_out[1](attn.to_out[0](hidden_states))
+        if hasattr(attn, "to_add_out"):
+            encoder_hidden_states = attn.to_add_out(encoder_hidden_states)
+        return hidden_states, encoder_hidden_states
+
+    return call
