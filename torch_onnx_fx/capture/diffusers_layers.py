@@ -5,15 +5,17 @@ autoencoder convolves inputs above 2 GB in parts, and Mochi's normalizes its fra
 both to spare GPU memory and both deciding on the input's size. Chroma embeds a guidance of zeros
 made from a Python list as long as the batch, and Lumina-Next's patch embedding returns the image
 size once per sample in one: both fix the batch. Mochi's attention loops over the batch in Python,
-gathering each sample's prompt tokens with ``nonzero``. Each function takes the
+gathering each sample's prompt tokens with ``nonzero``. OmniGen picks its rotary scaling factors
+with a Python ``if`` on the largest position id, a value of the data. Each function takes the
 original and returns its replacement; :mod:`torch_onnx_fx.capture.library_patches` installs them
 while a capture runs, only when diffusers is already imported (``tests/models/test_cogvideox.py``,
-``test_video_autoencoders.py``, ``test_chroma.py``, ``test_lumina_next.py`` and
-``test_mochi_attention.py`` check them against the originals).
+``test_video_autoencoders.py``, ``test_chroma.py``, ``test_lumina_next.py``,
+``test_mochi_attention.py`` and ``test_omnigen_rotary.py`` check them against the originals).
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -21,7 +23,7 @@ import torch
 
 __all__ = [
     "cogvideox_positions", "whole_convolution", "unchunked_group_norm", "chroma_timestep_embeddings", "lumina_patch_sizes",
-    "mochi_joint_attention",
+    "mochi_joint_attention", "omnigen_rotary_factors",
 ]
 
 
@@ -145,3 +147,27 @@ def mochi_joint_attention(original: Any) -> Any:
         return hidden_states, encoder_hidden_states
 
     return call
+
+
+def omnigen_rotary_factors(original: Any) -> Any:
+    def forward(self, hidden_states, position_ids):  # type: ignore[no-untyped-def]
+        # OmniGen picks the long or short scaling factors by a Python `if` on the largest position
+        # id (a value of the data, which tracing cannot branch on): chosen in the graph instead.
+        # It also stores the scaled frequencies in its inv_freq buffer, which nothing reads before
+        # the next call overwrites them; the capture leaves the buffer as it is.
+        device = hidden_states.device
+        longest = torch.max(position_ids) + 1 > self.original_max_position_embeddings
+        factors = torch.where(
+            longest, torch.tensor(self.long_factor, dtype=torch.float32, device=device),
+            torch.tensor(self.short_factor, dtype=torch.float32, device=device),
+        )
+        exponents = torch.arange(0, self.dim, 2, dtype=torch.int64, device=device).float() / self.dim
+        frequencies = (1.0 / (factors * self.base**exponents))[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+        with torch.autocast(device_type=device.type if device.type != "mps" else "cpu", enabled=False):
+            angles = (frequencies.float() @ position_ids[:, None, :].float()).transpose(1, 2)
+            table = torch.cat((angles, angles), dim=-1)[0]
+            scale = self.max_position_embeddings / self.original_max_position_embeddings
+            factor = 1.0 if scale <= 1.0 else math.sqrt(1 + math.log(scale) / math.log(self.original_max_position_embeddings))
+            return table.cos() * factor, table.sin() * factor
+
+    return forward

@@ -13,8 +13,8 @@ Every replacement names the function it stands for; ``tests/capture/test_library
 ``tests/capture/test_keypoint_heatmaps.py``, ``tests/ops/test_normalization.py`` and
 ``tests/models/`` (``test_longformer.py``, ``test_recurrent_models.py``,
 ``test_mixture_of_experts.py``, ``test_canine.py``, ``test_cogvideox.py``,
-``test_video_autoencoders.py``, ``test_chroma.py``, ``test_lumina_next.py``, ``test_mochi_attention.py``)
-check each against the original in eager mode.
+``test_video_autoencoders.py``, ``test_chroma.py``, ``test_lumina_next.py``, ``test_mochi_attention.py``,
+``test_omnigen_rotary.py``) check each against the original in eager mode.
 """
 
 from __future__ import annotations
@@ -522,6 +522,8 @@ PATCHES: tuple[Patch, ...] = (
           "returns the image size in a Python list as long as the batch"),
     Patch("diffusers.models.attention_processor", "MochiAttnProcessor2_0.__call__", diffusers_layers.mochi_joint_attention,
           "attends sample by sample in a Python loop over the batch, gathering prompt tokens with nonzero()"),
+    Patch("diffusers.models.transformers.transformer_omnigen", "OmniGenSuScaledRotaryEmbedding.forward",
+          diffusers_layers.omnigen_rotary_factors, "picks its scaling factors by an if on the largest position id"),
     Patch("transformers.models.mamba.modeling_mamba", "mamba_selective_scan", _selective_scan,
           "loops over the sequence in Python: the loop unrolls and the length becomes a constant"),
     # Mamba's selective scan, copied into other families' modules.
