@@ -185,3 +185,18 @@ def test_a_size_that_is_one_only_by_its_examples_is_captured_from_them():
     )
     assert program.capture_strategy == "torch.export(strict=False) with sizes traced from their examples"
     assert program._capture_strategy == "TorchExportNonStrictStrategy"
+
+
+def test_dims_found_equal_from_the_examples_are_checked_as_one():
+    # Traced from the examples, the rows (timestep batch) // (image batch) are 1 and torch.export
+    # merges the batches: the graph views the embedding as 1 row. An image batch of 1 beside 3
+    # timesteps is valid in eager (3 rows against 3 tokens) and would broadcast to a wrong
+    # result: the call is refused, as the export warned.
+    model = TimestepRowsByImageBatch().eval()
+    shapes = {"hidden_states": {0: "batch", 1: "tokens"}, "timestep": {0: "steps"}}
+    with pytest.warns(UserWarning, match="valid only for inputs where hidden_states.shape.0. == timestep.shape.0."):
+        program = torch_onnx_fx.export(model, (torch.randn(2, 5, 8), torch.rand(2)), dynamic_shapes=shapes, verbose=False)
+    assert program.size_conditions == ["hidden_states.shape[0] == timestep.shape[0] (both batch)"]
+    with pytest.raises(torch_onnx_fx.InputMismatchError, match=r"timestep.shape\[0\] = 3"):
+        program(torch.randn(1, 3, 8), torch.rand(3))
+    assert_matches_eager(model, (torch.randn(3, 7, 8), torch.rand(3)), program=program)

@@ -147,6 +147,11 @@ class SizeConditions:
     conditions: tuple[SizeCondition, ...] = ()
     # (graph input position, dim, symbol name) for every symbolic dim of the graph inputs.
     dims: tuple[tuple[int, int, str], ...] = ()
+    # What to call the symbols made for dims checked as one with another (``input.shape[d]``).
+    labels: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def label(self, symbol: str, names: Mapping[str, str]) -> str:
+        return self.labels.get(symbol) or names.get(symbol, symbol)
 
     def __bool__(self) -> bool:
         return bool(self.conditions)
@@ -447,13 +452,51 @@ def _as_residues(condition: SizeCondition, members: Sequence[str]) -> SizeCondit
     return dataclasses.replace(condition, expression=f"({symbol} % {period}) in {kept!r}", symbols=(symbol,))
 
 
+def _one_size_each(
+    dims: tuple[tuple[int, int, str], ...], signature: ProgramSignature, names: Mapping[str, str]
+) -> tuple[tuple[tuple[int, int, str], ...], list[SizeCondition], dict[str, str]]:
+    """Each symbol found at several input dims checked as one size there: the later dims get
+    symbols of their own (``s3__2``…, labelled ``input.shape[d]``) and a condition equating them
+    with the first."""
+    first: dict[str, tuple[int, int]] = {}
+    seen: dict[str, int] = {}
+    renamed, conditions, labels = [], [], {}
+    inputs = [node.name for node, _ in signature.tensor_inputs]
+    for position, dim, symbol in dims:
+        if symbol not in first:
+            first[symbol] = (position, dim)
+            renamed.append((position, dim, symbol))
+            continue
+        seen[symbol] = seen.get(symbol, 1) + 1
+        alias = f"{symbol}__{seen[symbol]}"
+        renamed.append((position, dim, alias))
+        labels[alias] = f"{inputs[position]}.shape[{dim}]"
+        where = f"{inputs[first[symbol][0]]}.shape[{first[symbol][1]}] == {labels[alias]}"
+        conditions.append(SizeCondition(
+            f"({symbol} == {alias})", (symbol, alias), "dims traced as one",
+            summary=f"{where} (both {names.get(symbol, symbol)})",
+        ))
+    return tuple(renamed), conditions, labels
+
+
 def size_conditions(
-    program: torch.export.ExportedProgram, signature: ProgramSignature, names: Mapping[str, str] | None = None
+    program: torch.export.ExportedProgram, signature: ProgramSignature, names: Mapping[str, str] | None = None,
+    one_size_per_symbol: bool = False,
 ) -> SizeConditions:
     """What ``program`` assumes of its graph inputs' sizes (see the module docstring). ``names``
-    are the dims' names (user names for symbols); dims of one name are one size."""
+    are the dims' names (user names for symbols); dims of one name are one size.
+
+    ``one_size_per_symbol``: every symbol's dims must agree, even where operators would broadcast
+    them. For a program traced from its example sizes (capture's last strategy): torch.export
+    then merges dims it finds equal through derived sizes (a quotient of two batches that is 1),
+    and the graph computes with that equality (a reshape to 1 row), which broadcasting cannot undo.
+    """
     names = dict(names or {})
     dims = _input_dims(signature)
+    merged: list[SizeCondition] = []
+    labels: dict[str, str] = {}
+    if one_size_per_symbol:
+        dims, merged, labels = _one_size_each(dims, signature, names)
     groups: dict[str, list[str]] = {}
     for _, _, symbol in dims:
         members = groups.setdefault(names.get(symbol, symbol), [])
@@ -492,6 +535,7 @@ def size_conditions(
         summary = _unit_size(condition, groups[name], name)
         if summary is not None:
             conditions.append(dataclasses.replace(condition, summary=summary))
+    conditions.extend(merged)
     if conditions:
         logger.debug("size conditions: %s", [str(c.expression) for c in conditions])
-    return SizeConditions(tuple(conditions), dims)
+    return SizeConditions(tuple(conditions), dims, labels)

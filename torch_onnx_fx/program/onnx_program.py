@@ -375,11 +375,13 @@ class ONNXProgram:
         broken = self._size_conditions.broken(flat)
         if broken:
             sizes = self._size_conditions.sizes_of(flat)
-            shown = ", ".join(f"{self._dim_names.get(s, s)} = {v}" for s, v in sizes.items() if any(s in c.symbols for c in broken))
+            shown = ", ".join(
+                f"{self._size_conditions.label(s, self._dim_names)} = {v}" for s, v in sizes.items() if any(s in c.symbols for c in broken)
+            )
             raise InputMismatchError(
                 f"These inputs ({shown}) break {'; '.join(c.describe(self._dim_names) for c in broken)}: torch.export "
-                "decided on those sizes while it traced the model (a branch of its Python code on a size, or a dynamic "
-                "dim it squeezes, taken never to be 1), and the exported graph computes only what it decided (see "
+                "decided on those sizes while it traced the model (a branch of its Python code on a size, a dynamic "
+                "dim it squeezes, taken never to be 1, or dims it found equal), and the exported graph computes only what it decided (see "
                 "ONNXProgram.size_conditions). Export again with an example of these sizes."
             )
         return flat
