@@ -62,6 +62,19 @@ def test_patched_attention_is_diffusers_in_eager_mode(mask):
     torch.testing.assert_close(patched, expected, rtol=1e-5, atol=1e-6)
 
 
+def test_nan_in_dropped_prompt_tokens_stays_out():
+    # diffusers gathers the kept tokens only: what the dropped ones hold never reaches the result.
+    attention = _attention()
+    hidden, prompt, _, rotary = _inputs(3, None)
+    kept = _MASKS["scattered, one sample with none"]
+    prompt = torch.where(kept[:, :, None], prompt, torch.tensor(float("nan")))
+    expected = attention(hidden, prompt, kept, image_rotary_emb=rotary)
+    with library_patches.applied():
+        patched = attention(hidden, prompt, kept, image_rotary_emb=rotary)
+    assert not expected[0].isnan().any()
+    torch.testing.assert_close(patched, expected, rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
 def test_mochi_attention_exports_with_a_dynamic_batch():
     hidden, prompt, _, (cos, sin) = _inputs(2, None)
     batched = {0: "batch"}

@@ -130,8 +130,12 @@ def mochi_joint_attention(original: Any) -> Any:
         if image_rotary_emb is not None:
             query, key = _rotated(query, *image_rotary_emb), _rotated(key, *image_rotary_emb)
         image_length, prompt_length = query.shape[1], prompt[0].shape[1]
-        joint = [torch.cat([mine, theirs], dim=1).transpose(1, 2) for mine, theirs in zip((query, key, value), prompt)]
         kept = attention_mask != 0
+        # Dropped tokens' keys and values zeroed, not only masked: a masked key's weight is 0, and
+        # 0 times an inf or nan value would still be nan (diffusers never reads them).
+        dropped = ~kept[:, :, None, None]
+        prompt[1:] = [torch.where(dropped, torch.zeros_like(part), part) for part in prompt[1:]]
+        joint = [torch.cat([mine, theirs], dim=1).transpose(1, 2) for mine, theirs in zip((query, key, value), prompt)]
         keys = torch.cat([kept.new_ones(kept.shape[0], image_length), kept], dim=1)[:, None, None, :]
         attended = torch.nn.functional.scaled_dot_product_attention(*joint, attn_mask=keys, dropout_p=0.0, is_causal=False)
         image_rows, prompt_rows = attended.split_with_sizes((image_length, prompt_length), dim=2)
