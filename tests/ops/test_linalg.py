@@ -341,6 +341,35 @@ def test_triangular_solves_keep_solved_rows_of_non_finite_systems():
     assert_matches_eager(model, (lower, b))
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128])
+def test_lu_solves_keep_an_infinite_right_hand_side_to_its_column(dtype):
+    # B's rows were permuted by a product with the permutation matrix: 0 * inf made the whole
+    # column of an inf NaN, where eager (LAPACK swaps rows) has -inf, inf and the finite rest.
+    # A pivots (rows swap) and is batched against B's broadcast batch.
+    inf = float("inf")
+    a = torch.tensor([[[1.0, 2.0, 0.0], [4.0, 1.0, 1.0], [0.5, 3.0, 2.0]]], dtype=dtype)
+    b = torch.tensor([[1.0, 0.0], [2.0, 1.0], [inf, 3.0]], dtype=dtype).expand(2, 3, 2).clone()
+    b[1, 0, 1] = -inf
+
+    def model(a, b):
+        lu, pivots = torch.linalg.lu_factor(a)
+        return (
+            torch.linalg.lu_solve(lu, pivots, b),
+            torch.linalg.lu_solve(lu, pivots, b, adjoint=True),
+            torch.linalg.lu_solve(lu, pivots, b.mT, left=False),
+            torch.linalg.solve(a, b),
+        )
+
+    assert not torch.equal(torch.linalg.lu_factor(a)[1], torch.tensor([[1, 2, 3]], dtype=torch.int32))
+    assert_matches_eager(model, (a, b), rtol=1e-10, atol=1e-12)
+
+
+def test_slogdet_sign_of_a_matrix_holding_nan_is_zero():
+    # torch's sign of NaN is 0; ONNX's Sign of NaN is NaN.
+    nan = float("nan")
+    assert_matches_eager(lambda a: torch.linalg.slogdet(a), (torch.tensor([[[nan]], [[2.0]], [[-3.0]]], dtype=torch.float64),))
+
+
 FACTORIZATIONS_AT_EXTREMES = {
     "geqrf": lambda a: torch.geqrf(a),
     "qr": lambda a: torch.linalg.qr(a),

@@ -191,6 +191,20 @@ def one_hot_rows(perm: ir.Value) -> ir.Value:
     return op.Cast(op.Equal(op.Unsqueeze(perm, [-1]), op.Range(0, size(perm, -1), 1)), to=DOUBLE)
 
 
+def gather_rows(x: ir.Value, perm: ir.Value) -> ir.Value:
+    """``x``'s rows in the order ``perm`` (``out[..., i, :] = x[..., perm[..., i], :]``), batch
+    dims broadcast: what ``one_hot_rows(perm) @ x`` computes, without its products, where
+    0 * inf would make every row of that column NaN."""
+    index = op.Unsqueeze(perm, [-1])
+    x = op.Expand(x, op.Shape(index))
+    return op.GatherElements(x, op.Expand(index, op.Shape(x)), axis=-2)
+
+
+def inverse_permutation(perm: ir.Value) -> ir.Value:
+    """``q`` with ``q[perm[i]] = i``: where each row went."""
+    return op.ArgMax(one_hot_rows(perm), axis=-2, keepdims=0)
+
+
 def swap(rows: ir.Value, i: ir.Value, j: ir.Value) -> ir.Value:
     """The index map over ``rows`` exchanging positions ``i`` and ``j``; either may be per batch,
     shaped ``(..., 1)``."""

@@ -127,15 +127,16 @@ def _lu_solve(
     and/or conjugates ``A`` (``conj(A) X = B`` is ``A conj(X) = conj(B)``)."""
     if conjugated:
         b = field.conj(b)
-    rows = mx.one_hot_rows(perm)
+    # B's rows permuted by gathering them (LAPACK swaps them): a product with the permutation
+    # matrix would add 0 * inf, NaN in a whole column where B holds one inf.
     if not transposed:
-        y = _substitute(ctx, lu, op.MatMul(rows, b), upper=False, unit=True, field=field)
+        y = _substitute(ctx, lu, mx.gather_rows(b, perm), upper=False, unit=True, field=field)
         x = _substitute(ctx, lu, y, upper=True, field=field)
     else:
         # A^T = U^T L^T P^T: U^T is lower, L^T upper with a unit diagonal.
         lu_t = mx.mT(lu)
         y = _substitute(ctx, lu_t, b, upper=False, field=field)
-        x = op.MatMul(mx.mT(rows), _substitute(ctx, lu_t, y, upper=True, unit=True, field=field))
+        x = mx.gather_rows(_substitute(ctx, lu_t, y, upper=True, unit=True, field=field), mx.inverse_permutation(perm))
     return field.conj(x) if conjugated else x
 
 
@@ -259,7 +260,9 @@ def _log_determinant(ctx: OpContext, A: ir.Value, field: Field) -> tuple[ir.Valu
     # Each row exchange flips the sign; (-1)^swaps = cos(pi * swaps).
     parity = op.Round(op.Cos(op.Mul(mx.reduce("ReduceSum", swapped), math.pi)))
     if not field.is_complex:
-        sign = op.Mul(mx.reduce("ReduceProd", op.Sign(diagonal)), parity)
+        # torch's sign of NaN is 0 (ONNX's is NaN): a matrix holding NaN has sign 0, as in eager.
+        signs = op.Where(op.IsNaN(diagonal), op.CastLike(0.0, diagonal), op.Sign(diagonal))
+        sign = op.Mul(mx.reduce("ReduceProd", signs), parity)
         return sign, mx.reduce("ReduceSum", op.Log(op.Abs(diagonal))), lu, pivots
     re, im = field.real(diagonal), field.imag(diagonal)
     magnitude = op.Sqrt(op.Add(op.Mul(re, re), op.Mul(im, im)))
