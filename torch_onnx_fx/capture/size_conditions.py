@@ -461,10 +461,9 @@ def _as_residues(condition: SizeCondition, members: Sequence[str]) -> SizeCondit
     return dataclasses.replace(condition, expression=f"({symbol} % {period}) in {kept!r}", symbols=(symbol,))
 
 
+# The source of the conditions that equate dims torch.export merged into one symbol.
 _ONE_SIZE = "dims traced as one"
 _ASSERT = torch.ops.aten._assert_scalar.default
-
-
 _SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
 
 
@@ -476,7 +475,6 @@ def _computed_with(program: torch.export.ExportedProgram) -> set[str]:
 
     def computes(node: torch.fx.Node) -> bool:
         if node not in reaches:
-            reaches[node] = False  # a cycle cannot occur in an FX graph; this only memoizes
             reaches[node] = any(
                 user.op == "output" or not isinstance(user.meta.get("val"), _SYMBOLIC) and user.target is not _ASSERT
                 or isinstance(user.meta.get("val"), _SYMBOLIC) and computes(user)

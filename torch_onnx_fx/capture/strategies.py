@@ -74,9 +74,9 @@ class CaptureResult:
 # finds the two batches equal (the view needs a multiple, the broadcast a quotient of 1) and gives
 # them one dim, and the graph computes with that (one row): size_conditions checks such dims as
 # one size, so program(...) refuses an image batch of 1 beside 3 timesteps, which eager accepts
-# (3 rows for 3 tokens). A dim marked dynamic whose
-# example is 0 or 1 would be specialized this way: torch.export refuses that for ``Dim.DYNAMIC``
-# (what a named dim becomes) and for ``Dim`` objects, so it cannot pass unnoticed.
+# (3 rows for 3 tokens). A dim marked dynamic whose example is 0 or 1 would be specialized this
+# way: torch.export refuses that for ``Dim.DYNAMIC`` (what a named dim becomes) and for ``Dim``
+# objects, so it cannot pass unnoticed.
 _BACKED = "torch.export(strict=False) with sizes traced from their examples"
 
 # Our strategy labels and the class names torch.onnx reports for the same strategy.
