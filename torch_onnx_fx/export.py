@@ -100,7 +100,7 @@ def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any)
     signature = ProgramSignature.of(program)
     translate.check_translatable(program, table)
     symbols = naming.symbol_names(signature, dim_names, opts.args, opts.kwargs)
-    conditions = size_conditions(program, signature, symbols)
+    conditions = size_conditions(program, signature, symbols, one_size_per_symbol=captured.traced_from_examples)
     with progress.phase("translate") as phase:
         model_ir = translate.translate_program(
             program, table, opset_version=build_opset, symbol_names=symbols, signature=signature,
@@ -134,12 +134,11 @@ def _pipeline(model: Any, opts: ExportOptions, progress: Progress, session: Any)
     onnx_program.capture_blocks_replayed = captured.blocks_replayed
     onnx_program.verbose = opts.verbose is not False
     onnx_program.set_size_conditions(conditions, symbols)
-    announced = [condition.describe(symbols) for condition in conditions.announced()]
-    if announced:
+    if conditions:
         warnings.warn(
-            f"The exported graph is valid only for inputs where {'; '.join(announced)}: torch.export "
-            "decided on these sizes while it traced the model (a branch of the model's Python code on a size, or a "
-            "dynamic dim the model squeezes, taken never to be 1). program(...) refuses other inputs; "
+            f"The exported graph is valid only for inputs where {'; '.join(onnx_program.size_conditions)}: torch.export "
+            "decided on these sizes while it traced the model (a branch of the model's Python code on a size, a "
+            "dynamic dim the model squeezes, taken never to be 1, or dims it found equal). program(...) refuses other inputs; "
             "ONNX Runtime used directly does not check them (they are in the model's metadata, "
             "'pkg.torch_onnx_fx.size_conditions').",
             UserWarning,

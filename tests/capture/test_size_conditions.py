@@ -199,17 +199,3 @@ def test_a_squeezed_size_derived_from_a_dim_is_said_in_the_dims_name():
     assert_matches_eager(halves, (torch.randn(1, 8),), program=program, more_inputs=[((torch.randn(1, 10),), {})])
     with pytest.raises(InputMismatchError, match=r"length = 2\) break length not in \(2, 3\)"):
         program(torch.randn(1, 2))
-
-
-def test_dims_torch_export_merged_are_checked_as_one_where_the_graph_reads_them():
-    # The sum merges the two batches; the graph then builds its offsets from one of them (an
-    # arange of the batch, as eager does from x's). A batch of 1 beside 5 broadcasts in eager, and
-    # the graph, reading the other input's size, added 0..4 where eager adds 0: 4.0 off, silently.
-    def model(x, y):
-        return x + y + torch.arange(x.shape[0], dtype=x.dtype)[:, None]
-
-    program = torch_onnx_fx.export(model, (torch.randn(3, 4), torch.randn(3, 4)), dynamic_shapes=({0: "a"}, {0: "b"}), verbose=False)
-    assert program.size_conditions == ["x.shape[0] == y.shape[0] (both a)"]
-    with pytest.raises(InputMismatchError, match=r"y.shape\[0\] = 5"):
-        program(torch.randn(1, 4), torch.randn(5, 4))
-    assert_matches_eager(model, (torch.randn(6, 4), torch.randn(6, 4)), program=program)

@@ -191,10 +191,10 @@ def test_dims_found_equal_from_the_examples_are_checked_as_one():
     # Traced from the examples, the rows (timestep batch) // (image batch) are 1 and torch.export
     # merges the batches: the graph views the embedding as 1 row. An image batch of 1 beside 3
     # timesteps is valid in eager (3 rows against 3 tokens) and would broadcast to a wrong
-    # result: the call is refused. The graph's inputs share the dim name, as the export says.
+    # result: the call is refused, as the export warned.
     model = TimestepRowsByImageBatch().eval()
     shapes = {"hidden_states": {0: "batch", 1: "tokens"}, "timestep": {0: "steps"}}
-    with pytest.warns(UserWarning, match="steps will not be used, since it shares the same shape constraints with another axis: batch"):
+    with pytest.warns(UserWarning, match="valid only for inputs where hidden_states.shape.0. == timestep.shape.0."):
         program = torch_onnx_fx.export(model, (torch.randn(2, 5, 8), torch.rand(2)), dynamic_shapes=shapes, verbose=False)
     assert program.size_conditions == ["hidden_states.shape[0] == timestep.shape[0] (both batch)"]
     with pytest.raises(torch_onnx_fx.InputMismatchError, match=r"timestep.shape\[0\] = 3"):

@@ -14,12 +14,8 @@ Not every recorded assumption is a condition of the model: torch.export assumes 
 (and the sizes derived from them) are at least 2, and relations that only fail below that are left
 out, as torch.onnx ignores them (dims of size 0 or 1 run through the same graph), except where the
 model squeezes a dynamic dim: the graph keeps it, eager drops it at 1. Equalities between two dims
-are left out too where the graph only broadcasts them: torch.onnx runs calls that break them (a
-batch of 1 beside one of 5). Where torch.export merged two input dims into one symbol and the
-graph computes with its value (an ``arange`` of the batch, a ``view`` to it), the graph reads that
-value from one of the inputs, and a call where they differ returns another input's numbers: those
-dims are checked as one size (not warned about at export: the graph's inputs share the dim's
-name). Conditions implied by the others are dropped, and only those that amount to a
+are left out too: torch.onnx runs calls that break them when the operators broadcast (a batch of 1
+beside one of 5). Conditions implied by the others are dropped, and only those that amount to a
 bound, a range or a multiple of one dim are kept (``length <= 64``, ``8 <= length <= 11``,
 ``length % 4 == 0``): other relations torch records are about sizes derived from the dims,
 where a refusal could be wrong.
@@ -156,11 +152,6 @@ class SizeConditions:
 
     def label(self, symbol: str, names: Mapping[str, str]) -> str:
         return self.labels.get(symbol) or names.get(symbol, symbol)
-
-    def announced(self) -> tuple[SizeCondition, ...]:
-        """The conditions export warns about: all but the dims traced as one, which the graph's
-        inputs already state by sharing one dim name."""
-        return tuple(c for c in self.conditions if c.source != _ONE_SIZE)
 
     def __bool__(self) -> bool:
         return bool(self.conditions)
@@ -461,50 +452,18 @@ def _as_residues(condition: SizeCondition, members: Sequence[str]) -> SizeCondit
     return dataclasses.replace(condition, expression=f"({symbol} % {period}) in {kept!r}", symbols=(symbol,))
 
 
-# The source of the conditions that equate dims torch.export merged into one symbol.
-_ONE_SIZE = "dims traced as one"
-_ASSERT = torch.ops.aten._assert_scalar.default
-_SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
-
-
-def _computed_with(program: torch.export.ExportedProgram) -> set[str]:
-    """The symbols whose values the graph computes with: those of its size nodes (``sym_size``
-    and the arithmetic on them) that reach a tensor operation or an output, which set shapes and
-    values (an ``arange`` of the batch, a ``view`` to it). Sizes read only to be asserted on do not."""
-    reaches: dict[torch.fx.Node, bool] = {}
-
-    def computes(node: torch.fx.Node) -> bool:
-        if node not in reaches:
-            reaches[node] = any(
-                user.op == "output" or not isinstance(user.meta.get("val"), _SYMBOLIC) and user.target is not _ASSERT
-                or isinstance(user.meta.get("val"), _SYMBOLIC) and computes(user)
-                for user in node.users
-            )
-        return reaches[node]
-
-    found: set[str] = set()
-    for module in program.graph_module.modules():
-        if not isinstance(module, torch.fx.GraphModule):
-            continue
-        for node in module.graph.nodes:
-            value = node.meta.get("val")
-            if isinstance(value, _SYMBOLIC) and computes(node):
-                found.update(symbol.name for symbol in value.node.expr.free_symbols)
-    return found
-
-
 def _one_size_each(
-    dims: tuple[tuple[int, int, str], ...], signature: ProgramSignature, names: Mapping[str, str], symbols: set[str]
+    dims: tuple[tuple[int, int, str], ...], signature: ProgramSignature, names: Mapping[str, str]
 ) -> tuple[tuple[tuple[int, int, str], ...], list[SizeCondition], dict[str, str]]:
-    """Each of ``symbols`` found at several input dims checked as one size there: the later dims
-    get symbols of their own (``s3__2``…, labelled ``input.shape[d]``) and a condition equating
-    them with the first."""
+    """Each symbol found at several input dims checked as one size there: the later dims get
+    symbols of their own (``s3__2``…, labelled ``input.shape[d]``) and a condition equating them
+    with the first."""
     first: dict[str, tuple[int, int]] = {}
     seen: dict[str, int] = {}
     renamed, conditions, labels = [], [], {}
     inputs = [node.name for node, _ in signature.tensor_inputs]
     for position, dim, symbol in dims:
-        if symbol not in first or symbol not in symbols:
+        if symbol not in first:
             first[symbol] = (position, dim)
             renamed.append((position, dim, symbol))
             continue
@@ -514,19 +473,30 @@ def _one_size_each(
         labels[alias] = f"{inputs[position]}.shape[{dim}]"
         where = f"{inputs[first[symbol][0]]}.shape[{first[symbol][1]}] == {labels[alias]}"
         conditions.append(SizeCondition(
-            f"({symbol} == {alias})", (symbol, alias), _ONE_SIZE,
+            f"({symbol} == {alias})", (symbol, alias), "dims traced as one",
             summary=f"{where} (both {names.get(symbol, symbol)})",
         ))
     return tuple(renamed), conditions, labels
 
 
 def size_conditions(
-    program: torch.export.ExportedProgram, signature: ProgramSignature, names: Mapping[str, str] | None = None
+    program: torch.export.ExportedProgram, signature: ProgramSignature, names: Mapping[str, str] | None = None,
+    one_size_per_symbol: bool = False,
 ) -> SizeConditions:
     """What ``program`` assumes of its graph inputs' sizes (see the module docstring). ``names``
-    are the dims' names (user names for symbols); dims of one name are one size."""
+    are the dims' names (user names for symbols); dims of one name are one size.
+
+    ``one_size_per_symbol``: every symbol's dims must agree, even where operators would broadcast
+    them. For a program traced from its example sizes (capture's last strategy): torch.export
+    then merges dims it finds equal through derived sizes (a quotient of two batches that is 1),
+    and the graph computes with that equality (a reshape to 1 row), which broadcasting cannot undo.
+    """
     names = dict(names or {})
-    dims, merged, labels = _one_size_each(_input_dims(signature), signature, names, _computed_with(program))
+    dims = _input_dims(signature)
+    merged: list[SizeCondition] = []
+    labels: dict[str, str] = {}
+    if one_size_per_symbol:
+        dims, merged, labels = _one_size_each(dims, signature, names)
     groups: dict[str, list[str]] = {}
     for _, _, symbol in dims:
         members = groups.setdefault(names.get(symbol, symbol), [])

@@ -61,6 +61,12 @@ class CaptureResult:
     blocks_replayed: int = 0
 
     @property
+    def traced_from_examples(self) -> bool:
+        """Whether the last strategy made the program (_BACKED): its dims merged through sizes
+        derived from the examples must be checked as one (size_conditions)."""
+        return self.strategy == _BACKED
+
+    @property
     def strategy_name(self) -> str | None:
         """torch.onnx's name for the strategy (``TorchExportNonStrictStrategy``…), None for a
         given ExportedProgram, as ``torch.onnx.ONNXProgram._capture_strategy`` reports it."""
@@ -72,11 +78,12 @@ class CaptureResult:
 # diffusers' LTX-Video views its timestep embedding by the image batch, (timestep batch) //
 # (image batch) rows, and adds it to every image token. Traced from the examples, torch.export
 # finds the two batches equal (the view needs a multiple, the broadcast a quotient of 1) and gives
-# them one dim, and the graph computes with that (one row): size_conditions checks such dims as
-# one size, so program(...) refuses an image batch of 1 beside 3 timesteps, which eager accepts
-# (3 rows for 3 tokens). A dim marked dynamic whose example is 0 or 1 would be specialized this
-# way: torch.export refuses that for ``Dim.DYNAMIC`` (what a named dim becomes) and for ``Dim``
-# objects, so it cannot pass unnoticed.
+# them one dim, and the graph computes with that (one row). Such an equality is no broadcast the
+# graph could undo, so every dim of one symbol is checked as one size (size_conditions, asked by
+# CaptureResult.traced_from_examples): program(...) refuses an image batch of 1 beside 3
+# timesteps, which eager accepts (3 rows for 3 tokens). A dim marked dynamic whose example is 0
+# or 1 would be specialized this way: torch.export refuses that for ``Dim.DYNAMIC`` (what a named
+# dim becomes) and for ``Dim`` objects, so it cannot pass unnoticed.
 _BACKED = "torch.export(strict=False) with sizes traced from their examples"
 
 # Our strategy labels and the class names torch.onnx reports for the same strategy.
