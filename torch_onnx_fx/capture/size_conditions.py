@@ -15,7 +15,8 @@ Not every recorded assumption is a condition of the model: torch.export assumes 
 out, as torch.onnx ignores them (dims of size 0 or 1 run through the same graph), except where the
 model squeezes a dynamic dim: the graph keeps it, eager drops it at 1. Equalities between two dims
 are left out too: torch.onnx runs calls that break them when the operators broadcast (a batch of 1
-beside one of 5). Conditions implied by the others are dropped, and only those that amount to a
+beside one of 5), except in a program traced from its example sizes, where torch.export merges
+dims through derived sizes (``one_size_per_symbol``). Conditions implied by the others are dropped, and only those that amount to a
 bound, a range or a multiple of one dim are kept (``length <= 64``, ``8 <= length <= 11``,
 ``length % 4 == 0``): other relations torch records are about sizes derived from the dims,
 where a refusal could be wrong.
