@@ -200,3 +200,21 @@ def test_dims_found_equal_from_the_examples_are_checked_as_one():
     with pytest.raises(torch_onnx_fx.InputMismatchError, match=r"timestep.shape\[0\] = 3"):
         program(torch.randn(1, 3, 8), torch.rand(3))
     assert_matches_eager(model, (torch.randn(3, 7, 8), torch.rand(3)), program=program)
+
+
+def test_an_input_dim_traced_as_an_expression_of_another_is_checked():
+    # Traced from the examples, t's length is merged into 2 * (h's batch): the graph takes every
+    # other row of t viewed by 2 * batch. t of 6 beside a batch of 1 is valid in eager (3 rows
+    # against 3 tokens) and broadcast wrong in the graph: the call is refused.
+    class EveryOtherRow(nn.Module):
+        def forward(self, h, t):
+            return h + t[:, None].expand(-1, 4).view(2 * h.shape[0], -1, 4)[::2]
+
+    model = EveryOtherRow()
+    with pytest.warns(UserWarning, match=r"t.shape\[0\] == 2\*B"):
+        program = torch_onnx_fx.export(
+            model, (torch.randn(2, 5, 4), torch.rand(4)), dynamic_shapes={"h": {0: "B", 1: "L"}, "t": {0: "T"}}, verbose=False,
+        )
+    with pytest.raises(torch_onnx_fx.InputMismatchError, match=r"t.shape\[0\] = 6"):
+        program(torch.randn(1, 3, 4), torch.rand(6))
+    assert_matches_eager(model, (torch.randn(3, 7, 4), torch.rand(6)), program=program)

@@ -453,6 +453,10 @@ def _as_residues(condition: SizeCondition, members: Sequence[str]) -> SizeCondit
     return dataclasses.replace(condition, expression=f"({symbol} % {period}) in {kept!r}", symbols=(symbol,))
 
 
+# The source of the conditions that equate dims torch.export merged (one symbol, or one expression).
+_ONE_SIZE = "dims traced as one"
+
+
 def _one_size_each(
     dims: tuple[tuple[int, int, str], ...], signature: ProgramSignature, names: Mapping[str, str]
 ) -> tuple[tuple[tuple[int, int, str], ...], list[SizeCondition], dict[str, str]]:
@@ -474,10 +478,38 @@ def _one_size_each(
         labels[alias] = f"{inputs[position]}.shape[{dim}]"
         where = f"{inputs[first[symbol][0]]}.shape[{first[symbol][1]}] == {labels[alias]}"
         conditions.append(SizeCondition(
-            f"({symbol} == {alias})", (symbol, alias), "dims traced as one",
+            f"({symbol} == {alias})", (symbol, alias), _ONE_SIZE,
             summary=f"{where} (both {names.get(symbol, symbol)})",
         ))
     return tuple(renamed), conditions, labels
+
+
+def _derived_dims(
+    signature: ProgramSignature, names: Mapping[str, str]
+) -> tuple[list[tuple[int, int, str]], list[SizeCondition], dict[str, str]]:
+    """Input dims whose size torch.export made an expression of other dims (``2*s0``): each gets a
+    symbol of its own (labelled ``input.shape[d]``) and a condition equating it with the expression."""
+    inputs = [node.name for node, _ in signature.tensor_inputs]
+    dims, conditions, labels = [], [], {}
+    for position, (node, _) in enumerate(signature.tensor_inputs):
+        for dim, size in enumerate(getattr(node.meta.get("val"), "shape", ())):
+            if not isinstance(size, torch.SymInt) or isinstance(size.node.expr, sympy.Symbol):
+                continue
+            expression = size.node.expr
+            source = _python(expression)
+            if source is None or not expression.free_symbols:
+                continue
+            alias = f"{inputs[position]}__{dim}"
+            labels[alias] = f"{inputs[position]}.shape[{dim}]"
+            text = _readable(expression)
+            for symbol in sorted((s.name for s in expression.free_symbols), key=len, reverse=True):
+                text = re.sub(rf"\b{re.escape(symbol)}\b", names.get(symbol, symbol), text)
+            dims.append((position, dim, alias))
+            conditions.append(SizeCondition(
+                f"({alias} == {source})", (alias, *sorted(s.name for s in expression.free_symbols)), _ONE_SIZE,
+                summary=f"{labels[alias]} == {text}",
+            ))
+    return dims, conditions, labels
 
 
 def size_conditions(
@@ -488,9 +520,10 @@ def size_conditions(
     are the dims' names (user names for symbols); dims of one name are one size.
 
     ``one_size_per_symbol``: every symbol's dims must agree, even where operators would broadcast
-    them. For a program traced from its example sizes (capture's last strategy): torch.export
-    then merges dims it finds equal through derived sizes (a quotient of two batches that is 1),
-    and the graph computes with that equality (a reshape to 1 row), which broadcasting cannot undo.
+    them, and an input dim torch.export made an expression of others (``2*B``) must equal it. For
+    a program traced from its example sizes (capture's last strategy): torch.export then merges
+    dims it finds equal through derived sizes (a quotient of two batches that is 1), and the graph
+    computes with that equality (a reshape to 1 row), which broadcasting cannot undo.
     """
     names = dict(names or {})
     dims = _input_dims(signature)
@@ -498,6 +531,8 @@ def size_conditions(
     labels: dict[str, str] = {}
     if one_size_per_symbol:
         dims, merged, labels = _one_size_each(dims, signature, names)
+        derived, conditions_of_derived, labels_of_derived = _derived_dims(signature, names)
+        dims, merged, labels = (*dims, *derived), merged + conditions_of_derived, {**labels, **labels_of_derived}
     groups: dict[str, list[str]] = {}
     for _, _, symbol in dims:
         members = groups.setdefault(names.get(symbol, symbol), [])
