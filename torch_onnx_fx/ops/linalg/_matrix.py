@@ -192,12 +192,10 @@ def one_hot_rows(perm: ir.Value) -> ir.Value:
 
 
 def gather_rows(x: ir.Value, perm: ir.Value) -> ir.Value:
-    """``x``'s rows in the order ``perm`` (``out[..., i, :] = x[..., perm[..., i], :]``), batch
-    dims broadcast: what ``one_hot_rows(perm) @ x`` computes, without its products, where
-    0 * inf would make every row of that column NaN."""
-    index = op.Unsqueeze(perm, [-1])
-    x = op.Expand(x, op.Shape(index))
-    return op.GatherElements(x, op.Expand(index, op.Shape(x)), axis=-2)
+    """``x``'s rows in the order ``perm`` (``out[..., i, :] = x[..., perm[..., i], :]``); ``perm``'s
+    batch dims are ``x``'s or broadcast to them. What ``one_hot_rows(perm) @ x`` computes, without
+    its products, where 0 * inf would make every row of that column NaN."""
+    return op.GatherElements(x, op.Expand(op.Unsqueeze(perm, [-1]), op.Shape(x)), axis=-2)
 
 
 def inverse_permutation(perm: ir.Value) -> ir.Value:

@@ -30,7 +30,7 @@ def _symmetric_swap(m: ir.Value, i: ir.Value, j: ir.Value, first: ir.Value) -> i
     size = mx.size(m, -1)
     indices = op.Range(0, size, 1)
     swap = mx.swap(indices, op.Unsqueeze(i, [-1]), op.Unsqueeze(j, [-1]))  # (..., n)
-    rows = op.GatherElements(m, op.Expand(op.Unsqueeze(swap, [-1]), op.Shape(m)), axis=-2)
+    rows = mx.gather_rows(m, swap)
     both = op.GatherElements(rows, op.Expand(op.Unsqueeze(swap, [-2]), op.Shape(m)), axis=-1)
     inside = op.And(op.Unsqueeze(op.GreaterOrEqual(indices, first), [-1]), op.GreaterOrEqual(indices, first))
     return op.Where(inside, both, m)
@@ -157,7 +157,7 @@ def aten_linalg_ldl_factor_ex(
 def _swap_rows(b: ir.Value, i: ir.Value, j: ir.Value) -> ir.Value:
     """Exchange rows ``i`` and ``j`` (per batch, shape ``(...)``) of ``b``."""
     swap = mx.swap(op.Range(0, mx.size(b, -2), 1), op.Unsqueeze(i, [-1]), op.Unsqueeze(j, [-1]))
-    return op.GatherElements(b, op.Expand(op.Unsqueeze(swap, [-1]), op.Shape(b)), axis=-2)
+    return mx.gather_rows(b, swap)
 
 
 def _ldl_solve(ctx: OpContext, factor: ir.Value, pivots: ir.Value, b: ir.Value) -> ir.Value:

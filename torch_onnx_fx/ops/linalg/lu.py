@@ -63,7 +63,7 @@ def _lu_factor(
             candidates = op.Where(op.GreaterOrEqual(rows, j), field.pivot_size(op.Gather(a, j, axis=-1)), -1.0)
             chosen = op.ArgMax(candidates, axis=-1, keepdims=1)
             swap = mx.swap(rows, j, chosen)
-            a = op.GatherElements(a, op.Expand(op.Unsqueeze(swap, [-1]), op.Shape(a)), axis=-2)
+            a = mx.gather_rows(a, swap)
             perm = op.GatherElements(perm, swap, axis=-1)
             pivots = op.Where(op.Equal(taken, j), chosen, pivots)
         row = op.Gather(a, at_j, axis=-2)
@@ -130,7 +130,7 @@ def _lu_solve(
     # B's rows permuted by gathering them (LAPACK swaps them): a product with the permutation
     # matrix would add 0 * inf, NaN in a whole column where B holds one inf.
     if not transposed:
-        y = _substitute(ctx, lu, mx.gather_rows(b, perm), upper=False, unit=True, field=field)
+        y = _substitute(ctx, lu, mx.gather_rows(mx.broadcast_to_batch(b, lu), perm), upper=False, unit=True, field=field)
         x = _substitute(ctx, lu, y, upper=True, field=field)
     else:
         # A^T = U^T L^T P^T: U^T is lower, L^T upper with a unit diagonal.
