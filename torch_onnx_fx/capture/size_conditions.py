@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import sympy
 import torch
@@ -108,10 +108,15 @@ class SizeCondition:
         """The condition with each symbol called by ``names`` (the graph's dim names)."""
         if self.summary is not None:
             return self.summary
-        text = self.expression if isinstance(self.expression, str) else _readable(self.expression)
-        for symbol in sorted(self.symbols, key=len, reverse=True):
-            text = re.sub(rf"\b{re.escape(symbol)}\b", names.get(symbol, symbol), text)
-        return text
+        return _named(self.expression if isinstance(self.expression, str) else _readable(self.expression), self.symbols, names)
+
+
+def _named(text: str, symbols: Iterable[str], names: Mapping[str, str]) -> str:
+    """``text`` with each of ``symbols`` called by ``names`` (longest first: ``s1`` never renames
+    part of ``s12``)."""
+    for symbol in sorted(symbols, key=len, reverse=True):
+        text = re.sub(rf"\b{re.escape(symbol)}\b", names.get(symbol, symbol), text)
+    return text
 
 
 _RELATIONS = {
@@ -280,7 +285,7 @@ def _unit_size(condition: SizeCondition, members: Sequence[str], name: str) -> s
         return f"{name} != {ruled_out[0]}"
     if len(ruled_out) <= 8:  # a size derived from the dim: length // 2 is 1 at 2 and 3
         return f"{name} not in {tuple(ruled_out)}"
-    return re.sub(rf"\b{re.escape(condition.symbols[0])}\b", name, _readable(condition.expression))
+    return _named(_readable(condition.expression), condition.symbols[:1], {condition.symbols[0]: name})
 
 
 _SIZE_OF = re.compile(r"(L(?:\[[^\]]+\])+)\.size\(\)\[(\d+)\]")
@@ -501,13 +506,11 @@ def _derived_dims(
                 continue
             alias = f"{inputs[position]}__{dim}"
             labels[alias] = f"{inputs[position]}.shape[{dim}]"
-            text = _readable(expression)
-            for symbol in sorted((s.name for s in expression.free_symbols), key=len, reverse=True):
-                text = re.sub(rf"\b{re.escape(symbol)}\b", names.get(symbol, symbol), text)
+            symbols = sorted(s.name for s in expression.free_symbols)
             dims.append((position, dim, alias))
             conditions.append(SizeCondition(
-                f"({alias} == {source})", (alias, *sorted(s.name for s in expression.free_symbols)), _ONE_SIZE,
-                summary=f"{labels[alias]} == {text}",
+                f"({alias} == {source})", (alias, *symbols), _ONE_SIZE,
+                summary=f"{labels[alias]} == {_named(_readable(expression), symbols, names)}",
             ))
     return dims, conditions, labels
 
